@@ -1,0 +1,19 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Postern",
+    products: [
+        .executable(name: "postern", targets: ["postern"]),
+        .library(name: "PosternCore", targets: ["PosternCore"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CEvent", path: "Sources/CEvent", pkgConfig: "libevent_openssl"),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3"),
+        .target(name: "PosternCore", dependencies: ["CEvent", "COpenSSL", "CSQLite"]),
+        .executableTarget(name: "postern", dependencies: ["PosternCore"]),
+        .testTarget(name: "PosternCoreTests", dependencies: ["PosternCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,29 @@
+#ifndef POSTERN_CEVENT_SHIM_H
+#define POSTERN_CEVENT_SHIM_H
+/* These four must precede the event2 headers, or Foundation's fd_set clashes. */
+#include <sys/types.h>
+#include <sys/time.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <event2/http.h>
+#include <event2/http_struct.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/listener.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/util.h>
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+/* SSL_set_tlsext_host_name is a macro; Swift cannot call it directly. */
+static inline int postern_ssl_set_sni(SSL *ssl, const char *name) {
+    return (int)SSL_set_tlsext_host_name(ssl, name);
+}
+#endif

@@ -1,0 +1,8 @@
+#ifndef POSTERN_COPENSSL_SHIM_H
+#define POSTERN_COPENSSL_SHIM_H
+#include <openssl/sha.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <openssl/crypto.h>
+#endif

@@ -1,0 +1,213 @@
+/// The whole gateway configuration (DESIGN §3.1b). Every key is optional; these are the defaults.
+public struct PosternConfig: Sendable, Equatable {
+    /// `host:port` of the public listener.
+    public var listen = "0.0.0.0:8080"
+    /// `host:port` of the admin listener (`/metrics`, `/healthz`, `/readyz`).
+    public var adminListen = "127.0.0.1:9180"
+    /// Event-loop threads; 0 means one per core.
+    public var workers = 0
+    /// The Directus upstream.
+    public var directus = DirectusConfig()
+    /// Session storage and lifetimes.
+    public var sessions = SessionsConfig()
+    /// Request limits and timeouts.
+    public var limits = LimitsConfig()
+    /// Rate limits.
+    public var rateLimits = RateLimitsConfig()
+    /// CORS.
+    public var cors = CORSConfig()
+    /// Upstream circuit breaker.
+    public var circuitBreaker = CircuitBreakerConfig()
+    /// The resources served at `/api/v1/<name>`.
+    public var resources: [ResourceConfig] = ResourceConfig.shipped
+    /// `debug`, `info`, `warning` or `error` (from `POSTERN_LOG_LEVEL`; not a file key).
+    public var logLevel = "info"
+    /// Base64 32-byte key that encrypts Directus tokens at rest (from `POSTERN_SECRET_KEY` only).
+    public var secretKey: String?
+
+    /// The defaults.
+    public init() {}
+}
+
+/// The Directus upstream (`directus`).
+public struct DirectusConfig: Sendable, Equatable {
+    /// Base URL, `http://` or `https://`.
+    public var url = "http://127.0.0.1:8055"
+    /// Upstream timeout in milliseconds (→ 504).
+    public var timeoutMs = 10_000
+    /// Keep-alive connections per worker.
+    public var maxConnectionsPerWorker = 64
+    /// `users` (public create on `/users`) or `register` (`/users/register`).
+    public var registration = "users"
+    /// The defaults.
+    public init() {}
+}
+
+/// Session storage (`sessions`).
+public struct SessionsConfig: Sendable, Equatable {
+    /// `memory`, `sqlite:/path`, or `redis://host:port`.
+    public var store = "sqlite:data/sessions.db"
+    /// Idle expiry in seconds.
+    public var idleTTLSeconds = 604_800
+    /// Absolute expiry in seconds.
+    public var maxTTLSeconds = 2_592_000
+    /// The defaults.
+    public init() {}
+}
+
+/// Request limits (`limits`).
+public struct LimitsConfig: Sendable, Equatable {
+    /// Largest accepted body (→ 413 JSON).
+    public var maxBodyBytes = 1_048_576
+    /// Connection inactivity timeout in seconds.
+    public var inactivityTimeoutSeconds = 10
+    /// Grace period for in-flight requests on shutdown, in seconds.
+    public var shutdownGraceSeconds = 10
+    /// The defaults.
+    public init() {}
+}
+
+/// Rate limits (`rate_limits`).
+public struct RateLimitsConfig: Sendable, Equatable {
+    /// Failed logins per client IP per minute.
+    public var failedLoginsPerIPPerMinute = 10
+    /// Failed logins per email per minute.
+    public var failedLoginsPerEmailPerMinute = 5
+    /// Failed logins per email per day.
+    public var failedLoginsPerEmailPerDay = 20
+    /// Registrations per client IP per minute.
+    public var registrationsPerIPPerMinute = 10
+    /// Peers whose `X-Forwarded-For` is trusted (IPs).
+    public var trustedProxies: [String] = []
+    /// The defaults.
+    public init() {}
+}
+
+/// CORS (`cors`).
+public struct CORSConfig: Sendable, Equatable {
+    /// Allowed origins; `*` for any.
+    public var allowedOrigins = ["*"]
+    /// Whether credentials are allowed (never with `*`).
+    public var allowCredentials = false
+    /// Preflight cache lifetime in seconds.
+    public var maxAgeSeconds = 600
+    /// The defaults.
+    public init() {}
+}
+
+/// Circuit breaker (`circuit_breaker`).
+public struct CircuitBreakerConfig: Sendable, Equatable {
+    /// Consecutive connection failures or timeouts that open the circuit.
+    public var failures = 5
+    /// Seconds the circuit stays open before one probe.
+    public var openSeconds = 5
+    /// The defaults.
+    public init() {}
+}
+
+/// Which `{id}` values are valid keys of a collection.
+public enum IDType: String, Sendable, Equatable, CaseIterable {
+    case integer, uuid, string
+}
+
+/// A permission rule (DESIGN §3): a small closed set.
+public enum PermissionRule: Sendable, Equatable, CustomStringConvertible {
+    case `public`, authenticated, owner, nobody
+    /// Allowed when the caller's Directus role id equals this id.
+    case role(String)
+
+    /// Parses `public`, `authenticated`, `owner`, `nobody` or `role:<id>`.
+    public init?(_ text: String) {
+        switch text {
+        case "public": self = .public
+        case "authenticated": self = .authenticated
+        case "owner": self = .owner
+        case "nobody": self = .nobody
+        default:
+            guard text.hasPrefix("role:"), text.count > 5 else { return nil }
+            self = .role(String(text.dropFirst(5)))
+        }
+    }
+
+    /// The config text of the rule.
+    public var description: String {
+        switch self {
+        case .public: return "public"
+        case .authenticated: return "authenticated"
+        case .owner: return "owner"
+        case .nobody: return "nobody"
+        case .role(let id): return "role:\(id)"
+        }
+    }
+}
+
+/// The actions a resource route performs.
+public enum ResourceAction: String, Sendable, CaseIterable {
+    case list, read, create, update, delete
+}
+
+/// One resource served at `/api/v1/<name>` over a Directus collection.
+public struct ResourceConfig: Sendable, Equatable {
+    /// The resource name (path segment and body key).
+    public var name: String
+    /// The Directus collection.
+    public var collection: String
+    /// Which ids are valid keys.
+    public var idType: IDType = .integer
+    /// Resource field name → Directus field name, in output order. Must map `id`.
+    public var fields: [(String, String)]
+    /// Resource fields that are never null in output (`""` instead).
+    public var required: [String] = []
+    /// Resource fields a client may write.
+    public var writable: [String] = []
+    /// The Directus field that holds the creator's user id (for `owner` rules).
+    public var owner: String?
+    /// Largest `limit`.
+    public var maxLimit = 100
+    /// `limit` when none is given.
+    public var defaultLimit = 20
+    /// The rule per action.
+    public var permissions: [ResourceAction: PermissionRule] = [
+        .list: .authenticated, .read: .authenticated, .create: .authenticated, .update: .owner, .delete: .owner,
+    ]
+
+    /// Builds a resource.
+    public init(name: String, collection: String, fields: [(String, String)]) {
+        self.name = name
+        self.collection = collection
+        self.fields = fields
+    }
+
+    public static func == (lhs: ResourceConfig, rhs: ResourceConfig) -> Bool {
+        lhs.name == rhs.name && lhs.collection == rhs.collection && lhs.idType == rhs.idType
+            && lhs.fields.map { "\($0.0)=\($0.1)" } == rhs.fields.map { "\($0.0)=\($0.1)" }
+            && lhs.required == rhs.required && lhs.writable == rhs.writable && lhs.owner == rhs.owner
+            && lhs.maxLimit == rhs.maxLimit && lhs.defaultLimit == rhs.defaultLimit && lhs.permissions == rhs.permissions
+    }
+
+    /// The Directus field of resource field `name`.
+    public func directusField(_ name: String) -> String? {
+        fields.first { $0.0 == name }?.1
+    }
+
+    /// The resource field of Directus field `name`.
+    public func resourceField(_ directus: String) -> String? {
+        fields.first { $0.1 == directus }?.0
+    }
+
+    /// The shipped resources: `books` (the SwiftUI tutorial's shape) and `posts` (the Directus tutorial's).
+    public static var shipped: [ResourceConfig] {
+        var books = ResourceConfig(name: "books", collection: "posts",
+                                   fields: [("id", "id"), ("title", "title"), ("subtitle", "content"), ("user", "user_created")])
+        books.required = ["title"]
+        books.writable = ["title", "subtitle"]
+        books.owner = "user_created"
+        var posts = ResourceConfig(name: "posts", collection: "posts",
+                                   fields: [("id", "id"), ("title", "title"), ("content", "content"),
+                                            ("user_created", "user_created"), ("date_created", "date_created")])
+        posts.required = ["title"]
+        posts.writable = ["title", "content"]
+        posts.owner = "user_created"
+        return [books, posts]
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+
+/// A request as the gateway sees it: a plain value, no libevent pointers.
+public struct HTTPRequest: Sendable {
+    /// The request method.
+    public var method: HTTPMethod
+    /// The decoded path (no query), e.g. `/api/v1/books/12`.
+    public var path: String
+    /// The raw query string without `?` (may be empty).
+    public var query: String
+    /// Request headers.
+    public var headers: HTTPHeaders
+    /// The request body (empty when none).
+    public var body: Data
+    /// The socket peer address (IP only).
+    public var remoteAddress: String
+
+    /// Builds a request.
+    public init(method: HTTPMethod, path: String, query: String = "", headers: HTTPHeaders = HTTPHeaders(),
+                body: Data = Data(), remoteAddress: String = "127.0.0.1") {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.remoteAddress = remoteAddress
+    }
+
+    /// Splits a request target such as `/a/b?x=1` into path and query.
+    public init(method: HTTPMethod, target: String, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data(),
+                remoteAddress: String = "127.0.0.1") {
+        if let q = target.firstIndex(of: "?") {
+            self.init(method: method, path: String(target[..<q]), query: String(target[target.index(after: q)...]),
+                      headers: headers, body: body, remoteAddress: remoteAddress)
+        } else {
+            self.init(method: method, path: target, headers: headers, body: body, remoteAddress: remoteAddress)
+        }
+    }
+
+    /// The query parameters, percent-decoded (`+` read as space), in order.
+    public var queryItems: [(name: String, value: String)] {
+        QueryString.parse(query)
+    }
+}
+
+/// Parsing and building of `application/x-www-form-urlencoded` query strings.
+public enum QueryString {
+    /// Parses `a=1&b=x%20y` into decoded pairs.
+    public static func parse(_ query: String) -> [(name: String, value: String)] {
+        guard !query.isEmpty else { return [] }
+        return query.split(separator: "&", omittingEmptySubsequences: true).map { part in
+            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = decode(String(pieces[0]))
+            let value = pieces.count > 1 ? decode(String(pieces[1])) : ""
+            return (name, value)
+        }
+    }
+
+    /// Builds a query string from pairs, percent-encoding both sides.
+    public static func build(_ items: [(String, String)]) -> String {
+        items.map { "\(encode($0.0))=\(encode($0.1))" }.joined(separator: "&")
+    }
+
+    /// Percent-encodes everything outside the RFC 3986 unreserved set.
+    public static func encode(_ s: String) -> String {
+        var out = ""
+        out.reserveCapacity(s.utf8.count)
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                 UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += String(format: "%%%02X", byte)
+            }
+        }
+        return out
+    }
+
+    /// Decodes `%XX` escapes and `+`; invalid escapes are kept literally.
+    public static func decode(_ s: String) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(s.utf8.count)
+        var it = Array(s.utf8)[...]
+        while let b = it.popFirst() {
+            if b == UInt8(ascii: "+") {
+                bytes.append(UInt8(ascii: " "))
+            } else if b == UInt8(ascii: "%"), it.count >= 2,
+                      let hi = hexValue(it[it.startIndex]), let lo = hexValue(it[it.startIndex + 1]) {
+                bytes.append(hi << 4 | lo)
+                it = it.dropFirst(2)
+            } else {
+                bytes.append(b)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ b: UInt8) -> UInt8? {
+        switch b {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return b - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return b - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,2 @@
+import PosternCore
+print("postern")
