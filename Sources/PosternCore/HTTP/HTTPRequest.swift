@@ -4,7 +4,7 @@ import Foundation
 public struct HTTPRequest: Sendable {
     /// The request method.
     public var method: HTTPMethod
-    /// The decoded path (no query), e.g. `/api/v1/books/12`.
+    /// The path as received (still percent-encoded, no query), e.g. `/api/v1/books/12`; routing decodes each segment.
     public var path: String
     /// The raw query string without `?` (may be empty).
     public var query: String

@@ -1,0 +1,194 @@
+import CEvent
+import Foundation
+
+/// One libevent loop on one thread, with one thread-safe way in: a locked job queue plus a wake event.
+///
+/// It is also a `TaskExecutor` and `SerialExecutor`, so `Task(executorPreference: loop) { … }` runs async
+/// handlers on the loop thread and every libevent call stays there.
+public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable {
+    /// The libevent base; touched only on the loop thread (and by thread-safe libevent calls).
+    let base: OpaquePointer
+    private let lock = NSLock()
+    private var jobs: [UnownedJob] = []
+    private var closures: [() -> Void] = []
+    private var wake: OpaquePointer?
+    private var thread: pthread_t?
+    private let name: String
+    private let started = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    /// The DNS resolver of this loop (for upstream host names).
+    private(set) var dns: OpaquePointer?
+
+    /// Makes libevent's locking work across threads; must run before the first base is created.
+    private static let threadingEnabled: Bool = {
+        evthread_use_pthreads() == 0
+    }()
+
+    /// Creates a loop (not yet running).
+    public init(name: String) {
+        precondition(EventLoop.threadingEnabled, "libevent pthreads support is missing")
+        // event_base_new only fails when no backend can be initialised (out of memory or fds): fatal at start-up.
+        guard let base = event_base_new() else { fatalError("event_base_new failed") }
+        self.base = base
+        self.name = name
+        let arg = Unmanaged.passUnretained(self).toOpaque()
+        // The wake event lives as long as the loop (freed in deinit), so the unretained `self` stays valid.
+        wake = event_new(base, -1, Int16(EV_PERSIST), { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<EventLoop>.fromOpaque(arg).takeUnretainedValue().drain()
+        }, arg)
+        dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS)
+    }
+
+    deinit {
+        if let wake { event_free(wake) }
+        if let dns { evdns_base_free(dns, 0) }
+        event_base_free(base)
+    }
+
+    /// Starts the loop on its own thread and returns once it runs.
+    public func start() {
+        let box = Unmanaged.passRetained(self)
+        var tid = pthread_t()
+        let rc = pthread_create(&tid, nil, { arg in
+            // The retained reference taken in start() is released here, exactly once.
+            let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
+            loop.runOnThisThread()
+            return nil
+        }, box.toOpaque())
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+        thread = tid
+        started.wait()
+    }
+
+    private var loopThread: pthread_t?
+
+    private func runOnThisThread() {
+        loopThread = pthread_self()
+        started.signal()
+        event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
+        drain()
+        finished.signal()
+    }
+
+    /// Stops the loop and waits for its thread to end (call from another thread).
+    public func stop() {
+        // Thread-safe: libevent locks the base and wakes its loop (evthread_use_pthreads is on).
+        event_base_loopbreak(base)
+        finished.wait()
+        if let thread { pthread_join(thread, nil) }
+        thread = nil
+    }
+
+    /// True on the loop's own thread.
+    public var inLoop: Bool {
+        guard let loopThread else { return false }
+        return pthread_equal(loopThread, pthread_self()) != 0
+    }
+
+    /// Runs `body` on the loop thread (soon, never inline).
+    public func execute(_ body: @escaping @Sendable () -> Void) {
+        lock.lock()
+        closures.append(body)
+        lock.unlock()
+        event_active(wake, 0, 0)
+    }
+
+    /// Runs `body` on the loop thread, inline when already there.
+    func executeOrRun(_ body: @escaping @Sendable () -> Void) {
+        if inLoop { body() } else { execute(body) }
+    }
+
+    // MARK: Executor
+
+    /// Queues a Swift job to run on the loop thread.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        lock.lock()
+        jobs.append(unowned)
+        lock.unlock()
+        event_active(wake, 0, 0)
+    }
+
+    /// This loop as a serial executor.
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    /// Traps when called off the loop thread.
+    public func checkIsolated() {
+        precondition(inLoop, "not on event loop \(name)")
+    }
+
+    private func drain() {
+        while true {
+            lock.lock()
+            let pendingJobs = jobs
+            let pendingClosures = closures
+            jobs.removeAll(keepingCapacity: true)
+            closures.removeAll(keepingCapacity: true)
+            lock.unlock()
+            if pendingJobs.isEmpty && pendingClosures.isEmpty { return }
+            for body in pendingClosures { body() }
+            for job in pendingJobs {
+                job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+            }
+        }
+    }
+
+    // MARK: Timers
+
+    /// A one-shot timer on this loop; cancel it with `cancel()`. Create and use on the loop thread.
+    final class Timer {
+        private var event: OpaquePointer?
+        private let action: () -> Void
+
+        /// Arms a timer that calls `action` once after `seconds`.
+        init(loop: EventLoop, seconds: Double, action: @escaping () -> Void) {
+            self.action = action
+            // The timer object owns the event and frees it in cancel()/deinit, before it goes away,
+            // so the unretained pointer is valid whenever the callback runs.
+            event = event_new(loop.base, -1, 0, { _, _, arg in
+                guard let arg else { return }
+                let timer = Unmanaged<Timer>.fromOpaque(arg).takeUnretainedValue()
+                timer.fire()
+            }, Unmanaged.passUnretained(self).toOpaque())
+            var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1_000_000))
+            event_add(event, &tv)
+        }
+
+        private func fire() {
+            if let event { event_free(event) }
+            event = nil
+            action()
+        }
+
+        /// Disarms the timer (no-op after it fired).
+        func cancel() {
+            if let event { event_free(event) }
+            event = nil
+        }
+
+        deinit { cancel() }
+    }
+}
+
+/// A group of event loops, one thread each.
+public final class EventLoopGroup: Sendable {
+    /// The loops.
+    public let loops: [EventLoop]
+
+    /// Creates and starts `count` loops.
+    public init(count: Int, name: String = "postern") {
+        loops = (0..<max(1, count)).map { EventLoop(name: "\(name)-\($0)") }
+        for loop in loops { loop.start() }
+    }
+
+    /// Stops every loop.
+    public func shutdown() {
+        for loop in loops { loop.stop() }
+    }
+
+    /// The default worker count: one per core.
+    public static var defaultCount: Int { ProcessInfo.processInfo.activeProcessorCount }
+}

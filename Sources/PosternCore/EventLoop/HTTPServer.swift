@@ -1,0 +1,279 @@
+import CEvent
+import Foundation
+
+/// What a server does with each request: a plain async function of values.
+public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
+
+/// Limits that evhttp enforces itself (outer ceilings; the contract's limits are checked in Swift).
+public struct ServerLimits: Sendable {
+    /// Largest body evhttp reads at all (above it, evhttp answers its own 413).
+    public var bodyCeiling = 8 * 1024 * 1024
+    /// Largest header block (above it, evhttp answers its own 400).
+    public var maxHeaderBytes = 16 * 1024
+    /// Inactivity timeout in seconds (slow senders and idle keep-alive connections alike).
+    public var inactivityTimeoutSeconds = 10
+    /// The defaults.
+    public init() {}
+}
+
+/// Why a server could not start.
+public struct ServerStartError: Error, CustomStringConvertible, Sendable {
+    /// A one-line reason.
+    public let description: String
+}
+
+/// An HTTP/1.1 server: one evhttp per event loop, each with its own `SO_REUSEPORT` listener on the same port.
+public final class HTTPServer: @unchecked Sendable {
+    private let group: EventLoopGroup
+    private let handler: HTTPHandler
+    private let limits: ServerLimits
+    private var workers: [ServerWorker] = []
+    /// The bound port (useful with port 0).
+    public private(set) var port: UInt16 = 0
+
+    /// Creates a server over the loops of `group`.
+    public init(group: EventLoopGroup, limits: ServerLimits = ServerLimits(), handler: @escaping HTTPHandler) {
+        self.group = group
+        self.limits = limits
+        self.handler = handler
+    }
+
+    /// Binds `host:port` on every loop; port 0 picks a free port shared by all loops.
+    public func start(host: String, port requested: UInt16) throws(ServerStartError) {
+        var address = try SocketAddress(host: host, port: requested)
+        try address.probeFree()
+        for (i, loop) in group.loops.enumerated() {
+            let worker = ServerWorker(loop: loop, handler: handler, limits: limits)
+            let bound = try worker.bind(address)
+            if i == 0 {
+                address.port = bound
+                port = bound
+            }
+            workers.append(worker)
+        }
+    }
+
+    /// Stops accepting, waits up to `grace` seconds for in-flight requests, then frees the servers.
+    public func shutdown(grace: Double) {
+        for worker in workers { worker.stopAccepting() }
+        let deadline = Date().addingTimeInterval(grace)
+        while workers.contains(where: { $0.inFlight > 0 }) && Date() < deadline {
+            usleep(10_000)
+        }
+        for worker in workers { worker.free() }
+        workers.removeAll()
+    }
+
+    /// Requests being handled right now, over all loops.
+    public var inFlight: Int { workers.reduce(0) { $0 + $1.inFlight } }
+}
+
+/// One evhttp on one loop.
+final class ServerWorker: @unchecked Sendable {
+    let loop: EventLoop
+    private let handler: HTTPHandler
+    private let limits: ServerLimits
+    private var http: OpaquePointer?
+    private var listener: OpaquePointer?
+    private let counter = NSLock()
+    private var inFlightCount = 0
+
+    init(loop: EventLoop, handler: @escaping HTTPHandler, limits: ServerLimits) {
+        self.loop = loop
+        self.handler = handler
+        self.limits = limits
+    }
+
+    var inFlight: Int {
+        counter.lock()
+        defer { counter.unlock() }
+        return inFlightCount
+    }
+
+    private func adjustInFlight(_ delta: Int) {
+        counter.lock()
+        inFlightCount += delta
+        counter.unlock()
+    }
+
+    /// Creates the evhttp and its listener on the loop thread; returns the bound port.
+    func bind(_ address: SocketAddress) throws(ServerStartError) -> UInt16 {
+        let result = loop.runAndWait { () -> Result<UInt16, ServerStartError> in
+            self.bindOnLoop(address)
+        }
+        return try result.get()
+    }
+
+    private func bindOnLoop(_ address: SocketAddress) -> Result<UInt16, ServerStartError> {
+        guard let http = evhttp_new(loop.base) else { return .failure(ServerStartError(description: "evhttp_new failed")) }
+        // evhttp answers methods outside this set with its own 501: allow all and answer 405 in Swift.
+        let all = EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue | EVHTTP_REQ_HEAD.rawValue | EVHTTP_REQ_PUT.rawValue
+            | EVHTTP_REQ_DELETE.rawValue | EVHTTP_REQ_OPTIONS.rawValue | EVHTTP_REQ_TRACE.rawValue
+            | EVHTTP_REQ_CONNECT.rawValue | EVHTTP_REQ_PATCH.rawValue
+        evhttp_set_allowed_methods(http, UInt16(all))
+        evhttp_set_max_body_size(http, Int(limits.bodyCeiling))
+        evhttp_set_max_headers_size(http, Int(limits.maxHeaderBytes))
+        evhttp_set_timeout(http, Int32(limits.inactivityTimeoutSeconds))
+        // The worker outlives its evhttp (freed in free()), so the unretained pointer stays valid.
+        evhttp_set_gencb(http, { req, arg in
+            guard let req, let arg else { return }
+            Unmanaged<ServerWorker>.fromOpaque(arg).takeUnretainedValue().accept(req)
+        }, Unmanaged.passUnretained(self).toOpaque())
+
+        let flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT | LEV_OPT_CLOSE_ON_EXEC
+        let listener = address.withSockaddr { sa, len in
+            evconnlistener_new_bind(loop.base, nil, nil, UInt32(flags), 1024, sa, Int32(len))
+        }
+        guard let listener else {
+            evhttp_free(http)
+            return .failure(ServerStartError(description: "cannot listen on \(address): \(String(cString: strerror(errno)))"))
+        }
+        guard evhttp_bind_listener(http, listener) != nil else {
+            evconnlistener_free(listener)
+            evhttp_free(http)
+            return .failure(ServerStartError(description: "evhttp_bind_listener failed"))
+        }
+        self.http = http
+        self.listener = listener
+        return .success(SocketAddress.localPort(of: evconnlistener_get_fd(listener)))
+    }
+
+    /// Stops accepting new connections (existing keep-alive connections finish their requests).
+    func stopAccepting() {
+        _ = loop.runAndWait { () -> Bool in
+            if let listener = self.listener { evconnlistener_disable(listener) }
+            return true
+        }
+    }
+
+    /// Frees the evhttp (and with it the listener and every connection).
+    func free() {
+        _ = loop.runAndWait { () -> Bool in
+            if let http = self.http { evhttp_free(http) }
+            self.http = nil
+            self.listener = nil
+            return true
+        }
+    }
+
+    // MARK: Requests
+
+    /// Turns the evhttp request into a value and starts its handler on this loop.
+    private func accept(_ req: OpaquePointer) {
+        let request = ServerWorker.makeRequest(req)
+        let pending = PendingReply(raw: req)
+        adjustInFlight(1)
+        let handler = self.handler
+        Task(executorPreference: loop) {
+            let response = await handler(request)
+            self.loop.executeOrRun {
+                self.reply(pending, response)
+                self.adjustInFlight(-1)
+            }
+        }
+    }
+
+    /// Sends the one reply of a request: builds the buffer, sends, frees, forgets the pointer.
+    private func reply(_ pending: PendingReply, _ response: HTTPResponse) {
+        let req = pending.take()
+        let headers = evhttp_request_get_output_headers(req)
+        for (name, value) in response.headers {
+            evhttp_add_header(headers, name, value)
+        }
+        let buffer = evbuffer_new()
+        if !response.body.isEmpty {
+            response.body.withUnsafeBytes { raw in
+                _ = evbuffer_add(buffer, raw.baseAddress, raw.count)
+            }
+        }
+        evhttp_send_reply(req, Int32(response.status), HTTPResponse.reason(response.status), buffer)
+        evbuffer_free(buffer)
+    }
+
+    private static func makeRequest(_ req: OpaquePointer) -> HTTPRequest {
+        let method = methodName(evhttp_request_get_command(req))
+        let uri = evhttp_request_get_uri(req).map { String(cString: $0) } ?? "/"
+        var headers = HTTPHeaders()
+        if let input = evhttp_request_get_input_headers(req) {
+            var entry = input.pointee.tqh_first
+            while let kv = entry {
+                headers.add(String(cString: kv.pointee.key), String(cString: kv.pointee.value))
+                entry = kv.pointee.next.tqe_next
+            }
+        }
+        var body = Data()
+        if let buffer = evhttp_request_get_input_buffer(req) {
+            let length = evbuffer_get_length(buffer)
+            if length > 0 {
+                body = Data(count: length)
+                body.withUnsafeMutableBytes { raw in
+                    _ = evbuffer_remove(buffer, raw.baseAddress, length)
+                }
+            }
+        }
+        var peer = "0.0.0.0"
+        if let conn = evhttp_request_get_connection(req) {
+            var address: UnsafeMutablePointer<CChar>?
+            var port: UInt16 = 0
+            evhttp_connection_get_peer(conn, &address, &port)
+            if let address { peer = String(cString: address) }
+        }
+        return HTTPRequest(method: HTTPMethod(method), target: uri, headers: headers, body: body, remoteAddress: peer)
+    }
+
+    private static func methodName(_ cmd: evhttp_cmd_type) -> String {
+        switch cmd {
+        case EVHTTP_REQ_GET: return "GET"
+        case EVHTTP_REQ_POST: return "POST"
+        case EVHTTP_REQ_HEAD: return "HEAD"
+        case EVHTTP_REQ_PUT: return "PUT"
+        case EVHTTP_REQ_DELETE: return "DELETE"
+        case EVHTTP_REQ_OPTIONS: return "OPTIONS"
+        case EVHTTP_REQ_TRACE: return "TRACE"
+        case EVHTTP_REQ_CONNECT: return "CONNECT"
+        case EVHTTP_REQ_PATCH: return "PATCH"
+        default: return "UNKNOWN"
+        }
+    }
+}
+
+/// The evhttp request awaiting its one reply; the pointer is only touched on its loop thread.
+private final class PendingReply: @unchecked Sendable {
+    private var raw: OpaquePointer?
+
+    init(raw: OpaquePointer) { self.raw = raw }
+
+    /// Hands out the pointer exactly once; a second reply is a programming error.
+    func take() -> OpaquePointer {
+        guard let r = raw else { preconditionFailure("a request was answered twice") }
+        raw = nil
+        return r
+    }
+}
+
+extension EventLoop {
+    /// Runs `body` on the loop thread and waits for its result (never call from the loop thread itself).
+    func runAndWait<T>(_ body: @escaping () -> T) -> T {
+        if inLoop { return body() }
+        let done = DispatchSemaphore(value: 0)
+        let box = ResultBox<T>()
+        let call = UncheckedSendable(body)
+        execute {
+            box.value = call.value()
+            done.signal()
+        }
+        done.wait()
+        // The semaphore orders the write before this read, so the value is set.
+        return box.value!
+    }
+}
+
+/// A value carried across threads where the code guarantees ordering itself (semaphores).
+struct UncheckedSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
+private final class ResultBox<T>: @unchecked Sendable {
+    var value: T?
+}

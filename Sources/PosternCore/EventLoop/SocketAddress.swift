@@ -1,0 +1,89 @@
+import CEvent
+import Foundation
+
+/// An IPv4 or IPv6 socket address for listening.
+struct SocketAddress: CustomStringConvertible {
+    private var storage = sockaddr_storage()
+    private var length: socklen_t = 0
+    private let host: String
+    /// The port.
+    var port: UInt16 {
+        didSet { setPort(port) }
+    }
+
+    init(host rawHost: String, port: UInt16) throws(ServerStartError) {
+        let host = rawHost == "localhost" ? "127.0.0.1" : rawHost
+        self.host = host
+        self.port = port
+        var v4 = sockaddr_in()
+        var v6 = sockaddr_in6()
+        let plainHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if inet_pton(AF_INET, plainHost, &v4.sin_addr) == 1 {
+            v4.sin_family = sa_family_t(AF_INET)
+            v4.sin_port = port.bigEndian
+            withUnsafeBytes(of: v4) { src in
+                withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: src) }
+            }
+            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        } else if inet_pton(AF_INET6, plainHost, &v6.sin6_addr) == 1 {
+            v6.sin6_family = sa_family_t(AF_INET6)
+            v6.sin6_port = port.bigEndian
+            withUnsafeBytes(of: v6) { src in
+                withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: src) }
+            }
+            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+        } else {
+            throw ServerStartError(description: "listen address \(host) is not an IP address")
+        }
+    }
+
+    private mutating func setPort(_ port: UInt16) {
+        withUnsafeMutableBytes(of: &storage) { raw in
+            if Int32(raw.load(fromByteOffset: 0, as: sa_family_t.self)) == AF_INET {
+                raw.storeBytes(of: port.bigEndian, toByteOffset: MemoryLayout<sockaddr_in>.offset(of: \.sin_port)!, as: UInt16.self)
+            } else {
+                raw.storeBytes(of: port.bigEndian, toByteOffset: MemoryLayout<sockaddr_in6>.offset(of: \.sin6_port)!, as: UInt16.self)
+            }
+        }
+    }
+
+    func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        withUnsafeBytes(of: storage) { raw in
+            body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), length)
+        }
+    }
+
+    var description: String { "\(host):\(port)" }
+
+    /// Binds once without `SO_REUSEPORT`, so that a port taken by another process is reported
+    /// (with `SO_REUSEPORT` a second process could silently share it).
+    func probeFree() throws(ServerStartError) {
+        guard port != 0 else { return }
+        let family = withSockaddr { sa, _ in Int32(sa.pointee.sa_family) }
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ServerStartError(description: "socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let rc = withSockaddr { sa, len in Glibc.bind(fd, sa, len) }
+        if rc != 0 {
+            let reason = errno == EADDRINUSE ? "port in use" : String(cString: strerror(errno))
+            throw ServerStartError(description: "cannot listen on \(self): \(reason)")
+        }
+    }
+
+    /// The local port a socket is bound to.
+    static func localPort(of fd: Int32) -> UInt16 {
+        var storage = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        withUnsafeMutablePointer(to: &storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &len) }
+        }
+        return withUnsafeBytes(of: storage) { raw in
+            if Int32(raw.load(fromByteOffset: 0, as: sa_family_t.self)) == AF_INET {
+                return UInt16(bigEndian: raw.load(fromByteOffset: MemoryLayout<sockaddr_in>.offset(of: \.sin_port)!, as: UInt16.self))
+            }
+            return UInt16(bigEndian: raw.load(fromByteOffset: MemoryLayout<sockaddr_in6>.offset(of: \.sin6_port)!, as: UInt16.self))
+        }
+    }
+}

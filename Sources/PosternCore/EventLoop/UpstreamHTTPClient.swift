@@ -1,0 +1,331 @@
+import CEvent
+import Foundation
+
+/// One request to the upstream, as a value.
+public struct UpstreamRequest: Sendable {
+    /// The method.
+    public var method: HTTPMethod
+    /// Path plus optional `?query`, already percent-encoded.
+    public var target: String
+    /// Headers to send (Host and Content-Length are added).
+    public var headers: HTTPHeaders
+    /// The body (empty for none).
+    public var body: Data
+
+    /// Builds a request.
+    public init(method: HTTPMethod, target: String, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// The upstream's answer, as a value.
+public struct UpstreamResponse: Sendable {
+    /// The status code.
+    public var status: Int
+    /// The response headers.
+    public var headers: HTTPHeaders
+    /// The body.
+    public var body: Data
+
+    /// Builds a response.
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// How an upstream call failed at the transport level (DESIGN §1.3).
+public enum UpstreamFailure: Error, Sendable, Equatable {
+    /// Could not connect (refused, DNS, TLS handshake): → 503.
+    case unreachable(String)
+    /// No answer within the timeout: → 504.
+    case timeout
+    /// The connection closed after the request was sent: → 502.
+    case closed
+    /// The answer was not valid HTTP: → 502.
+    case badResponse(String)
+}
+
+/// Where the upstream lives.
+public struct UpstreamEndpoint: Sendable, Equatable {
+    /// `http` or `https`.
+    public var tls: Bool
+    /// Host name or IP.
+    public var host: String
+    /// Port.
+    public var port: UInt16
+    /// A path prefix (no trailing slash), e.g. `` or `/directus`.
+    public var basePath: String
+
+    /// Parses `http://host[:port][/base]` or `https://…`.
+    public init?(url: String) {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else { return nil }
+        tls = scheme == "https"
+        self.host = host
+        port = UInt16(components.port ?? (tls ? 443 : 80))
+        var path = components.percentEncodedPath
+        while path.hasSuffix("/") { path.removeLast() }
+        basePath = path
+    }
+
+    /// The `Host` header value.
+    public var hostHeader: String {
+        let isDefault = (tls && port == 443) || (!tls && port == 80)
+        let h = host.contains(":") ? "[\(host)]" : host
+        return isDefault ? h : "\(h):\(port)"
+    }
+}
+
+/// Sends requests to one upstream from one event loop, over a pool of keep-alive connections.
+///
+/// Not thread-safe by design: every method runs on `loop`'s thread (the handlers' task executor).
+public final class UpstreamHTTPClient: @unchecked Sendable {
+    let loop: EventLoop
+    let endpoint: UpstreamEndpoint
+    private let maxConnections: Int
+    private var idle: [UpstreamConnection] = []
+    private var open = 0
+    private var waiters: [CheckedContinuation<UpstreamConnection, Never>] = []
+    private let tlsContext: TLSClientContext?
+
+    /// Creates a client for `endpoint` on `loop`.
+    public init(loop: EventLoop, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil) {
+        self.loop = loop
+        self.endpoint = endpoint
+        self.maxConnections = max(1, maxConnections)
+        tlsContext = endpoint.tls ? (tls ?? TLSClientContext.shared) : nil
+    }
+
+    /// Sends one request and waits for the answer, at most `timeout` seconds.
+    /// An idempotent GET that fails because a reused keep-alive connection was closed is retried once on a fresh one.
+    public func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
+        let connection = await checkout()
+        let reused = connection.completed > 0
+        let outcome = await perform(request, on: connection, timeout: timeout)
+        switch outcome {
+        case .success(let response):
+            return response
+        case .failure(.closed) where reused && request.method == .get:
+            let fresh = await checkout(fresh: true)
+            return try await perform(request, on: fresh, timeout: timeout).get()
+        case .failure(let failure):
+            throw failure
+        }
+    }
+
+    private func perform(_ request: UpstreamRequest, on connection: UpstreamConnection, timeout: Double) async
+        -> Result<UpstreamResponse, UpstreamFailure> {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>) in
+            let call = UpstreamCall(connection: connection, continuation: continuation)
+            call.start(request, endpoint: endpoint, loop: loop, timeout: timeout)
+        }
+        checkin(connection, healthy: (try? result.get()) != nil && !connection.closedByPeer)
+        return result
+    }
+
+    // MARK: Pool
+
+    private func checkout(fresh: Bool = false) async -> UpstreamConnection {
+        if !fresh, let connection = idle.popLast() { return connection }
+        if open < maxConnections || fresh {
+            open += 1
+            return UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext)
+        }
+        return await withCheckedContinuation { waiters.append($0) }
+    }
+
+    private func checkin(_ connection: UpstreamConnection, healthy: Bool) {
+        if healthy {
+            if !waiters.isEmpty {
+                waiters.removeFirst().resume(returning: connection)
+            } else {
+                idle.append(connection)
+            }
+            return
+        }
+        // Free outside libevent's callback stack: the connection may still be on it.
+        loop.execute { [connection] in connection.free() }
+        if !waiters.isEmpty {
+            waiters.removeFirst().resume(returning: UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext))
+        } else {
+            open -= 1
+        }
+    }
+
+    /// Connections currently open (idle or busy).
+    public var openConnections: Int { open }
+}
+
+/// One `evhttp_connection` (one request at a time).
+final class UpstreamConnection: @unchecked Sendable {
+    private(set) var evcon: OpaquePointer?
+    /// Requests completed on this connection (0 = fresh).
+    var completed = 0
+    /// Set by the close callback: the TCP connection was established and is now closed.
+    var closedByPeer = false
+    /// Set when the connection was established at least once during the current request.
+    var wasConnected = false
+
+    init(loop: EventLoop, endpoint: UpstreamEndpoint, tls: TLSClientContext?) {
+        if let tls, let bev = tls.makeBufferevent(base: loop.base, host: endpoint.host) {
+            evcon = evhttp_connection_base_bufferevent_new(loop.base, loop.dns, bev, endpoint.host, endpoint.port)
+        } else if tls == nil {
+            evcon = evhttp_connection_base_new(loop.base, loop.dns, endpoint.host, endpoint.port)
+        }
+        guard let evcon else { return }
+        // evhttp's own retries ignore the method; retries are ours.
+        evhttp_connection_set_retries(evcon, 0)
+        // The connection object owns evcon and frees it before going away, so `self` stays valid in the callback.
+        evhttp_connection_set_closecb(evcon, { _, arg in
+            guard let arg else { return }
+            let connection = Unmanaged<UpstreamConnection>.fromOpaque(arg).takeUnretainedValue()
+            connection.closedByPeer = true
+            connection.wasConnected = true
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    func free() {
+        if let evcon { evhttp_connection_free(evcon) }
+        evcon = nil
+    }
+
+    deinit { free() }
+}
+
+/// One request in flight: owns the continuation, resumed exactly once by the response or the timer.
+private final class UpstreamCall {
+    private let connection: UpstreamConnection
+    private var continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>?
+    private var timer: EventLoop.Timer?
+    private var errorKind: evhttp_request_error?
+
+    init(connection: UpstreamConnection, continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>) {
+        self.connection = connection
+        self.continuation = continuation
+    }
+
+    func start(_ request: UpstreamRequest, endpoint: UpstreamEndpoint, loop: EventLoop, timeout: Double) {
+        guard let evcon = connection.evcon else {
+            finish(.failure(.unreachable("cannot create a connection to \(endpoint.host)")))
+            return
+        }
+        connection.closedByPeer = false
+        connection.wasConnected = connection.completed > 0
+        // One-shot: passRetained here, exactly one takeRetainedValue in the completion callback,
+        // or in the timeout path when the connection is freed and the callback can no longer run.
+        let arg = Unmanaged.passRetained(self).toOpaque()
+        guard let req = evhttp_request_new({ req, arg in
+            guard let arg else { return }
+            let call = Unmanaged<UpstreamCall>.fromOpaque(arg).takeRetainedValue()
+            call.complete(req)
+        }, arg) else {
+            Unmanaged<UpstreamCall>.fromOpaque(arg).release()
+            finish(.failure(.unreachable("evhttp_request_new failed")))
+            return
+        }
+        evhttp_request_set_error_cb(req) { error, arg in
+            guard let arg else { return }
+            Unmanaged<UpstreamCall>.fromOpaque(arg).takeUnretainedValue().errorKind = error
+        }
+        let headers = evhttp_request_get_output_headers(req)
+        evhttp_add_header(headers, "Host", endpoint.hostHeader)
+        for (name, value) in request.headers {
+            evhttp_add_header(headers, name, value)
+        }
+        if !request.body.isEmpty {
+            evhttp_add_header(headers, "Content-Length", String(request.body.count))
+            request.body.withUnsafeBytes { raw in
+                _ = evbuffer_add(evhttp_request_get_output_buffer(req), raw.baseAddress, raw.count)
+            }
+        } else if request.method == .post || request.method == .patch || request.method == .put {
+            evhttp_add_header(headers, "Content-Length", "0")
+        }
+        timer = EventLoop.Timer(loop: loop, seconds: timeout) { [self] in
+            self.timedOut(arg)
+        }
+        if evhttp_make_request(evcon, req, UpstreamCall.command(request.method), endpoint.basePath + request.target) != 0 {
+            // evhttp_make_request frees the request on failure, so the callback never runs.
+            timer?.cancel()
+            Unmanaged<UpstreamCall>.fromOpaque(arg).release()
+            finish(.failure(.unreachable("evhttp_make_request failed")))
+        }
+    }
+
+    private func timedOut(_ arg: UnsafeMutableRawPointer) {
+        guard continuation != nil else { return }
+        // Freeing the connection drops its queued request without running the callback,
+        // so the retained reference from start() is released here instead.
+        connection.free()
+        Unmanaged<UpstreamCall>.fromOpaque(arg).release()
+        finish(.failure(.timeout))
+    }
+
+    private func complete(_ req: OpaquePointer?) {
+        timer?.cancel()
+        timer = nil
+        guard let req else {
+            finish(.failure(failureWithoutResponse()))
+            return
+        }
+        let status = Int(evhttp_request_get_response_code(req))
+        guard status > 0 else {
+            finish(.failure(failureWithoutResponse()))
+            return
+        }
+        var headers = HTTPHeaders()
+        if let input = evhttp_request_get_input_headers(req) {
+            var entry = input.pointee.tqh_first
+            while let kv = entry {
+                headers.add(String(cString: kv.pointee.key), String(cString: kv.pointee.value))
+                entry = kv.pointee.next.tqe_next
+            }
+        }
+        var body = Data()
+        if let buffer = evhttp_request_get_input_buffer(req) {
+            let length = evbuffer_get_length(buffer)
+            if length > 0 {
+                body = Data(count: length)
+                body.withUnsafeMutableBytes { raw in _ = evbuffer_remove(buffer, raw.baseAddress, length) }
+            }
+        }
+        connection.completed += 1
+        if headers["Connection"]?.lowercased() == "close" { connection.closedByPeer = true }
+        finish(.success(UpstreamResponse(status: status, headers: headers, body: body)))
+    }
+
+    private func failureWithoutResponse() -> UpstreamFailure {
+        switch errorKind {
+        case EVREQ_HTTP_INVALID_HEADER, EVREQ_HTTP_DATA_TOO_LONG, EVREQ_HTTP_BUFFER_ERROR:
+            return .badResponse("invalid HTTP answer")
+        default:
+            // The close callback fires only for connections that were established:
+            // established then closed means the peer hung up on the request, else it never connected.
+            connection.closedByPeer = true
+            return connection.wasConnected ? .closed : .unreachable("connection failed")
+        }
+    }
+
+    private func finish(_ result: Result<UpstreamResponse, UpstreamFailure>) {
+        guard let continuation else { return }
+        self.continuation = nil
+        continuation.resume(returning: result)
+    }
+
+    private static func command(_ method: HTTPMethod) -> evhttp_cmd_type {
+        switch method {
+        case .get: return EVHTTP_REQ_GET
+        case .post: return EVHTTP_REQ_POST
+        case .put: return EVHTTP_REQ_PUT
+        case .patch: return EVHTTP_REQ_PATCH
+        case .delete: return EVHTTP_REQ_DELETE
+        case .head: return EVHTTP_REQ_HEAD
+        case .options: return EVHTTP_REQ_OPTIONS
+        case .other: return EVHTTP_REQ_GET
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+@testable import PosternCore
+
+@Suite struct EventLoopTests {
+    @Test func serverAnswersEveryMethodThroughTheAsyncHandler() async throws {
+        let group = EventLoopGroup(count: 2)
+        defer { group.shutdown() }
+        let server = HTTPServer(group: group) { request in
+            try? await Task.sleep(for: .milliseconds(1))
+            let body = "\(request.method) \(request.path) \(request.query) \(request.body.count)"
+            return HTTPResponse(status: 200, headers: ["X-Test": "1"], body: Data(body.utf8))
+        }
+        try server.start(host: "127.0.0.1", port: 0)
+        defer { server.shutdown(grace: 1) }
+        let client = RawHTTPClient(port: server.port)
+        for method in ["GET", "PATCH", "OPTIONS", "DELETE"] {
+            let r = try client.request(method, "/a/b%2Fc?x=1", body: Data("hey".utf8))
+            #expect(r.status == 200)
+            #expect(r.text == "\(method) /a/b%2Fc x=1 3")
+            #expect(r.headers["X-Test"] == "1")
+        }
+    }
+
+    @Test func upstreamClientTalksToServerAndReusesConnections() async throws {
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let upstream = HTTPServer(group: group) { request in
+            HTTPResponse(status: 201, headers: ["X-Echo": request.headers["X-Req"] ?? ""], body: request.body)
+        }
+        try upstream.start(host: "127.0.0.1", port: 0)
+        defer { upstream.shutdown(grace: 1) }
+        let loop = group.loops[0]
+        let client = UpstreamHTTPClient(loop: loop, endpoint: UpstreamEndpoint(url: "http://127.0.0.1:\(upstream.port)")!,
+                                        maxConnections: 4)
+        let results = try await withThrowingTaskGroup(of: Int.self, returning: [Int].self) { tasks in
+            for i in 0..<20 {
+                tasks.addTask(executorPreference: loop) {
+                    let r = try await client.send(UpstreamRequest(method: .post, target: "/x", headers: ["X-Req": "\(i)"],
+                                                                  body: Data("b\(i)".utf8)), timeout: 5)
+                    #expect(r.headers["X-Echo"] == "\(i)")
+                    #expect(String(decoding: r.body, as: UTF8.self) == "b\(i)")
+                    return r.status
+                }
+            }
+            var all: [Int] = []
+            for try await s in tasks { all.append(s) }
+            return all
+        }
+        #expect(results == Array(repeating: 201, count: 20))
+        let open = await Task(executorPreference: loop) { client.openConnections }.value
+        #expect(open <= 4)
+    }
+
+    @Test func upstreamRefusedIsUnreachable() async throws {
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let client = UpstreamHTTPClient(loop: loop, endpoint: UpstreamEndpoint(url: "http://127.0.0.1:1")!, maxConnections: 2)
+        let outcome = await Task(executorPreference: loop) { () -> UpstreamFailure? in
+            do {
+                _ = try await client.send(UpstreamRequest(method: .get, target: "/"), timeout: 2)
+                return nil
+            } catch let failure as UpstreamFailure { return failure } catch { return nil }
+        }.value
+        #expect(outcome == .unreachable("connection failed"))
+    }
+}
