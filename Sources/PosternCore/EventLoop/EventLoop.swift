@@ -63,8 +63,22 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
 
     private var loopThread: pthread_t?
 
+    /// The loop whose thread is running this code, if any.
+    public static var current: EventLoop? {
+        guard let raw = pthread_getspecific(currentKey) else { return nil }
+        return Unmanaged<EventLoop>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    private static let currentKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
     private func runOnThisThread() {
         loopThread = pthread_self()
+        // The loop outlives its thread (the thread holds a retained reference while it runs).
+        pthread_setspecific(EventLoop.currentKey, Unmanaged.passUnretained(self).toOpaque())
         started.signal()
         event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
         drain()

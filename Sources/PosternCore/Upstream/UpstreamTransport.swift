@@ -1,0 +1,24 @@
+import Foundation
+
+/// Sends one request to Directus and returns its answer: the only way the gateway reaches upstream.
+public protocol UpstreamTransport: Sendable {
+    /// Sends `request`, failing with a transport failure after `timeout` seconds at most.
+    func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse
+}
+
+/// A transport that calls an in-process handler (pipeline tests without sockets).
+public struct InProcessTransport: UpstreamTransport {
+    private let handler: @Sendable (HTTPRequest) -> HTTPResponse
+
+    /// Wraps a synchronous request handler, e.g. the Directus stand-in's.
+    public init(_ handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) {
+        self.handler = handler
+    }
+
+    /// Answers through the handler.
+    public func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
+        let response = handler(HTTPRequest(method: request.method, target: request.target, headers: request.headers,
+                                           body: request.body, remoteAddress: "127.0.0.1"))
+        return UpstreamResponse(status: response.status, headers: response.headers, body: response.body)
+    }
+}
