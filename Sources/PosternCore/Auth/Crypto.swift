@@ -1,0 +1,214 @@
+import COpenSSL
+import Foundation
+
+/// Cryptographic helpers on OpenSSL: randomness, hashes, HMAC, base64url, tokens and sealing.
+public enum Crypto {
+    /// Prefix of Postern access (bearer) tokens.
+    public static let accessTokenPrefix = "pst_"
+    /// Prefix of Postern refresh tokens.
+    public static let refreshTokenPrefix = "psr_"
+
+    /// Returns `n` cryptographically secure random bytes.
+    ///
+    /// Traps if OpenSSL's CSPRNG fails: a gateway that cannot draw randomness must not mint
+    /// guessable tokens or reuse GCM nonces, and there is no safe fallback to return instead.
+    public static func randomBytes(_ n: Int) -> [UInt8] {
+        precondition(n >= 0, "randomBytes: negative count")
+        guard n > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: n)
+        let rc = bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32(n)) }
+        guard rc == 1 else {
+            fatalError("RAND_bytes failed: no secure randomness available, refusing to continue")
+        }
+        return bytes
+    }
+
+    /// SHA-256 of a byte sequence.
+    public static func sha256(_ data: some Sequence<UInt8>) -> [UInt8] {
+        let input = Array(data)
+        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        input.withUnsafeBufferPointer { inp in
+            digest.withUnsafeMutableBufferPointer { out in
+                _ = SHA256(inp.baseAddress, inp.count, out.baseAddress)
+            }
+        }
+        return digest
+    }
+
+    /// SHA-256 of the UTF-8 bytes of a string.
+    public static func sha256(_ string: String) -> [UInt8] {
+        sha256(Array(string.utf8))
+    }
+
+    /// Lower-case hex SHA-256 of the UTF-8 bytes of a string (how tokens are stored).
+    public static func sha256Hex(_ s: String) -> String {
+        hex(sha256(s))
+    }
+
+    /// Lower-case hex of bytes.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// HMAC-SHA-256 of `data` under `key`.
+    public static func hmacSHA256(key: [UInt8], data: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var outLen: UInt32 = 0
+        let ok = key.withUnsafeBufferPointer { k in
+            data.withUnsafeBufferPointer { d in
+                out.withUnsafeMutableBufferPointer { o in
+                    // A zero-length key or message must still pass a non-null pointer.
+                    var zero: UInt8 = 0
+                    return withUnsafePointer(to: &zero) { z in
+                        HMAC(EVP_sha256(), UnsafeRawPointer(k.baseAddress ?? z), Int32(k.count),
+                             d.baseAddress ?? z, d.count, o.baseAddress, &outLen)
+                    }
+                }
+            }
+        }
+        precondition(ok != nil, "HMAC-SHA256 failed")
+        return Array(out.prefix(Int(outLen)))
+    }
+
+    /// Base64url without padding (RFC 4648 §5).
+    public static func base64URLEncode(_ bytes: [UInt8]) -> String {
+        var s = Data(bytes).base64EncodedString()
+        s = s.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        while s.hasSuffix("=") { s.removeLast() }
+        return s
+    }
+
+    /// Decodes base64url, with or without padding; nil for anything else.
+    public static func base64URLDecode(_ s: String) -> [UInt8]? {
+        var body = Substring(s)
+        while body.hasSuffix("=") { body.removeLast() }
+        guard body.utf8.allSatisfy({ c in
+            (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c == 0x2d || c == 0x5f
+        }) else { return nil }
+        if body.utf8.count % 4 == 1 { return nil }
+        var std = body.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while std.utf8.count % 4 != 0 { std += "=" }
+        guard let data = Data(base64Encoded: std) else { return nil }
+        return Array(data)
+    }
+
+    /// Compares two byte arrays in time independent of their contents (lengths may differ).
+    public static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        if a.isEmpty { return true }
+        return a.withUnsafeBytes { pa in
+            b.withUnsafeBytes { pb in
+                CRYPTO_memcmp(pa.baseAddress, pb.baseAddress, a.count) == 0
+            }
+        }
+    }
+
+    /// A fresh opaque token: `prefix` followed by base64url of 32 random bytes (43 characters).
+    public static func newToken(prefix: String) -> String {
+        prefix + base64URLEncode(randomBytes(32))
+    }
+}
+
+/// Authenticated symmetric encryption of short strings with AES-256-GCM.
+///
+/// Sealed format: `v1:` + base64(nonce(12) | ciphertext | tag(16)).
+public struct SecretBox: Sendable {
+    /// The version prefix of sealed values.
+    public static let versionPrefix = "v1:"
+    private static let nonceLength = 12
+    private static let tagLength = 16
+
+    private let key: [UInt8]
+
+    /// Builds a box from a base64 (standard or url-safe) key that decodes to exactly 32 bytes.
+    public init?(base64Key: String) {
+        let trimmed = base64Key.trimmingCharacters(in: .whitespacesAndNewlines)
+        let bytes = Data(base64Encoded: trimmed).map(Array.init) ?? Crypto.base64URLDecode(trimmed)
+        guard let bytes, bytes.count == 32 else { return nil }
+        self.init(key: bytes)
+    }
+
+    /// Builds a box from 32 raw key bytes.
+    public init?(key: [UInt8]) {
+        guard key.count == 32 else { return nil }
+        self.key = key
+    }
+
+    /// Encrypts `plaintext` under a fresh random nonce.
+    public func seal(_ plaintext: String) -> String {
+        let nonce = Crypto.randomBytes(Self.nonceLength)
+        let input = Array(plaintext.utf8)
+        // Only allocation failure or a broken OpenSSL can make AES-GCM encryption with a valid
+        // 32-byte key and 12-byte nonce fail; neither leaves a safe value to return, so it traps.
+        guard let ctx = EVP_CIPHER_CTX_new() else { fatalError("EVP_CIPHER_CTX_new failed (out of memory)") }
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        var ok = EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil) == 1
+        ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(Self.nonceLength), nil) == 1
+        ok = ok && EVP_EncryptInit_ex(ctx, nil, nil, key, nonce) == 1
+        var out = [UInt8](repeating: 0, count: input.count + 16)
+        var len: Int32 = 0
+        var total = 0
+        if ok && !input.isEmpty {
+            ok = out.withUnsafeMutableBufferPointer { o in
+                input.withUnsafeBufferPointer { i in
+                    EVP_EncryptUpdate(ctx, o.baseAddress, &len, i.baseAddress, Int32(i.count)) == 1
+                }
+            }
+            total = Int(len)
+        }
+        if ok {
+            ok = out.withUnsafeMutableBufferPointer { o in
+                EVP_EncryptFinal_ex(ctx, o.baseAddress! + total, &len) == 1  // baseAddress: count >= 16, never empty
+            }
+            total += Int(len)
+        }
+        var tag = [UInt8](repeating: 0, count: Self.tagLength)
+        ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, Int32(Self.tagLength), &tag) == 1
+        precondition(ok, "AES-256-GCM encryption failed")
+        let blob = nonce + out.prefix(total) + tag
+        return Self.versionPrefix + Data(blob).base64EncodedString()
+    }
+
+    /// Decrypts a value made by `seal`; nil when it was tampered with, sealed under another key or malformed.
+    public func open(_ sealed: String) -> String? {
+        guard sealed.hasPrefix(Self.versionPrefix),
+              let data = Data(base64Encoded: String(sealed.dropFirst(Self.versionPrefix.count))) else { return nil }
+        let blob = Array(data)
+        guard blob.count >= Self.nonceLength + Self.tagLength else { return nil }
+        let nonce = Array(blob[0..<Self.nonceLength])
+        let cipher = Array(blob[Self.nonceLength..<(blob.count - Self.tagLength)])
+        var tag = Array(blob[(blob.count - Self.tagLength)...])
+        guard let ctx = EVP_CIPHER_CTX_new() else { return nil }
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        var ok = EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil) == 1
+        ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(Self.nonceLength), nil) == 1
+        ok = ok && EVP_DecryptInit_ex(ctx, nil, nil, key, nonce) == 1
+        var out = [UInt8](repeating: 0, count: cipher.count + 16)
+        var len: Int32 = 0
+        var total = 0
+        if ok && !cipher.isEmpty {
+            ok = out.withUnsafeMutableBufferPointer { o in
+                cipher.withUnsafeBufferPointer { i in
+                    EVP_DecryptUpdate(ctx, o.baseAddress, &len, i.baseAddress, Int32(i.count)) == 1
+                }
+            }
+            total = Int(len)
+        }
+        ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, Int32(Self.tagLength), &tag) == 1
+        if ok {
+            ok = out.withUnsafeMutableBufferPointer { o in
+                EVP_DecryptFinal_ex(ctx, o.baseAddress! + total, &len) == 1  // baseAddress: count >= 16, never empty
+            }
+            total += Int(len)
+        }
+        guard ok else { return nil }
+        return String(validating: out.prefix(total), as: UTF8.self)
+    }
+}

@@ -1,0 +1,427 @@
+import CSQLite
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A session store in an embedded SQLite file: sessions survive a restart.
+///
+/// The file is created with mode 0600, runs in WAL mode with `synchronous=NORMAL`, and when a
+/// `SecretBox` is given the Directus tokens are stored sealed (AES-256-GCM). One connection is
+/// shared behind a lock: every call is short, and SQLite serialises writers anyway.
+public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
+    /// The schema version this code writes (`PRAGMA user_version`).
+    public static let schemaVersion: Int32 = 1
+
+    /// The database file path.
+    public let path: String
+    private let secretBox: SecretBox?
+    private let warn: (@Sendable (String) -> Void)?
+    private let lock = NSLock()
+    private var db: OpaquePointer?
+    private var statements: [Query: OpaquePointer] = [:]
+
+    private enum Query: CaseIterable {
+        case insert, byToken, byRefresh, usedRefresh, oldRefresh, update, rememberUsed, touch
+        case delete, deleteUsed, purge, purgeUsed, count
+
+        var sql: String {
+            switch self {
+            case .insert:
+                return "INSERT INTO sessions (\(SQLiteSessionStore.columns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            case .byToken: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE token_digest = ?"
+            case .byRefresh: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE refresh_digest = ?"
+            case .usedRefresh: return "SELECT session_id FROM used_refresh WHERE digest = ?"
+            case .oldRefresh: return "SELECT refresh_digest FROM sessions WHERE id = ?"
+            case .update:
+                return """
+                    UPDATE sessions SET token_digest = ?2, refresh_digest = ?3, user_id = ?4, email = ?5, role = ?6,
+                    directus_access = ?7, directus_access_expires = ?8, directus_refresh = ?9, sealed = ?10,
+                    created_at = ?11, last_used = ?12, expires_at = ?13 WHERE id = ?1
+                    """
+            case .rememberUsed: return "INSERT OR REPLACE INTO used_refresh (digest, session_id) VALUES (?, ?)"
+            case .touch: return "UPDATE sessions SET last_used = ? WHERE id = ?"
+            case .delete: return "DELETE FROM sessions WHERE id = ?"
+            case .deleteUsed: return "DELETE FROM used_refresh WHERE session_id = ?"
+            case .purge: return "DELETE FROM sessions WHERE min(last_used + ?1, expires_at) <= ?2"
+            case .purgeUsed: return "DELETE FROM used_refresh WHERE session_id NOT IN (SELECT id FROM sessions)"
+            case .count: return "SELECT count(*) FROM sessions"
+            }
+        }
+    }
+
+    private static let columns = """
+        id, token_digest, refresh_digest, user_id, email, role, directus_access, directus_access_expires, \
+        directus_refresh, sealed, created_at, last_used, expires_at
+        """
+
+    private static let schema = """
+        CREATE TABLE IF NOT EXISTS sessions (
+            id TEXT PRIMARY KEY NOT NULL,
+            token_digest TEXT NOT NULL,
+            refresh_digest TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            email TEXT NOT NULL,
+            role TEXT,
+            directus_access TEXT NOT NULL,
+            directus_access_expires REAL NOT NULL,
+            directus_refresh TEXT NOT NULL,
+            sealed INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            last_used REAL NOT NULL,
+            expires_at REAL NOT NULL
+        );
+        CREATE UNIQUE INDEX IF NOT EXISTS sessions_token_digest ON sessions (token_digest);
+        CREATE UNIQUE INDEX IF NOT EXISTS sessions_refresh_digest ON sessions (refresh_digest);
+        CREATE TABLE IF NOT EXISTS used_refresh (
+            digest TEXT PRIMARY KEY NOT NULL,
+            session_id TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS used_refresh_session ON used_refresh (session_id);
+        PRAGMA user_version = 1;
+        """
+
+    /// Opens (creating if needed) the store at `path`; with `secretBox`, Directus tokens are sealed at rest.
+    ///
+    /// `warn` receives one line when a stored session cannot be decrypted (e.g. the key changed);
+    /// such a session reads as absent. Throws `SessionStoreError.cannotOpen` when the file cannot
+    /// be created, opened, or is not a Postern session database.
+    public init(path: String, secretBox: SecretBox?, warn: (@Sendable (String) -> Void)? = nil) throws {
+        self.path = path
+        self.secretBox = secretBox
+        self.warn = warn
+        try Self.prepareFile(path)
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        guard rc == SQLITE_OK, let handle else {
+            let reason = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+            sqlite3_close_v2(handle)
+            throw SessionStoreError.cannotOpen(path, reason)
+        }
+        db = handle
+        do {
+            try configure()
+        } catch let SessionStoreError.failed(reason) {
+            closeLocked()
+            throw SessionStoreError.cannotOpen(path, reason)
+        } catch {
+            closeLocked()
+            throw error
+        }
+    }
+
+    deinit {
+        closeLocked()
+    }
+
+    /// Closes the database; later calls throw. Safe to call more than once.
+    public func close() {
+        lock.withLock { closeLocked() }
+    }
+
+    // MARK: - SessionStore
+
+    /// Stores a new session; throws `duplicate` if its id or a digest is taken.
+    public func insert(_ session: Session) throws {
+        try locked {
+            let stmt = try statement(.insert)
+            try bindRow(stmt, session)
+            let rc = sqlite3_step(stmt)
+            if rc == SQLITE_CONSTRAINT {
+                throw SessionStoreError.duplicate("session id or token digest")
+            }
+            try check(rc == SQLITE_DONE, "insert")
+        }
+    }
+
+    /// The session with this access-token digest, or nil (also when its tokens cannot be decrypted).
+    public func session(tokenDigest: String) throws -> Session? {
+        try locked { try readSession(.byToken, tokenDigest) }
+    }
+
+    /// The session with this refresh-token digest, or nil (also when its tokens cannot be decrypted).
+    public func session(refreshDigest: String) throws -> Session? {
+        try locked { try readSession(.byRefresh, refreshDigest) }
+    }
+
+    /// The session id that used this refresh digest before rotating it away.
+    public func sessionID(usedRefreshDigest: String) throws -> String? {
+        try locked {
+            let stmt = try statement(.usedRefresh)
+            bind(stmt, 1, usedRefreshDigest)
+            let rc = sqlite3_step(stmt)
+            if rc == SQLITE_ROW { return text(stmt, 0) }
+            try check(rc == SQLITE_DONE, "used refresh lookup")
+            return nil
+        }
+    }
+
+    /// Replaces the stored row of `session.id` (no-op if it is gone), remembering a rotated-away refresh digest.
+    public func update(_ session: Session) throws {
+        try locked {
+            try transaction {
+                let old = try statement(.oldRefresh)
+                bind(old, 1, session.id)
+                let rc = sqlite3_step(old)
+                guard rc == SQLITE_ROW else {
+                    try check(rc == SQLITE_DONE, "update lookup")
+                    return
+                }
+                let oldRefresh = text(old, 0)
+                sqlite3_reset(old)
+                let stmt = try statement(.update)
+                try bindRow(stmt, session)
+                let urc = sqlite3_step(stmt)
+                if urc == SQLITE_CONSTRAINT { throw SessionStoreError.duplicate("token or refresh digest") }
+                try check(urc == SQLITE_DONE, "update")
+                if oldRefresh != session.refreshDigest {
+                    let used = try statement(.rememberUsed)
+                    bind(used, 1, oldRefresh)
+                    bind(used, 2, session.id)
+                    try check(sqlite3_step(used) == SQLITE_DONE, "remember used refresh")
+                }
+            }
+        }
+    }
+
+    /// Sets `last_used` of the listed sessions that still exist, in one transaction.
+    public func touch(_ lastUsed: [String: Date]) throws {
+        guard !lastUsed.isEmpty else { return }
+        try locked {
+            try transaction {
+                for (id, date) in lastUsed {
+                    let stmt = try statement(.touch)
+                    sqlite3_bind_double(stmt, 1, date.timeIntervalSince1970)
+                    bind(stmt, 2, id)
+                    try check(sqlite3_step(stmt) == SQLITE_DONE, "touch")
+                    sqlite3_reset(stmt)
+                }
+            }
+        }
+    }
+
+    /// Removes a session and its used-refresh records.
+    public func delete(sessionID: String) throws {
+        try locked {
+            try transaction {
+                for query in [Query.delete, .deleteUsed] {
+                    let stmt = try statement(query)
+                    bind(stmt, 1, sessionID)
+                    try check(sqlite3_step(stmt) == SQLITE_DONE, "delete")
+                    sqlite3_reset(stmt)
+                }
+            }
+        }
+    }
+
+    /// Removes every session whose effective expiry is at or before `now`; returns how many.
+    public func purgeExpired(now: Date, idleTTL: TimeInterval) throws -> Int {
+        try locked {
+            var removed = 0
+            try transaction {
+                let stmt = try statement(.purge)
+                sqlite3_bind_double(stmt, 1, idleTTL)
+                sqlite3_bind_double(stmt, 2, now.timeIntervalSince1970)
+                try check(sqlite3_step(stmt) == SQLITE_DONE, "purge")
+                removed = Int(sqlite3_changes(db))
+                sqlite3_reset(stmt)
+                let used = try statement(.purgeUsed)
+                try check(sqlite3_step(used) == SQLITE_DONE, "purge used refresh")
+            }
+            return removed
+        }
+    }
+
+    /// The number of stored sessions (including any that cannot be decrypted).
+    public func count() throws -> Int {
+        try locked {
+            let stmt = try statement(.count)
+            try check(sqlite3_step(stmt) == SQLITE_ROW, "count")
+            return Int(sqlite3_column_int64(stmt, 0))
+        }
+    }
+
+    // MARK: - Opening
+
+    /// Creates the parent directory (0700) and the file (0600) if missing; tightens an existing file to 0600.
+    private static func prepareFile(_ path: String) throws {
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty && !FileManager.default.fileExists(atPath: parent) {
+            do {
+                try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw SessionStoreError.cannotOpen(path, "cannot create directory \(parent): \(error.localizedDescription)")
+            }
+        }
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw SessionStoreError.cannotOpen(path, String(cString: strerror(errno)))
+        }
+        defer { _ = closeFD(fd) }
+        guard fchmod(fd, 0o600) == 0 else {
+            throw SessionStoreError.cannotOpen(path, "cannot set mode 0600: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Pragmas, schema creation or version check, and prepared statements.
+    private func configure() throws {
+        try exec("PRAGMA busy_timeout = 5000")
+        // Fails here with "file is not a database" for a garbage file.
+        try exec("PRAGMA journal_mode = WAL")
+        try exec("PRAGMA synchronous = NORMAL")
+        try exec("PRAGMA secure_delete = ON")
+        let version = try userVersion()
+        if version == 0 {
+            try exec("BEGIN IMMEDIATE; \(Self.schema) COMMIT;")
+        } else if version > Self.schemaVersion {
+            throw SessionStoreError.failed("schema version \(version) is newer than this Postern supports (\(Self.schemaVersion))")
+        }
+        for query in Query.allCases {
+            var stmt: OpaquePointer?
+            guard sqlite3_prepare_v2(db, query.sql, -1, &stmt, nil) == SQLITE_OK, let stmt else {
+                throw SessionStoreError.failed("prepare: \(errorMessage())")
+            }
+            statements[query] = stmt
+        }
+    }
+
+    private func userVersion() throws -> Int32 {
+        var stmt: OpaquePointer?
+        guard sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nil) == SQLITE_OK, let stmt else {
+            throw SessionStoreError.failed(errorMessage())
+        }
+        defer { sqlite3_finalize(stmt) }
+        guard sqlite3_step(stmt) == SQLITE_ROW else { throw SessionStoreError.failed(errorMessage()) }
+        return sqlite3_column_int(stmt, 0)
+    }
+
+    private func closeLocked() {
+        for stmt in statements.values { sqlite3_finalize(stmt) }
+        statements = [:]
+        if let db { sqlite3_close_v2(db) }
+        db = nil
+    }
+
+    // MARK: - Helpers (call with the lock held)
+
+    /// Runs `body` under the lock, then resets every statement so that none keeps a read
+    /// snapshot open and no bound secret lingers in a binding.
+    private func locked<T>(_ body: () throws -> T) throws -> T {
+        try lock.withLock {
+            defer {
+                for stmt in statements.values {
+                    sqlite3_reset(stmt)
+                    sqlite3_clear_bindings(stmt)
+                }
+            }
+            return try body()
+        }
+    }
+
+    private func statement(_ query: Query) throws -> OpaquePointer {
+        guard db != nil, let stmt = statements[query] else { throw SessionStoreError.failed("store is closed") }
+        sqlite3_reset(stmt)
+        sqlite3_clear_bindings(stmt)
+        return stmt
+    }
+
+    private func exec(_ sql: String) throws {
+        var err: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(db, sql, nil, nil, &err)
+        if rc != SQLITE_OK {
+            let message = err.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
+            sqlite3_free(err)
+            throw SessionStoreError.failed(message)
+        }
+    }
+
+    private func transaction(_ body: () throws -> Void) throws {
+        try exec("BEGIN IMMEDIATE")
+        do {
+            try body()
+            try exec("COMMIT")
+        } catch {
+            try? exec("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func check(_ ok: Bool, _ what: String) throws {
+        if !ok { throw SessionStoreError.failed("\(what): \(errorMessage())") }
+    }
+
+    private func errorMessage() -> String {
+        db.map { String(cString: sqlite3_errmsg($0)) } ?? "store is closed"
+    }
+
+    private func bind(_ stmt: OpaquePointer, _ index: Int32, _ value: String?) {
+        if let value {
+            sqlite3_bind_text(stmt, index, value, -1, postern_sqlite_transient())
+        } else {
+            sqlite3_bind_null(stmt, index)
+        }
+    }
+
+    private func text(_ stmt: OpaquePointer, _ column: Int32) -> String {
+        sqlite3_column_text(stmt, column).map { String(cString: $0) } ?? ""
+    }
+
+    private func bindRow(_ stmt: OpaquePointer, _ s: Session) throws {
+        let sealed = secretBox != nil
+        bind(stmt, 1, s.id)
+        bind(stmt, 2, s.tokenDigest)
+        bind(stmt, 3, s.refreshDigest)
+        bind(stmt, 4, s.userID)
+        bind(stmt, 5, s.email)
+        bind(stmt, 6, s.role)
+        bind(stmt, 7, secretBox?.seal(s.directusAccessToken) ?? s.directusAccessToken)
+        sqlite3_bind_double(stmt, 8, s.directusAccessExpiresAt.timeIntervalSince1970)
+        bind(stmt, 9, secretBox?.seal(s.directusRefreshToken) ?? s.directusRefreshToken)
+        sqlite3_bind_int(stmt, 10, sealed ? 1 : 0)
+        sqlite3_bind_double(stmt, 11, s.createdAt.timeIntervalSince1970)
+        sqlite3_bind_double(stmt, 12, s.lastUsedAt.timeIntervalSince1970)
+        sqlite3_bind_double(stmt, 13, s.expiresAt.timeIntervalSince1970)
+    }
+
+    private func readSession(_ query: Query, _ key: String) throws -> Session? {
+        let stmt = try statement(query)
+        bind(stmt, 1, key)
+        let rc = sqlite3_step(stmt)
+        guard rc == SQLITE_ROW else {
+            try check(rc == SQLITE_DONE, "lookup")
+            return nil
+        }
+        let id = text(stmt, 0)
+        var access = text(stmt, 6)
+        var refresh = text(stmt, 8)
+        if sqlite3_column_int(stmt, 9) != 0 {
+            // Sealed row: unreadable without the key it was sealed with, so it reads as absent.
+            guard let box = secretBox, let a = box.open(access), let r = box.open(refresh) else {
+                warn?("session \(id) cannot be decrypted (POSTERN_SECRET_KEY missing or changed); treated as absent")
+                return nil
+            }
+            access = a
+            refresh = r
+        }
+        let role = sqlite3_column_type(stmt, 5) == SQLITE_NULL ? nil : text(stmt, 5)
+        return Session(
+            id: id, tokenDigest: text(stmt, 1), refreshDigest: text(stmt, 2),
+            userID: text(stmt, 3), email: text(stmt, 4), role: role,
+            directusAccessToken: access,
+            directusAccessExpiresAt: Date(timeIntervalSince1970: sqlite3_column_double(stmt, 7)),
+            directusRefreshToken: refresh,
+            createdAt: Date(timeIntervalSince1970: sqlite3_column_double(stmt, 10)),
+            lastUsedAt: Date(timeIntervalSince1970: sqlite3_column_double(stmt, 11)),
+            expiresAt: Date(timeIntervalSince1970: sqlite3_column_double(stmt, 12)))
+    }
+}
+
+/// The libc `close`, named apart from `SQLiteSessionStore.close()`.
+private func closeFD(_ fd: Int32) -> Int32 {
+    close(fd)
+}
