@@ -1,0 +1,118 @@
+import Foundation
+
+/// Renders Directus answers through `JSONValue` (DESIGN §1.2): mapped fields only, in config order,
+/// renamed; ids as strings; required fields never null; optional fields without a value omitted.
+public struct JSONValueRenderer: ResourceRenderer {
+    private let table: FieldTable
+    /// `{"<name>":[` as UTF-8.
+    private let prefix: [UInt8]
+
+    /// A renderer for `resource`, its tables built once.
+    public init(_ resource: ResourceConfig) {
+        self.init(table: FieldTable(resource), name: resource.name)
+    }
+
+    /// A renderer over already-built tables.
+    init(table: FieldTable, name: String) {
+        self.table = table
+        var prefix: [UInt8] = [UInt8(ascii: "{")]
+        JSONValue.writeString(name, into: &prefix)
+        prefix.append(contentsOf: ":[".utf8)
+        self.prefix = prefix
+    }
+
+    /// `{"<name>":[…],"total":N}` from `{"data":[…],"meta":{"filter_count":N}}`.
+    public func renderList(directusBody: Data) throws(GatewayError) -> Data {
+        let document = try Self.parse(directusBody)
+        guard case .array(let items)? = document["data"] else {
+            throw .upstreamError("list answer has no \"data\" array")
+        }
+        let total = Self.total(meta: document["meta"]) ?? Int64(items.count)
+        var out = prefix
+        out.reserveCapacity(64 + items.count * 96)
+        for (i, item) in items.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            try write(item, into: &out)
+        }
+        out.append(contentsOf: "],\"total\":\(total)}".utf8)
+        return Data(out)
+    }
+
+    /// `{"<name>":[item],"total":1}` from `{"data":{…}}`.
+    public func renderItem(directusBody: Data) throws(GatewayError) -> Data {
+        let document = try Self.parse(directusBody)
+        guard let item = document["data"], item.objectValue != nil else {
+            throw .upstreamError("item answer has no \"data\" object")
+        }
+        var out = prefix
+        try write(item, into: &out)
+        out.append(contentsOf: "],\"total\":1}".utf8)
+        return Data(out)
+    }
+
+    /// Appends one Directus item as a resource object.
+    private func write(_ item: JSONValue, into out: inout [UInt8]) throws(GatewayError) {
+        guard case .object(let members) = item else {
+            throw .upstreamError("item is a \(item.typeName), not an object")
+        }
+        // One pass over the item: pick each mapped field's value (first occurrence wins).
+        var slots = [JSONValue?](repeating: nil, count: table.fields.count)
+        for (key, value) in members {
+            guard let indices = table.indicesByDirectusName[key] else { continue }
+            for index in indices where slots[index] == nil { slots[index] = value }
+        }
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        for (index, field) in table.fields.enumerated() {
+            let value = slots[index]
+            if field.isID {
+                guard let id = value.flatMap(Self.idString) else {
+                    throw .upstreamError("item has no usable \"\(field.directusName)\" key: \(value?.text ?? "missing")")
+                }
+                if !first { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: field.keyBytes)
+                JSONValue.writeString(id, into: &out)
+            } else if let value, !value.isNull {
+                if !first { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: field.keyBytes)
+                value.write(into: &out)
+            } else if field.isRequired {
+                if !first { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: field.keyBytes)
+                out.append(contentsOf: "\"\"".utf8)
+            } else {
+                continue
+            }
+            first = false
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// A key as the string clients see: integers in decimal, non-empty strings as they are.
+    static func idString(_ value: JSONValue) -> String? {
+        switch value {
+        case .string(let s) where !s.isEmpty: return s
+        case .int, .double: return value.intValue.map { String($0) }
+        default: return nil
+        }
+    }
+
+    /// `meta.filter_count`, else `meta.total_count`, when one is a non-negative integer.
+    private static func total(meta: JSONValue?) -> Int64? {
+        for key in ["filter_count", "total_count"] {
+            if let count = meta?[key]?.intValue ?? meta?[key]?.stringValue.flatMap({ Int64($0) }), count >= 0 {
+                return count
+            }
+        }
+        return nil
+    }
+
+    /// Parses an upstream body; anything but JSON is a 502.
+    static func parse(_ body: Data) throws(GatewayError) -> JSONValue {
+        do {
+            return try JSONValue.parse(body)
+        } catch {
+            throw .upstreamError("answer is not JSON: \(error.description)")
+        }
+    }
+}

@@ -1,0 +1,91 @@
+/// List query translation (DESIGN §1.2).
+extension ResourceMapper {
+    /// The client query parameters a list understands; everything else is dropped, never forwarded.
+    static let listParameters: Set<String> = ["limit", "offset", "page", "sort", "search"]
+
+    /// Translates the client's decoded list query into the Directus query pairs to send:
+    /// `fields`, `limit`, `offset` (also from `page`), `sort` (mapped, `-` kept), `search`, `meta=filter_count`.
+    ///
+    /// A bad value of a known parameter, or a known parameter repeated with different values, is
+    /// 400 `invalid_request` naming the parameter. Unknown parameters (`filter`, `fields`, `deep`…) are dropped.
+    public func listQuery(_ clientQuery: [(name: String, value: String)]) throws(GatewayError) -> [(String, String)] {
+        var given: [String: String] = [:]
+        for (name, value) in clientQuery where Self.listParameters.contains(name) {
+            if let earlier = given[name], earlier != value {
+                throw .invalidRequest("query parameter \"\(name)\" is given twice with different values")
+            }
+            given[name] = value
+        }
+
+        let maxLimit = max(1, resource.maxLimit)
+        var limit = min(max(1, resource.defaultLimit), maxLimit)
+        if let text = given["limit"] {
+            guard let value = Self.integer(text), (1...maxLimit).contains(value) else {
+                throw .invalidRequest("query parameter \"limit\" must be an integer from 1 to \(maxLimit)")
+            }
+            limit = value
+        }
+
+        var offset = 0
+        switch (given["offset"], given["page"]) {
+        case (.some, .some):
+            throw .invalidRequest("query parameters \"offset\" and \"page\" cannot be used together")
+        case (.some(let text), nil):
+            guard let value = Self.integer(text), value >= 0 else {
+                throw .invalidRequest("query parameter \"offset\" must be an integer of 0 or more")
+            }
+            offset = value
+        case (nil, .some(let text)):
+            guard let page = Self.integer(text), page >= 1 else {
+                throw .invalidRequest("query parameter \"page\" must be an integer of 1 or more")
+            }
+            let (product, overflow) = limit.multipliedReportingOverflow(by: page - 1)
+            guard !overflow else { throw .invalidRequest("query parameter \"page\" is too large") }
+            offset = product
+        case (nil, nil):
+            break
+        }
+
+        var out: [(String, String)] = [("fields", directusFieldList), ("limit", String(limit)), ("offset", String(offset))]
+        if let text = given["sort"] {
+            out.append(("sort", try directusSort(text)))
+        }
+        if let search = given["search"], !search.isEmpty {
+            out.append(("search", search))
+        }
+        out.append(("meta", "filter_count"))
+        return out
+    }
+
+    /// Maps a client `sort` CSV (`-title,id`) to Directus names, keeping `-`; an empty or unmapped field is 400.
+    private func directusSort(_ text: String) throws(GatewayError) -> String {
+        var mapped: [String] = []
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let item = part.trimmingSpaces()
+            let descending = item.hasPrefix("-")
+            let name = descending ? String(item.dropFirst()) : item
+            guard !name.isEmpty else {
+                throw .invalidRequest("query parameter \"sort\" has an empty field")
+            }
+            guard let index = table.indexByResourceName[name] else {
+                throw .invalidRequest("query parameter \"sort\" names unknown field \"\(name)\"")
+            }
+            mapped.append((descending ? "-" : "") + table.fields[index].directusName)
+        }
+        return mapped.joined(separator: ",")
+    }
+
+    /// A decimal integer of ASCII digits with an optional leading `-` (so that `-1` reads as out of range), else nil.
+    private static func integer(_ text: String) -> Int? {
+        let digits = text.hasPrefix("-") ? text.utf8.dropFirst() : text.utf8[...]
+        guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return Int(text)
+    }
+}
+
+private extension Substring {
+    /// The text without leading and trailing spaces.
+    func trimmingSpaces() -> String {
+        String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+
+/// Translates between one resource and its Directus collection (DESIGN §1.2), with no I/O.
+///
+/// Built once per resource at start-up; every lookup table is precomputed (STYLE #6).
+public struct ResourceMapper: Sendable {
+    /// The resource this mapper serves.
+    public let resource: ResourceConfig
+    /// Renders Directus answers as resource bodies (replaceable, e.g. by a byte transcoder).
+    public var renderer: any ResourceRenderer
+    /// The `fields` CSV for Directus reads: every mapped Directus field, then the owner field if unmapped.
+    public let directusFieldList: String
+    /// `/items/<collection>`, the collection percent-encoded.
+    public let upstreamCollectionPath: String
+
+    /// The precomputed field tables.
+    let table: FieldTable
+    /// Directus field name → resource field name (first mapping wins).
+    private let resourceNameByDirectus: [String: String]
+
+    /// Builds the mapper and its tables for `resource`.
+    public init(_ resource: ResourceConfig) {
+        let table = FieldTable(resource)
+        self.resource = resource
+        self.table = table
+        self.renderer = JSONValueRenderer(table: table, name: resource.name)
+        var seen = Set<String>()
+        var csv: [String] = []
+        for name in table.fields.map(\.directusName) + [resource.owner].compactMap({ $0 }) where seen.insert(name).inserted {
+            csv.append(name)
+        }
+        self.directusFieldList = csv.joined(separator: ",")
+        self.upstreamCollectionPath = "/items/" + Self.encodePathSegment(resource.collection)
+        var byDirectus: [String: String] = [:]
+        for field in table.fields where byDirectus[field.directusName] == nil {
+            byDirectus[field.directusName] = field.resourceName
+        }
+        self.resourceNameByDirectus = byDirectus
+    }
+
+    /// Directus field name → resource field name, for translating Directus validation errors (nil if unmapped).
+    public func resourceFieldName(forDirectus field: String) -> String? {
+        resourceNameByDirectus[field]
+    }
+
+    /// `/items/<collection>/<id>` with the id percent-encoded, so that no id can leave the collection.
+    public func upstreamItemPath(id: String) -> String {
+        upstreamCollectionPath + "/" + Self.encodePathSegment(id)
+    }
+
+    /// The owner value (a string, or integer rendered as string) of a Directus item answer `{"data":{…}}`,
+    /// nil when null/absent or when the resource has no owner field. A non-JSON or wrongly shaped answer is 502.
+    public func owner(ofDirectusItem body: Data) throws(GatewayError) -> String? {
+        let document = try JSONValueRenderer.parse(body)
+        guard let item = document["data"], item.objectValue != nil else {
+            throw .upstreamError("item answer has no \"data\" object")
+        }
+        guard let ownerField = resource.owner, let value = item[ownerField], !value.isNull else { return nil }
+        // An expanded relation (`user_created.*`) carries the user id as its `id`.
+        let key = value.objectValue != nil ? (value["id"] ?? .null) : value
+        if key.isNull { return nil }
+        guard let owner = JSONValueRenderer.idString(key) else {
+            throw .upstreamError("owner field \"\(ownerField)\" is a \(key.typeName)")
+        }
+        return owner
+    }
+
+    /// Is `raw` (an already percent-decoded path segment) a valid key for the resource's `idType`?
+    ///
+    /// - integer: 1…18 ASCII digits in canonical form (no sign, no leading zero except `0` itself),
+    ///   so that one item has one URL.
+    /// - uuid: 8-4-4-4-12 hex digits, either case.
+    /// - string: 1…255 Unicode scalars, no `/`, no control character, and not `.` or `..`.
+    public func isValidID(_ raw: String) -> Bool {
+        switch resource.idType {
+        case .integer:
+            let bytes = raw.utf8
+            guard (1...18).contains(bytes.count), bytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return false }
+            return bytes.count == 1 || bytes.first != UInt8(ascii: "0")
+        case .uuid:
+            let bytes = Array(raw.utf8)
+            guard bytes.count == 36 else { return false }
+            for (i, b) in bytes.enumerated() {
+                if i == 8 || i == 13 || i == 18 || i == 23 {
+                    guard b == UInt8(ascii: "-") else { return false }
+                } else {
+                    guard Self.isHexDigit(b) else { return false }
+                }
+            }
+            return true
+        case .string:
+            let scalars = raw.unicodeScalars
+            guard (1...255).contains(scalars.count), raw != ".", raw != ".." else { return false }
+            return !scalars.contains { $0 == "/" || $0.properties.generalCategory == .control }
+        }
+    }
+
+    /// Percent-encodes every byte outside ALPHA / DIGIT / `-` / `_` / `~`. `.` is encoded too,
+    /// so that no normalising hop can read `..` as a dot segment.
+    static func encodePathSegment(_ s: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(s.utf8.count)
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(b)
+            default:
+                out.append(contentsOf: [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 15)]])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// True for `0-9`, `a-f`, `A-F`.
+    private static func isHexDigit(_ b: UInt8) -> Bool {
+        (0x30...0x39).contains(b) || (0x61...0x66).contains(b) || (0x41...0x46).contains(b)
+    }
+}
