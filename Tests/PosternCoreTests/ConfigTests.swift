@@ -11,8 +11,10 @@ struct BadConfig: Sendable, CustomTestStringConvertible {
     /// A fragment the message must contain.
     let message: String
 
+    /// Names the case by the key path it targets.
     var testDescription: String { path }
 
+    /// Builds a case.
     init(_ json: String, _ path: String, _ message: String) {
         self.json = json
         self.path = path
@@ -35,7 +37,9 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
     return []
 }
 
+/// Loading, validating and overriding the configuration (DESIGN §3).
 @Suite struct ConfigTests {
+    /// The repository's `config/postern.json`.
     static let shippedFile = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("config/postern.json")
