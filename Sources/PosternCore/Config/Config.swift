@@ -178,6 +178,7 @@ public struct ResourceConfig: Sendable, Equatable {
         self.fields = fields
     }
 
+    /// Equal when every setting is equal (fields compared in order).
     public static func == (lhs: ResourceConfig, rhs: ResourceConfig) -> Bool {
         lhs.name == rhs.name && lhs.collection == rhs.collection && lhs.idType == rhs.idType
             && lhs.fields.map { "\($0.0)=\($0.1)" } == rhs.fields.map { "\($0.0)=\($0.1)" }

@@ -1,0 +1,62 @@
+import Foundation
+
+/// Where sessions are kept, parsed from `sessions.store`.
+public enum SessionStoreKind: Sendable, Equatable {
+    /// In process memory (tests; sessions die with the process).
+    case memory
+    /// An embedded SQLite file at this path.
+    case sqlite(path: String)
+    /// A Redis server (planned).
+    case redis(HostPort)
+
+    /// Parses `memory`, `sqlite:<path>` or `redis://host:port`; nil for anything else.
+    public init?(_ text: String) {
+        if text == "memory" {
+            self = .memory
+        } else if text.hasPrefix("sqlite:") {
+            let path = String(text.dropFirst("sqlite:".count))
+            guard !path.isEmpty else { return nil }
+            self = .sqlite(path: path)
+        } else if text.hasPrefix("redis://") {
+            var rest = Substring(text.dropFirst("redis://".count))
+            if rest.hasSuffix("/") { rest = rest.dropLast() }
+            guard let address = HostPort(String(rest)), address.port != 0 else { return nil }
+            self = .redis(address)
+        } else {
+            return nil
+        }
+    }
+}
+
+extension LimitsConfig {
+    /// The largest body libevent reads at all (8 MiB); `maxBodyBytes` may not exceed it.
+    public static let maxBodyBytesCeiling = 8 * 1024 * 1024
+}
+
+extension SessionsConfig {
+    /// The parsed `store`; nil only when the config was not validated.
+    public var storeKind: SessionStoreKind? { SessionStoreKind(store) }
+}
+
+extension PosternConfig {
+    /// The parsed `listen`; nil only when the config was not validated.
+    public var listenAddress: HostPort? { HostPort(listen) }
+
+    /// The parsed `admin_listen`; nil only when the config was not validated.
+    public var adminListenAddress: HostPort? { HostPort(adminListen) }
+
+    /// The number of event-loop threads to run: `workers`, or one per core when it is 0.
+    public var effectiveWorkers: Int {
+        workers > 0 ? workers : max(1, ProcessInfo.processInfo.activeProcessorCount)
+    }
+
+    /// The 32 bytes of `secretKey`; nil when no key is set (or it is not valid base64 of 32 bytes).
+    public var secretKeyBytes: [UInt8]? {
+        guard let secretKey, let data = Data(base64Encoded: secretKey.trimmingCharacters(in: .whitespaces)),
+              data.count == 32 else { return nil }
+        return [UInt8](data)
+    }
+
+    /// The log levels `POSTERN_LOG_LEVEL` accepts, least severe first.
+    public static let logLevels = ["debug", "info", "warning", "error"]
+}
