@@ -33,6 +33,11 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
         lock.withLock { idByRefresh[refreshDigest].flatMap { byID[$0] } }
     }
 
+    /// The session with this id.
+    public func session(sessionID: String) throws -> Session? {
+        lock.withLock { byID[sessionID] }
+    }
+
     /// The session id that used this refresh digest before rotating it away.
     public func sessionID(usedRefreshDigest: String) throws -> String? {
         lock.withLock { usedRefresh[usedRefreshDigest] }

@@ -25,7 +25,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     private var statements: [Query: OpaquePointer] = [:]
 
     private enum Query: CaseIterable {
-        case insert, byToken, byRefresh, usedRefresh, oldRefresh, update, rememberUsed, touch
+        case insert, byToken, byRefresh, byID, usedRefresh, oldRefresh, update, rememberUsed, touch
         case delete, deleteUsed, purge, purgeUsed, count
 
         var sql: String {
@@ -34,6 +34,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
                 return "INSERT INTO sessions (\(SQLiteSessionStore.columns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
             case .byToken: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE token_digest = ?"
             case .byRefresh: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE refresh_digest = ?"
+            case .byID: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE id = ?"
             case .usedRefresh: return "SELECT session_id FROM used_refresh WHERE digest = ?"
             case .oldRefresh: return "SELECT refresh_digest FROM sessions WHERE id = ?"
             case .update:
@@ -146,6 +147,11 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     /// The session with this refresh-token digest, or nil (also when its tokens cannot be decrypted).
     public func session(refreshDigest: String) throws -> Session? {
         try locked { try readSession(.byRefresh, refreshDigest) }
+    }
+
+    /// The session with this id, or nil.
+    public func session(sessionID: String) throws -> Session? {
+        try locked { try readSession(.byID, sessionID) }
     }
 
     /// The session id that used this refresh digest before rotating it away.

@@ -10,6 +10,8 @@ public protocol SessionStore: Sendable {
     func session(refreshDigest: String) throws -> Session?
     /// Session id that once used this (now rotated-away) refresh digest, for reuse detection.
     func sessionID(usedRefreshDigest: String) throws -> String?
+    /// The session with this id.
+    func session(sessionID: String) throws -> Session?
     /// Replaces the whole row of session.id (new token/refresh digests, new Directus tokens...);
     /// when the refresh digest changes, remembers the old one as "used" for that session id.
     func update(_ session: Session) throws
