@@ -170,6 +170,7 @@ public final class SessionManager: @unchecked Sendable {
     /// Runs `call` with the session's Directus access token, refreshing it first when it has expired and
     /// once more (then retrying once) when Directus says it is stale. A failed refresh kills the session: 401.
     public func withDirectusToken<T: Sendable>(_ session: Session, context: CallContext,
+                                               translate: (DirectusError) -> GatewayError = { $0.gatewayError() },
                                                _ call: (String) async throws(DirectusError) -> T) async throws(GatewayError) -> T {
         var current = session
         if current.directusAccessExpiresAt.timeIntervalSince(clock()) < SessionManager.expirySkew {
@@ -180,7 +181,7 @@ public final class SessionManager: @unchecked Sendable {
         } catch let error where error.isStaleToken {
             current = try await refreshDirectus(current, stale: current.directusAccessToken, context: context)
         } catch {
-            throw GatewayErrorBox(error).error
+            throw translate(error)
         }
         do {
             return try await call(current.directusAccessToken)
@@ -188,7 +189,7 @@ public final class SessionManager: @unchecked Sendable {
             drop(current)
             throw .unauthorized("session expired")
         } catch {
-            throw GatewayErrorBox(error).error
+            throw translate(error)
         }
     }
 
@@ -269,12 +270,6 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Live sessions in the store.
     public var activeSessions: Int { (try? store.count()) ?? 0 }
-}
-
-/// Carries a DirectusError's default translation.
-private struct GatewayErrorBox {
-    let error: GatewayError
-    init(_ error: DirectusError) { self.error = error.gatewayError() }
 }
 
 /// The claims Postern reads from a Directus access JWT it received from Directus itself.

@@ -54,7 +54,7 @@ public enum DirectusError: Error, Sendable, Equatable {
 
     /// The default translation into a gateway answer (DESIGN §1.3). Callers handle FORBIDDEN,
     /// credentials and token cases that depend on the route before falling back to this.
-    public func gatewayError(fieldName: (String) -> String? = { $0 }) -> GatewayError {
+    public func gatewayError(fieldName: (String) -> String? = { _ in nil }) -> GatewayError {
         switch self {
         case .transport(.unreachable(let why)): return .upstreamUnavailable(why)
         case .transport(.timeout): return .upstreamTimeout("no answer in time")

@@ -1,0 +1,124 @@
+import Foundation
+
+/// The whole request pipeline, built once from config (STYLE #6): request id → route → middleware chain
+/// (limits → authentication → policy) → handler → one rendered response. No sockets: tests call `handle`.
+public final class Gateway: Sendable {
+    private let router: Router
+    private let log: AccessLog
+    /// The session manager (for maintenance timers and metrics).
+    public let sessions: SessionManager
+    private let directus: DirectusClient
+
+    /// Builds the pipeline.
+    public init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog) {
+        self.sessions = sessions
+        self.directus = directus
+        self.log = log
+        let items = ItemGateway(directus: directus, sessions: sessions)
+        let limit = BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes)
+        let optionalAuth = AuthenticationMiddleware(sessions: sessions, required: false)
+        let requiredAuth = AuthenticationMiddleware(sessions: sessions, required: true)
+        let users = UserHandlers(directus: directus, sessions: sessions, registerEndpoint: config.directus.registration == "register")
+
+        func endpoint(_ stages: [any Middleware], _ body: @escaping @Sendable (HTTPRequest, RequestContext) async throws(GatewayError) -> HTTPResponse) -> any Responder {
+            stages.wrapping(ClosureResponder(body))
+        }
+
+        var routes: [Route] = [
+            Route("/api/v1/user/login", methods: [(.post, endpoint([limit], users.login))]),
+            Route("/api/v1/user/refresh", methods: [(.post, endpoint([limit], users.refresh))]),
+            Route("/api/v1/user/logout", methods: [(.post, endpoint([limit, requiredAuth], users.logout))]),
+            Route("/api/v1/user/me", methods: [(.get, endpoint([requiredAuth], users.me))]),
+            Route("/api/v1/user", methods: [(.post, endpoint([limit], users.register))]),
+            Route("/healthz", methods: [(.get, ClosureResponder { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
+            Route("/readyz", methods: [(.get, ClosureResponder { [directus] _, context in
+                await directus.ping(context: context.call)
+                    ? .json(200, .object([("status", .string("ready"))]))
+                    : .json(503, .object([("status", .string("unavailable")), ("code", .string("upstream_unavailable"))]))
+            })]),
+        ]
+        for resource in config.resources {
+            let mapper = ResourceMapper(resource)
+            let handlers = ResourceHandlers(mapper: mapper, items: items)
+            func guarded(_ action: ResourceAction, item: Bool) -> [any Middleware] {
+                let rule = resource.permissions[action] ?? .nobody
+                let auth = rule == .public ? optionalAuth : requiredAuth
+                let policy = PolicyMiddleware(action: action, rule: rule, mapper: mapper, items: items)
+                return item ? [limit, auth, ItemIDMiddleware(mapper: mapper), policy] : [limit, auth, policy]
+            }
+            let update = endpoint(guarded(.update, item: true), handlers.update)
+            let createRule = resource.permissions[.create] ?? .nobody
+            let createPolicy = PolicyMiddleware(action: .create, rule: createRule, mapper: mapper, items: items)
+            let updateRule = resource.permissions[.update] ?? .nobody
+            let updatePolicy = PolicyMiddleware(action: .update, rule: updateRule, mapper: mapper, items: items)
+            // POST: authenticate (demanded up front unless create or update is public), parse the body once,
+            // then the chosen action's requirement and policy.
+            let postAuth = createRule == .public || updateRule == .public ? optionalAuth : requiredAuth
+            let createOrUpdate = CreateOrUpdateResponder(
+                mapper: mapper,
+                create: [AuthenticationRequirement(rule: createRule), createPolicy].wrapping(ClosureResponder(handlers.create)),
+                update: [AuthenticationRequirement(rule: updateRule), ItemIDMiddleware(mapper: mapper), updatePolicy]
+                    .wrapping(ClosureResponder(handlers.update)))
+            let name = resource.name
+            routes.append(Route("/api/v1/\(name)", resource: name, methods: [
+                (.get, endpoint(guarded(.list, item: false), handlers.list)),
+                (.post, [limit, postAuth].wrapping(createOrUpdate)),
+            ]))
+            routes.append(Route("/api/v1/\(name)/{id}", resource: name, methods: [
+                (.get, endpoint(guarded(.read, item: true), handlers.read)),
+                (.patch, update),
+                (.put, update),
+                (.delete, endpoint(guarded(.delete, item: true), handlers.delete)),
+            ]))
+        }
+        router = Router(routes: routes)
+    }
+
+    /// Answers one request; never throws, every error is rendered here.
+    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        var context = RequestContext(requestID: Gateway.requestID(request.headers["X-Request-Id"]), clientIP: request.remoteAddress)
+        var response: HTTPResponse
+        if let match = router.match(path: request.path) {
+            context.routePattern = match.route.pattern
+            context.resourceName = match.route.resource
+            context.itemID = match.id
+            if let responder = match.route.responder(for: request.method) {
+                do {
+                    response = try await responder.respond(to: request, context: context)
+                } catch {
+                    response = ErrorRenderer.render(error, context: context)
+                    log.error(error, context: context)
+                }
+            } else {
+                response = ErrorRenderer.render(.methodNotAllowed(match.route.methods.map(\.0)), context: context)
+            }
+        } else {
+            response = ErrorRenderer.render(.notFound("no such route"), context: context)
+        }
+        response.headers.set("X-Request-Id", context.requestID)
+        response.headers.set("X-Content-Type-Options", "nosniff")
+        if request.path.hasPrefix("/api/") { response.headers.set("Cache-Control", "no-store") }
+        log.access(request, response, context: context)
+        return response
+    }
+
+    /// The client's request id when it is safe (`[A-Za-z0-9._-]{1,128}`), else a new one.
+    static func requestID(_ given: String?) -> String {
+        if let given, !given.isEmpty, given.utf8.count <= 128, given.utf8.allSatisfy({ b in
+            (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 46 || b == 95 || b == 45
+        }) {
+            return given
+        }
+        return Crypto.hex(Crypto.randomBytes(12))
+    }
+}
+
+/// After an optional authentication, demands an identity unless the rule is public.
+struct AuthenticationRequirement: Middleware {
+    let rule: PermissionRule
+
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
+        if rule != .public && context.session == nil { throw .unauthorized("missing bearer token") }
+        return try await next.respond(to: request, context: context)
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+
+/// Item calls to Directus on behalf of a caller: with the session's Directus token (kept fresh), or
+/// anonymously on public routes; Directus errors translated for the resource (field names, 403 vs 404).
+struct ItemGateway: Sendable {
+    let directus: DirectusClient
+    let sessions: SessionManager
+
+    /// Runs `call` with the caller's Directus token (nil when anonymous). A Directus FORBIDDEN becomes
+    /// `forbidden`; validation errors name the resource's field.
+    func withToken<T: Sendable>(_ session: Session?, mapper: ResourceMapper, context: RequestContext, forbidden: GatewayError,
+                                _ call: (String?) async throws(DirectusError) -> T) async throws(GatewayError) -> T {
+        let translate = { (error: DirectusError) -> GatewayError in
+            if error.code == "FORBIDDEN" { return forbidden }
+            return error.gatewayError(fieldName: mapper.resourceFieldName(forDirectus:))
+        }
+        if let session {
+            return try await sessions.withDirectusToken(session, context: context.call, translate: translate) {
+                (token) async throws(DirectusError) -> T in
+                try await call(token)
+            }
+        }
+        do {
+            return try await call(nil)
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    /// Reads one item; a Directus 403 (which hides "missing") is 404 here.
+    func readItem(id: String, mapper: ResourceMapper, session: Session?, context: RequestContext) async throws(GatewayError) -> Data {
+        let path = mapper.upstreamItemPath(id: id)
+        return try await withToken(session, mapper: mapper, context: context, forbidden: .notFound("no such \(mapper.resource.name) item")) {
+            (token) async throws(DirectusError) -> Data in
+            try await directus.getItem(path: path, fields: mapper.directusFieldList, token: token, context: context.call)
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+
+/// The resource routes' final stages: map the request to one Directus call and the answer back.
+/// Permissions were decided before these run (PolicyMiddleware); handlers never check them.
+struct ResourceHandlers: Sendable {
+    let mapper: ResourceMapper
+    let items: ItemGateway
+
+    private var directus: DirectusClient { items.directus }
+    private var notFound: GatewayError { .notFound("no such \(mapper.resource.name) item") }
+
+    /// `GET /api/v1/R`.
+    func list(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        var query = try mapper.listQuery(request.queryItems)
+        if context.ownedOnly, let owner = mapper.resource.owner {
+            query.append(("filter[\(owner)][_eq]", "$CURRENT_USER"))
+        }
+        let path = mapper.upstreamCollectionPath
+        let body = try await items.withToken(context.session, mapper: mapper, context: context,
+                                             forbidden: .forbidden("you may not list \(mapper.resource.name)")) {
+            (token) async throws(DirectusError) -> Data in
+            try await directus.listItems(path: path, query: query, token: token, context: context.call)
+        }
+        return .json(200, try mapper.renderer.renderList(directusBody: body))
+    }
+
+    /// `GET /api/v1/R/{id}`.
+    func read(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let body: Data
+        if let prefetched = context.prefetchedItem {
+            body = prefetched
+        } else {
+            body = try await items.readItem(id: try itemID(context), mapper: mapper, session: context.session, context: context)
+        }
+        return .json(200, try mapper.renderer.renderItem(directusBody: body))
+    }
+
+    /// `POST /api/v1/R` without an `id`.
+    func create(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let payload = try parsedPayload(request, context, mode: .create)
+        let path = mapper.upstreamCollectionPath
+        let body = try await items.withToken(context.session, mapper: mapper, context: context,
+                                             forbidden: .forbidden("you may not create \(mapper.resource.name)")) {
+            (token) async throws(DirectusError) -> Data? in
+            try await directus.createItem(path: path, payload: payload.payload, fields: mapper.directusFieldList,
+                                          token: token, context: context.call)
+        }
+        // Directus answers 204 when the caller cannot read the new row: without its id it cannot be read back.
+        guard let body else { throw .upstreamError("Directus created the item but did not return it") }
+        return .json(201, try mapper.renderer.renderItem(directusBody: body))
+    }
+
+    /// `PATCH`/`PUT /api/v1/R/{id}`, and `POST /api/v1/R` with an `id` (answered 200).
+    func update(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let id = try itemID(context)
+        let payload = try parsedPayload(request, context, mode: .update)
+        let path = mapper.upstreamItemPath(id: id)
+        // Ownership was checked before (when the rule needs it); a Directus 403 now means Directus itself refused.
+        let forbidden: GatewayError = context.prefetchedItem == nil ? notFound : .forbidden("Directus refused the update")
+        let body = try await items.withToken(context.session, mapper: mapper, context: context, forbidden: forbidden) {
+            (token) async throws(DirectusError) -> Data? in
+            try await directus.updateItem(path: path, payload: payload.payload, fields: mapper.directusFieldList,
+                                          token: token, context: context.call)
+        }
+        if let body { return .json(200, try mapper.renderer.renderItem(directusBody: body)) }
+        // 204: updated without read-back. Read it back; failing that, the answer is unusable.
+        do {
+            let readBack = try await items.readItem(id: id, mapper: mapper, session: context.session, context: context)
+            return .json(200, try mapper.renderer.renderItem(directusBody: readBack))
+        } catch {
+            throw .upstreamError("updated item could not be read back: \(error)")
+        }
+    }
+
+    /// `DELETE /api/v1/R/{id}`.
+    func delete(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let path = mapper.upstreamItemPath(id: try itemID(context))
+        let forbidden: GatewayError = context.prefetchedItem == nil ? notFound : .forbidden("Directus refused the delete")
+        try await items.withToken(context.session, mapper: mapper, context: context, forbidden: forbidden) {
+            (token) async throws(DirectusError) -> Void in
+            try await directus.deleteItem(path: path, token: token, context: context.call)
+        }
+        return HTTPResponse(status: 204)
+    }
+
+    private func parsedPayload(_ request: HTTPRequest, _ context: RequestContext,
+                               mode: ResourceMapper.WriteMode) throws(GatewayError) -> ResourceMapper.WritePayload {
+        if let parsed = context.writePayload { return parsed }
+        return try mapper.writePayload(request.body, mode: mode)
+    }
+
+    private func itemID(_ context: RequestContext) throws(GatewayError) -> String {
+        guard let id = context.itemID else { throw notFound }
+        return id
+    }
+}
+
+/// Rejects `{id}` values that are not valid keys of the collection with 404, before any upstream call.
+struct ItemIDMiddleware: Middleware {
+    let mapper: ResourceMapper
+
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
+        guard let id = context.itemID, mapper.isValidID(id) else {
+            throw .notFound("no such \(mapper.resource.name) item")
+        }
+        return try await next.respond(to: request, context: context)
+    }
+}
+
+/// `POST /api/v1/R`: parses the body once; a body carrying an `id` takes the update route (and its
+/// policy) instead of create — the tutorial server's compatibility rule.
+struct CreateOrUpdateResponder: Responder {
+    let mapper: ResourceMapper
+    let create: any Responder
+    let update: any Responder
+
+    func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        var context = context
+        let payload = try mapper.writePayload(request.body, mode: .createOrUpdate)
+        context.writePayload = payload
+        guard let id = payload.id else { return try await create.respond(to: request, context: context) }
+        context.itemID = id
+        return try await update.respond(to: request, context: context)
+    }
+}

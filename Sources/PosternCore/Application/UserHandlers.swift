@@ -1,0 +1,118 @@
+import Foundation
+
+/// `/api/v1/user…`: login, refresh, register, logout, me (DESIGN §1.1).
+struct UserHandlers: Sendable {
+    let directus: DirectusClient
+    let sessions: SessionManager
+    /// Register through `/users/register` instead of a public create on `/users`.
+    let registerEndpoint: Bool
+
+    /// `POST /api/v1/user/login` → 200 with Postern's own token.
+    func login(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let body = try UserHandlers.object(request.body)
+        let email = try UserHandlers.string(body, ["email", "username"], name: "email")
+        let password = try UserHandlers.string(body, ["password"], name: "password")
+        return try await signIn(email: email, password: password, context: context)
+    }
+
+    /// `POST /api/v1/user/refresh` → 200 with a new token pair; the old pair is dead.
+    func refresh(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let body = try UserHandlers.object(request.body)
+        let token = try UserHandlers.string(body, ["refreshToken", "refresh_token"], name: "refreshToken")
+        let issued = try await sessions.rotate(refreshToken: token, context: context.call)
+        return tokenResponse(issued)
+    }
+
+    /// `POST /api/v1/user` → registers, then signs in (200, same body as login).
+    func register(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let body = try UserHandlers.object(request.body)
+        let email = try UserHandlers.string(body, ["email"], name: "email")
+        let password = try UserHandlers.string(body, ["password"], name: "password")
+        do {
+            try await directus.register(email: email, password: password, viaRegisterEndpoint: registerEndpoint, context: context.call)
+        } catch {
+            switch error.code {
+            case "RECORD_NOT_UNIQUE": throw .conflict("email already registered")
+            case "FORBIDDEN": throw .forbidden("registration is disabled")
+            case "FAILED_VALIDATION", "INVALID_PAYLOAD":
+                throw .invalidRequest("invalid \(error.firstField ?? "email or password")")
+            default: throw error.gatewayError()
+            }
+        }
+        do {
+            return try await signIn(email: email, password: password, context: context)
+        } catch where error.code == "invalid_credentials" {
+            // `/users/register` answers 204 for a taken email; only the failed sign-in tells.
+            throw .conflict("email already registered")
+        }
+    }
+
+    /// `POST /api/v1/user/logout` → 204; the token is dead at once and Directus's refresh token logged out.
+    func logout(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        guard let session = context.session else { throw .unauthorized() }
+        await sessions.revoke(session, context: context.call)
+        return HTTPResponse(status: 204)
+    }
+
+    /// `GET /api/v1/user/me` → 200 `{"user":{"id","email"}}`.
+    func me(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        guard let session = context.session else { throw .unauthorized() }
+        return .json(200, .object([("user", .object([("id", .string(session.userID)), ("email", .string(session.email))]))]))
+    }
+
+    private func signIn(email: String, password: String, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        let tokens: DirectusTokens
+        do {
+            tokens = try await directus.login(email: email, password: password, context: context.call)
+        } catch {
+            switch error.code {
+            case "INVALID_CREDENTIALS", "USER_SUSPENDED", "INVALID_OTP", "INVALID_IP": throw .invalidCredentials
+            case "INVALID_PAYLOAD": throw .invalidRequest("email must be a valid email address and password a string")
+            default: throw error.gatewayError()
+            }
+        }
+        return tokenResponse(try sessions.open(tokens: tokens, email: email))
+    }
+
+    private func tokenResponse(_ issued: IssuedTokens) -> HTTPResponse {
+        let expires = UserHandlers.rfc3339(sessions.expiry(of: issued.session))
+        let user = JSONValue.object([("id", .string(issued.session.userID)), ("email", .string(issued.session.email)),
+                                     ("token", .string(issued.accessToken)), ("expires_at", .string(expires))])
+        let data = JSONValue.object([("accessToken", .string(issued.accessToken)), ("refreshToken", .string(issued.refreshToken))])
+        return .json(200, .object([("user", user), ("data", data)]))
+    }
+
+    // MARK: Body helpers
+
+    static func object(_ body: Data) throws(GatewayError) -> JSONValue {
+        guard let json = try? JSONValue.parse(body), json.objectValue != nil else {
+            throw .invalidRequest("request body must be a JSON object")
+        }
+        return json
+    }
+
+    /// The first present key of `keys`, which must be a non-empty string.
+    static func string(_ body: JSONValue, _ keys: [String], name: String) throws(GatewayError) -> String {
+        for key in keys {
+            guard let value = body[key] else { continue }
+            guard let s = value.stringValue, !s.isEmpty else { throw .invalidRequest("field \"\(key)\" must be a non-empty string") }
+            return s
+        }
+        throw .invalidRequest("field \"\(name)\" is required")
+    }
+
+    static func rfc3339(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: date)
+    }
+}
+
+extension DirectusError {
+    /// `extensions.field` of the first error, if any.
+    var firstField: String? {
+        if case .api(_, let errors) = self { return errors.first?.field }
+        return nil
+    }
+}

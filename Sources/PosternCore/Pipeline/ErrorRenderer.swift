@@ -1,0 +1,16 @@
+import Foundation
+
+/// The one place that turns errors into responses (DESIGN §1.3).
+public enum ErrorRenderer {
+    /// `{"error","code","request_id"}` plus, on resource routes, `"<resource>":[]` and `"total":0`.
+    public static func render(_ error: GatewayError, context: RequestContext) -> HTTPResponse {
+        var members: [(String, JSONValue)] = [
+            ("error", .string(error.message)), ("code", .string(error.code)), ("request_id", .string(context.requestID)),
+        ]
+        if let resource = context.resourceName {
+            members.append((resource, .array([])))
+            members.append(("total", .int(0)))
+        }
+        return .json(error.status, .object(members), headers: error.headers)
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+
+/// Refuses bodies above the configured limit with a JSON 413 (libevent's own ceiling sits above it).
+public struct BodyLimitMiddleware: Middleware {
+    /// The largest accepted body in bytes.
+    public let maxBytes: Int
+
+    /// Creates the stage.
+    public init(maxBytes: Int) { self.maxBytes = maxBytes }
+
+    /// Passes requests within the limit.
+    public func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
+        guard request.body.count <= maxBytes else { throw .payloadTooLarge(maxBytes) }
+        return try await next.respond(to: request, context: context)
+    }
+}
+
+/// Reads the bearer token and attaches its session; `required` routes answer 401 without one.
+public struct AuthenticationMiddleware: Middleware {
+    let sessions: SessionManager
+    let required: Bool
+
+    /// Creates the stage.
+    public init(sessions: SessionManager, required: Bool) {
+        self.sessions = sessions
+        self.required = required
+    }
+
+    /// Authenticates, then calls `next`.
+    public func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
+        var context = context
+        if let token = AuthenticationMiddleware.bearer(request.headers["Authorization"]) {
+            context.session = try sessions.authenticate(token: token)
+        } else if required {
+            throw .unauthorized("missing bearer token")
+        }
+        return try await next.respond(to: request, context: context)
+    }
+
+    /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive).
+    static func bearer(_ header: String?) -> String? {
+        guard let header else { return nil }
+        let parts = header.split(separator: " ", omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return String(parts[1])
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+
+/// What the pipeline stages learn about one request, typed (no string-keyed bag).
+public struct RequestContext: Sendable {
+    /// The request id (echoed or generated), sent upstream and back.
+    public let requestID: String
+    /// The client IP (socket peer, or `X-Forwarded-For` from a trusted proxy).
+    public let clientIP: String
+    /// The matched route pattern, e.g. `/api/v1/books/{id}` (for logs and metrics).
+    public var routePattern: String
+    /// The resource of a resource route (error bodies carry its empty collection).
+    public var resourceName: String?
+    /// The decoded `{id}` path parameter.
+    public var itemID: String?
+    /// The authenticated session, once the authentication stage ran.
+    public var session: Session?
+    /// The item the policy stage read to check ownership (Directus answer body), reused by the read handler.
+    public var prefetchedItem: Data?
+    /// Set by the policy stage when a list may only show the caller's own items.
+    public var ownedOnly = false
+    /// The parsed write body (POST/PATCH/PUT), once a stage parsed it.
+    public var writePayload: ResourceMapper.WritePayload?
+    /// When the request started (monotonic clock).
+    public let startedAt: ContinuousClock.Instant
+
+    /// Builds a context for a new request.
+    public init(requestID: String, clientIP: String, routePattern: String = "unmatched", resourceName: String? = nil) {
+        self.requestID = requestID
+        self.clientIP = clientIP
+        self.routePattern = routePattern
+        self.resourceName = resourceName
+        startedAt = .now
+    }
+
+    /// What every upstream call carries.
+    public var call: CallContext { CallContext(requestID: requestID, clientIP: clientIP) }
+}

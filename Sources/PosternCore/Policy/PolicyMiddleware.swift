@@ -1,0 +1,75 @@
+import Foundation
+
+/// The one place permission rules are evaluated (DESIGN §3, STYLE #8): no identity → 401,
+/// denied → 403, not visible → 404. Runs before anything is written upstream.
+public struct PolicyMiddleware: Middleware {
+    let action: ResourceAction
+    let rule: PermissionRule
+    let mapper: ResourceMapper
+    let items: ItemGateway
+
+    /// Creates the stage for one route.
+    init(action: ResourceAction, rule: PermissionRule, mapper: ResourceMapper, items: ItemGateway) {
+        self.action = action
+        self.rule = rule
+        self.mapper = mapper
+        self.items = items
+    }
+
+    /// Evaluates the rule, then calls `next`.
+    public func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
+        var context = context
+        switch Policy.decide(rule, identity: context.session) {
+        case .allow:
+            break
+        case .deny:
+            throw .forbidden("you may not \(action.rawValue) \(mapper.resource.name)")
+        case .unauthenticated:
+            throw .unauthorized("sign in first")
+        case .allowIfOwner:
+            // The caller must own the item: read its owner with the caller's own token first, so that a
+            // missing (or unreadable) item is 404 and someone else's is 403, and nothing is written when denied.
+            guard let session = context.session else { throw .unauthorized("sign in first") }
+            if action == .list {
+                context.ownedOnly = true
+                break
+            }
+            guard let id = context.itemID else { break }  // create: the creator owns what it creates
+            let body = try await items.readItem(id: id, mapper: mapper, session: session, context: context)
+            let owner = try mapper.owner(ofDirectusItem: body)
+            guard let owner, Crypto.constantTimeEquals(Array(owner.utf8), Array(session.userID.utf8)) else {
+                throw .forbidden("only the creator may \(action.rawValue) this item")
+            }
+            context.prefetchedItem = body
+        }
+        return try await next.respond(to: request, context: context)
+    }
+}
+
+/// The decision of a rule for an identity, before any item is looked at.
+public enum PolicyDecision: Equatable, Sendable {
+    /// Go ahead.
+    case allow
+    /// Refused: 403.
+    case deny
+    /// No identity where one is needed: 401.
+    case unauthenticated
+    /// Allowed only if the caller owns the item.
+    case allowIfOwner
+}
+
+/// Pure rule evaluation (table-tested).
+public enum Policy {
+    /// What `rule` decides for `identity`.
+    public static func decide(_ rule: PermissionRule, identity: Session?) -> PolicyDecision {
+        switch rule {
+        case .public: return .allow
+        case .nobody: return .deny
+        case .authenticated: return identity == nil ? .unauthenticated : .allow
+        case .owner: return identity == nil ? .unauthenticated : .allowIfOwner
+        case .role(let id):
+            guard let identity else { return .unauthenticated }
+            return identity.role == id ? .allow : .deny
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+
+/// One route: a path pattern and a responder per method, built once at start-up.
+struct Route: Sendable {
+    /// One path segment of a pattern.
+    enum Segment: Sendable, Equatable {
+        case literal(String)
+        case id
+    }
+
+    /// The pattern, e.g. `/api/v1/books/{id}` (for logs and metrics).
+    let pattern: String
+    let segments: [Segment]
+    /// The resource name on resource routes.
+    let resource: String?
+    /// Method → responder, in `Allow` order.
+    var methods: [(HTTPMethod, any Responder)]
+
+    init(_ pattern: String, resource: String? = nil, methods: [(HTTPMethod, any Responder)]) {
+        self.pattern = pattern
+        self.resource = resource
+        self.methods = methods
+        segments = pattern.split(separator: "/").map { $0 == "{id}" ? .id : .literal(String($0)) }
+    }
+
+    func responder(for method: HTTPMethod) -> (any Responder)? {
+        methods.first { $0.0 == method }?.1
+    }
+}
+
+/// What the router found for a path.
+struct RouteMatch: Sendable {
+    let route: Route
+    /// The percent-decoded `{id}` segment.
+    let id: String?
+}
+
+/// The route table (immutable after start-up).
+struct Router: Sendable {
+    private let routes: [Route]
+
+    init(routes: [Route]) {
+        self.routes = routes
+    }
+
+    /// The route for a raw (percent-encoded) path; one trailing slash is ignored.
+    func match(path: String) -> RouteMatch? {
+        var raw = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        if raw.last == "" { raw = raw.dropLast() }
+        for route in routes where route.segments.count == raw.count {
+            var id: String?
+            var matched = true
+            for (segment, piece) in zip(route.segments, raw) {
+                switch segment {
+                case .literal(let literal):
+                    if literal != piece { matched = false }
+                case .id:
+                    let decoded = QueryString.decodePath(String(piece))
+                    if decoded.isEmpty { matched = false }
+                    id = decoded
+                }
+                if !matched { break }
+            }
+            if matched { return RouteMatch(route: route, id: id) }
+        }
+        return nil
+    }
+}
+
+extension QueryString {
+    /// Decodes `%XX` escapes in a path segment (`+` stays a plus).
+    static func decodePath(_ s: String) -> String {
+        decode(s.replacingOccurrences(of: "+", with: "%2B"))
+    }
+}
