@@ -44,7 +44,8 @@ extension DirectusStandIn {
     /// A signed access JWT for `user`, valid `ttl` seconds from `now`, remembered for `expireAllAccessTokens`.
     /// Call with the lock held.
     private func issueAccessToken(_ user: User, now: Double, ttl: Double, session: String? = nil) -> String {
-        let iat = Int64(now.rounded(.down))
+        let iat = max(Int64(now.rounded(.down)), state.issueFloor)
+        state.lastIssuedAt = max(state.lastIssuedAt, iat)
         let exp = iat + Int64(ttl.rounded())
         var claims: [(String, JSONValue)] = [
             ("id", .string(user.id)),

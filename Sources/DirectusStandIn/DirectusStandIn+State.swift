@@ -133,6 +133,10 @@ extension DirectusStandIn {
         var issuedAccess: [String: Int64] = [:]
         /// Signatures forced to be expired by `expireAllAccessTokens` → their `exp`.
         var expiredAccess: [String: Int64] = [:]
+        /// The largest `iat` issued so far.
+        var lastIssuedAt: Int64 = 0
+        /// The smallest `iat` a new token may carry, so that it differs from every token expired by the hook.
+        var issueFloor: Int64 = 0
         /// Successful `/auth/refresh` calls.
         var refreshCount = 0
         /// Recorded requests.

@@ -109,6 +109,8 @@ public final class DirectusStandIn: @unchecked Sendable {
         lock.withLock {
             state.expiredAccess.merge(state.issuedAccess) { a, _ in a }
             state.issuedAccess.removeAll()
+            // A token issued in the same second would be byte-identical to an expired one: move `iat` on.
+            state.issueFloor = state.lastIssuedAt + 1
         }
     }
 
