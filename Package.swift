@@ -6,14 +6,16 @@ let package = Package(
     products: [
         .executable(name: "postern", targets: ["postern"]),
         .library(name: "PosternCore", targets: ["PosternCore"]),
+        .library(name: "DirectusStandIn", targets: ["DirectusStandIn"]),
     ],
     targets: [
         .systemLibrary(name: "CEvent", path: "Sources/CEvent", pkgConfig: "libevent_openssl"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3"),
         .target(name: "PosternCore", dependencies: ["CEvent", "COpenSSL", "CSQLite"]),
+        .target(name: "DirectusStandIn", dependencies: ["PosternCore", "COpenSSL"]),
         .executableTarget(name: "postern", dependencies: ["PosternCore"]),
-        .testTarget(name: "PosternCoreTests", dependencies: ["PosternCore"]),
+        .testTarget(name: "PosternCoreTests", dependencies: ["PosternCore", "DirectusStandIn"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,286 @@
+import Foundation
+import PosternCore
+
+extension DirectusStandIn {
+    /// What a caller may do on `posts`.
+    enum Access {
+        /// Admin: everything, any field.
+        case admin
+        /// App User: read all; create title/content; update and delete own rows, title/content.
+        case appUser
+        /// No permission at all (Public, other roles).
+        case none
+    }
+
+    /// The access of `caller` on `posts`.
+    func access(_ caller: Caller) -> Access {
+        if caller.admin { return .admin }
+        if caller.userID != nil, caller.role == Self.appUserRoleID { return .appUser }
+        return .none
+    }
+
+    /// Fields App Users may write.
+    private static let writableFields: Set<String> = ["title", "content"]
+
+    /// `/items/:collection[/:id]`.
+    func items(_ context: Context, collection: String, id: String?, body: JSONValue?, caller: Caller) throws -> HTTPResponse {
+        let method = context.request.method
+        let query = try ItemQuery.parse(context.queryItems)
+        guard collection == "posts" else { throw DirectusError.forbiddenCollection(collection) }
+        let access = access(caller)
+        guard access != .none else { throw DirectusError.forbiddenCollection(collection) }
+        let plan = try ReadPlan(query: query, caller: caller, now: context.now)
+
+        switch (method, id) {
+        case (.get, nil), (.other("SEARCH"), nil):
+            return list(plan)
+        case (.get, let id?):
+            guard let key = Int64(id), let post = lock.withLock({ state.postIndex(key).map { state.posts[$0] } }) else {
+                throw DirectusError.forbidden
+            }
+            return Self.dataResponse(render([post], plan)[0])
+        case (.post, nil):
+            return try create(body, caller: caller, access: access, plan: plan, now: context.now)
+        case (.patch, let id?):
+            return try update(keys: [id], data: body ?? .object([]), batch: false, caller: caller, access: access,
+                              plan: plan, now: context.now)
+        case (.patch, nil):
+            return try batchUpdate(body, caller: caller, access: access, plan: plan, now: context.now)
+        case (.delete, let id?):
+            return try delete(keys: [id], caller: caller, access: access)
+        case (.delete, nil):
+            return try delete(keys: try Self.batchKeys(body), caller: caller, access: access)
+        default:
+            throw DirectusError.routeNotFound(context.request.path)
+        }
+    }
+
+    // MARK: - Read
+
+    private func list(_ plan: ReadPlan) -> HTTPResponse {
+        let (all, users) = lock.withLock { (state.posts, plan.needsUsers ? state.users : [:]) }
+        var rows = all
+        if plan.predicate != nil || plan.search != nil {
+            rows = all.filter { plan.matches($0) }
+        }
+        if !plan.sort.isEmpty {
+            rows.sort { a, b in
+                for (field, descending) in plan.sort {
+                    let order = Self.order(a.value(field), b.value(field))
+                    if order != .orderedSame { return descending ? order == .orderedDescending : order == .orderedAscending }
+                }
+                return a.id < b.id
+            }
+        }
+        let filterCount = rows.count
+        let limit = plan.limit ?? 100
+        if limit != -1 {
+            var offset = plan.offset ?? 0
+            if let page = plan.page, page > 0, limit > 0 { offset = limit * (page - 1) }
+            let start = min(offset, rows.count)
+            let end = min(start + limit, rows.count)
+            rows = Array(rows[start..<end])
+        }
+        var body: [(String, JSONValue)] = []
+        if !plan.meta.isEmpty {
+            var meta: [(String, JSONValue)] = []
+            if plan.meta.contains("total_count") { meta.append(("total_count", .int(Int64(all.count)))) }
+            if plan.meta.contains("filter_count") { meta.append(("filter_count", .int(Int64(filterCount)))) }
+            body.append(("meta", .object(meta)))
+        }
+        body.append(("data", .array(render(rows, plan, users: users))))
+        return Self.jsonResponse(200, .object(body))
+    }
+
+    /// The rows as the read plan's `fields` select them.
+    func render(_ rows: [Post], _ plan: ReadPlan, users: [String: User]? = nil) -> [JSONValue] {
+        let users = users ?? (plan.needsUsers ? lock.withLock { state.users } : [:])
+        return rows.map { post in
+            .object(plan.fields.map { selection in
+                switch selection {
+                case .plain(let field):
+                    return (field.rawValue, post.value(field))
+                case .relation(let field, let subfields):
+                    guard let id = post.value(field).stringValue, let user = users[id] else { return (field.rawValue, .null) }
+                    return (field.rawValue, .object(subfields.compactMap { name in user.value(name).map { (name, $0) } }))
+                }
+            })
+        }
+    }
+
+    /// Orders two column values like SQL with `NULLS LAST` for ascending order.
+    static func order(_ a: JSONValue, _ b: JSONValue) -> ComparisonResult {
+        switch (a, b) {
+        case (.null, .null): return .orderedSame
+        case (.null, _): return .orderedDescending
+        case (_, .null): return .orderedAscending
+        default: return compare(a, b) ?? .orderedSame
+        }
+    }
+
+    /// Compares two scalars of the same kind (numbers with numbers, strings with strings).
+    static func compare(_ a: JSONValue, _ b: JSONValue) -> ComparisonResult? {
+        switch (a, b) {
+        case let (.int(x), .int(y)): return x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame
+        case let (.string(x), .string(y)): return x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame
+        case let (.bool(x), .bool(y)): return x == y ? .orderedSame : (!x ? .orderedAscending : .orderedDescending)
+        default:
+            if let x = Self.number(a), let y = Self.number(b) {
+                return x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame
+            }
+            return nil
+        }
+    }
+
+    private static func number(_ value: JSONValue) -> Double? {
+        switch value {
+        case .int(let i): return Double(i)
+        case .double(let d): return d
+        default: return nil
+        }
+    }
+
+    // MARK: - Create
+
+    private func create(_ body: JSONValue?, caller: Caller, access: Access, plan: ReadPlan, now: Double) throws -> HTTPResponse {
+        let payload = body ?? .object([])
+        let batch = payload.arrayValue != nil
+        let rows = payload.arrayValue ?? [payload]
+        let date = Self.isoTimestamp(now)
+        var drafts: [(id: Int64?, post: Post)] = []
+        for row in rows {
+            guard let members = row.objectValue else { throw DirectusError.invalidPayload("\"value\" must be of type object") }
+            if access == .appUser, let extra = members.first(where: { !Self.writableFields.contains($0.0) }) {
+                throw DirectusError.forbiddenField(extra.0, collection: "posts")
+            }
+            var explicitID: Int64?
+            if access == .admin, let id = row["id"], !id.isNull {
+                guard let key = id.intValue ?? id.stringValue.flatMap({ Int64($0) }) else {
+                    throw DirectusError.invalidPayload("Invalid value for field \"id\"")
+                }
+                explicitID = key
+            }
+            guard let titleValue = row["title"] else {
+                throw DirectusError.failedValidation(field: "title", type: "required", message: "Value is required.")
+            }
+            let title = try Self.text(titleValue, field: "title")
+            guard let title else {
+                throw DirectusError.failedValidation(field: "title", type: "nnull", message: "Value can't be null.")
+            }
+            let content = try row["content"].flatMap { try Self.text($0, field: "content") }
+            drafts.append((explicitID, Post(id: 0, title: title, content: content, userCreated: caller.userID,
+                                             dateCreated: date, userUpdated: nil, dateUpdated: nil)))
+        }
+        let created: [Post] = try lock.withLock {
+            var seen = Set<Int64>()
+            for draft in drafts {
+                if let id = draft.id, state.postIndex(id) != nil || !seen.insert(id).inserted {
+                    throw DirectusError(status: 400, code: "RECORD_NOT_UNIQUE",
+                                        message: "Value \"\(id)\" for field \"id\" in collection \"posts\" has to be unique.",
+                                        extensions: [("collection", .string("posts")), ("field", .string("id")),
+                                                     ("value", .string(String(id)))])
+                }
+            }
+            return drafts.map { draft in
+                var post = draft.post
+                post.id = draft.id ?? state.nextPostID
+                state.insert(post)
+                return post
+            }
+        }
+        let data = render(created, plan)
+        return Self.dataResponse(batch ? .array(data) : data[0])
+    }
+
+    /// A string column value from the payload: strings as they are, numbers and booleans as text, null as nil.
+    private static func text(_ value: JSONValue, field: String) throws -> String? {
+        switch value {
+        case .null: return nil
+        case .string(let s): return s
+        case .int, .double, .bool: return value.text
+        case .array, .object: throw DirectusError.invalidPayload("Invalid value for field \"\(field)\"")
+        }
+    }
+
+    // MARK: - Update and delete
+
+    private func batchUpdate(_ body: JSONValue?, caller: Caller, access: Access, plan: ReadPlan, now: Double) throws -> HTTPResponse {
+        guard let body else { throw DirectusError.invalidPayload("\"value\" must be of type object") }
+        if let keys = body["keys"]?.arrayValue, let data = body["data"], data.objectValue != nil {
+            return try update(keys: keys.map { $0.stringValue ?? $0.text }, data: data, batch: true,
+                              caller: caller, access: access, plan: plan, now: now)
+        }
+        throw DirectusError.invalidPayload("\"keys\" is required")
+    }
+
+    private static func batchKeys(_ body: JSONValue?) throws -> [String] {
+        if let keys = body?.arrayValue ?? body?["keys"]?.arrayValue {
+            return keys.map { $0.stringValue ?? $0.text }
+        }
+        throw DirectusError.invalidPayload("\"keys\" is required")
+    }
+
+    private func update(keys: [String], data: JSONValue, batch: Bool, caller: Caller, access: Access,
+                        plan: ReadPlan, now: Double) throws -> HTTPResponse {
+        guard let members = data.objectValue else { throw DirectusError.invalidPayload("\"value\" must be of type object") }
+        let fieldList = members.map { "\"\($0.0)\"" }.joined(separator: ", ")
+        let denied = members.isEmpty
+            ? DirectusError.forbidden("You don't have permission to perform \"update\" for collection \"posts\" or it does not exist.")
+            : DirectusError.forbidden("You don't have permissions to perform \"update\" for the field(s) \(fieldList) in collection \"posts\" or it does not exist.")
+        let date = Self.isoTimestamp(now)
+        let updated: [Post] = try lock.withLock {
+            var indexes: [Int] = []
+            for key in keys {
+                guard let id = Int64(key), let index = state.postIndex(id) else {
+                    if access == .admin { continue }
+                    throw denied
+                }
+                if access == .appUser, state.posts[index].userCreated != caller.userID { throw denied }
+                indexes.append(index)
+            }
+            if access == .appUser, let extra = members.first(where: { !Self.writableFields.contains($0.0) }) {
+                throw DirectusError.forbiddenField(extra.0, collection: "posts")
+            }
+            var title: String??
+            var content: String??
+            if let value = data["title"] {
+                guard let text = try Self.text(value, field: "title") else {
+                    throw DirectusError.failedValidation(field: "title", type: "nnull", message: "Value can't be null.")
+                }
+                title = .some(text)
+            }
+            if let value = data["content"] { content = .some(try Self.text(value, field: "content")) }
+            return indexes.map { index in
+                var post = state.posts[index]
+                if let title, let text = title { post.title = text }
+                if let content { post.content = content }
+                if access == .admin, let value = data["user_created"] { post.userCreated = value.stringValue }
+                post.userUpdated = caller.userID
+                post.dateUpdated = date
+                state.posts[index] = post
+                return post
+            }
+        }
+        // An admin PATCH of a missing id reads nothing back: 204 (directus/directus#12604).
+        if updated.isEmpty { return Self.noContent() }
+        let rendered = render(updated, plan)
+        return Self.dataResponse(batch ? .array(rendered) : rendered[0])
+    }
+
+    private func delete(keys: [String], caller: Caller, access: Access) throws -> HTTPResponse {
+        let denied = DirectusError.forbidden("You don't have permission to perform \"delete\" for collection \"posts\" or it does not exist.")
+        try lock.withLock {
+            var ids: Set<Int64> = []
+            for key in keys {
+                guard let id = Int64(key), let index = state.postIndex(id) else {
+                    if access == .admin { continue }
+                    throw denied
+                }
+                if access == .appUser, state.posts[index].userCreated != caller.userID { throw denied }
+                ids.insert(id)
+            }
+            if !ids.isEmpty { state.posts.removeAll { ids.contains($0.id) } }
+        }
+        return Self.noContent()
+    }
+}

@@ -1,0 +1,112 @@
+import COpenSSL
+import Foundation
+import PosternCore
+
+/// HS256 JSON Web Tokens as Directus issues them (`jsonwebtoken` with the project `SECRET`).
+struct StandInJWT: Sendable {
+    /// What checking a bearer string found.
+    enum Verdict: Sendable {
+        /// A valid Directus JWT; its claims.
+        case valid(Claims, signature: String)
+        /// A Directus JWT whose `exp` has passed.
+        case expired
+        /// A Directus JWT with a bad signature, a bad header or missing claims.
+        case invalid
+        /// Not a Directus JWT at all (random string, other issuer): looked up as a static token.
+        case notDirectus
+    }
+
+    /// The claims the stand-in reads back.
+    struct Claims: Sendable {
+        /// The user id.
+        var id: String
+        /// The role id, or nil.
+        var role: String?
+        /// Whether the token grants admin access.
+        var adminAccess: Bool
+        /// Expiry, seconds since 1970.
+        var exp: Int64
+        /// The `session` claim (session mode), if any.
+        var session: String?
+    }
+
+    /// The HMAC key.
+    let secret: [UInt8]
+
+    /// Builds a signer for `secret`.
+    init(secret: String) {
+        self.secret = Array(secret.utf8)
+    }
+
+    /// Signs `payload` and returns the compact JWT.
+    func sign(_ payload: JSONValue) -> String {
+        let header = StandInJWT.base64URL(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
+        let body = StandInJWT.base64URL([UInt8](payload.serialized()))
+        let input = header + "." + body
+        return input + "." + StandInJWT.base64URL(mac(Array(input.utf8)))
+    }
+
+    /// Checks `token` the way `getAccountabilityForToken` does, at time `now` (seconds since 1970).
+    func verify(_ token: String, now: Double) -> Verdict {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        // `isDirectusJWT`: decodable, and the payload's `iss` is "directus".
+        guard parts.count == 3,
+              let payloadBytes = StandInJWT.decodeBase64URL(parts[1]),
+              let payload = try? JSONValue.parse(Data(payloadBytes)),
+              payload["iss"]?.stringValue == "directus"
+        else { return .notDirectus }
+        guard let headerBytes = StandInJWT.decodeBase64URL(parts[0]),
+              let header = try? JSONValue.parse(Data(headerBytes)),
+              header["alg"]?.stringValue == "HS256",
+              let signature = StandInJWT.decodeBase64URL(parts[2]), signature.count == 32
+        else { return .invalid }
+        let expected = mac(Array((parts[0] + "." + parts[1]).utf8))
+        let same = expected.withUnsafeBytes { a in
+            signature.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, 32) == 0 }
+        }
+        guard same else { return .invalid }
+        if let exp = payload["exp"]?.intValue, Double(exp) <= now { return .expired }
+        guard let id = payload["id"]?.stringValue,
+              let role = payload["role"], role.isNull || role.stringValue != nil,
+              payload["app_access"] != nil,
+              let admin = payload["admin_access"]
+        else { return .invalid }
+        let claims = Claims(id: id, role: role.stringValue, adminAccess: admin == .bool(true) || admin == .int(1),
+                            exp: payload["exp"]?.intValue ?? Int64.max, session: payload["session"]?.stringValue)
+        return .valid(claims, signature: String(parts[2]))
+    }
+
+    /// HMAC-SHA256 of `data` under the secret.
+    private func mac(_ data: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        secret.withUnsafeBytes { key in
+            data.withUnsafeBytes { input in
+                _ = HMAC(EVP_sha256(), key.baseAddress, Int32(key.count),
+                         input.bindMemory(to: UInt8.self).baseAddress, input.count, &out, &length)
+            }
+        }
+        return Array(out.prefix(Int(length)))
+    }
+
+    /// Base64url without padding.
+    static func base64URL(_ bytes: [UInt8]) -> String {
+        var s = Data(bytes).base64EncodedString()
+        s = s.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        while s.hasSuffix("=") { s.removeLast() }
+        return s
+    }
+
+    /// Decodes base64url (padding optional); nil when malformed.
+    static func decodeBase64URL(_ text: Substring) -> [UInt8]? {
+        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        guard !s.contains("=") else { return nil }
+        switch s.count % 4 {
+        case 0: break
+        case 2: s += "=="
+        case 3: s += "="
+        default: return nil
+        }
+        return Data(base64Encoded: s).map { [UInt8]($0) }
+    }
+}
