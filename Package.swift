@@ -14,7 +14,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3"),
         .target(name: "PosternCore", dependencies: ["CEvent", "COpenSSL", "CSQLite"]),
         .target(name: "DirectusStandIn", dependencies: ["PosternCore", "COpenSSL"]),
-        .executableTarget(name: "postern", dependencies: ["PosternCore"]),
+        .executableTarget(name: "postern", dependencies: ["PosternCore", "DirectusStandIn"]),
         .testTarget(name: "PosternCoreTests", dependencies: ["PosternCore", "DirectusStandIn"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,2 +1,90 @@
+import Foundation
 import PosternCore
-print("postern")
+
+/// The command line (DESIGN §3.1): thin; everything lives in PosternCore.
+enum CLI {
+    static let usage = """
+        usage: postern [serve|check|demo|healthcheck|version] [--config FILE]
+
+          serve        run the gateway (default)
+          check        validate the config, print every problem, exit non-zero on any
+          demo         gateway on :8080 plus a built-in Directus stand-in on :8055
+          healthcheck  exit 0 when the local gateway's /healthz answers 200
+          version      print the version
+        """
+
+    static func main() async -> Int32 {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        var configPath: String?
+        if let i = arguments.firstIndex(where: { $0 == "--config" || $0.hasPrefix("--config=") }) {
+            if arguments[i].hasPrefix("--config=") {
+                configPath = String(arguments[i].dropFirst("--config=".count))
+                arguments.remove(at: i)
+            } else if i + 1 < arguments.count {
+                configPath = arguments[i + 1]
+                arguments.removeSubrange(i...(i + 1))
+            } else {
+                fail("--config needs a file path")
+                return 2
+            }
+        }
+        let command = arguments.first ?? "serve"
+        if arguments.count > 1 {
+            fail("unexpected argument \(arguments[1])\n\(usage)")
+            return 2
+        }
+        switch command {
+        case "version", "--version":
+            print("postern \(PosternVersion.current)")
+            return 0
+        case "help", "--help", "-h":
+            print(usage)
+            return 0
+        case "check":
+            switch PosternConfig.loadFromProcess(configPath: configPath) {
+            case .success:
+                print("config OK (\(PosternConfig.resolvedPath(configPath: configPath) ?? "built-in defaults"))")
+                return 0
+            case .failure(let error):
+                for problem in error.problems { print(problem.description) }
+                return 1
+            }
+        case "serve":
+            return serve(configPath: configPath)
+        case "demo":
+            return Demo.run(configPath: configPath)
+        case "healthcheck":
+            guard case .success(let config) = PosternConfig.loadFromProcess(configPath: configPath) else { return 1 }
+            return await Application.healthcheck(config: config) ? 0 : 1
+        default:
+            fail("unknown command \(command)\n\(usage)")
+            return 2
+        }
+    }
+
+    static func serve(configPath: String?) -> Int32 {
+        let config: PosternConfig
+        switch PosternConfig.loadFromProcess(configPath: configPath) {
+        case .success(let loaded): config = loaded
+        case .failure(let error):
+            fail("invalid config: \(error.problems.map(\.description).joined(separator: "; "))")
+            return 1
+        }
+        Application.ignoreSIGPIPE()
+        do {
+            let app = try Application.build(config: config)
+            try app.start()
+            app.runUntilSignal()
+            return 0
+        } catch {
+            fail("cannot start: \(error.description)")
+            return 1
+        }
+    }
+
+    static func fail(_ message: String) {
+        FileHandle.standardError.write(Data("postern: \(message)\n".utf8))
+    }
+}
+
+exit(await CLI.main())

@@ -1,0 +1,199 @@
+import Foundation
+
+/// Why the gateway could not start (one line, for the exit message).
+public struct StartError: Error, CustomStringConvertible, Sendable {
+    /// The reason.
+    public let description: String
+
+    /// Builds an error.
+    public init(_ description: String) { self.description = description }
+}
+
+/// The composition root: config in, a running gateway out (STYLE #11). `main` and tests use the same builder.
+public final class Application: @unchecked Sendable {
+    /// The validated configuration.
+    public let config: PosternConfig
+    /// The request pipeline (usable without sockets).
+    public let gateway: Gateway
+    /// The session manager.
+    public var sessions: SessionManager { gateway.sessions }
+    /// The event loops.
+    public let group: EventLoopGroup
+    private let log: AccessLog
+    private var server: HTTPServer?
+    private var admin: HTTPServer?
+    private var adminGroup: EventLoopGroup?
+    private var maintenance: DispatchSourceTimer?
+    private let maintenanceQueue = DispatchQueue(label: "postern.maintenance")
+    private var closeStore: (() -> Void)?
+
+    /// The public port once started.
+    public var port: UInt16 { server?.port ?? 0 }
+    /// The admin port once started.
+    public var adminPort: UInt16 { admin?.port ?? 0 }
+
+    /// Builds everything from `config`. `transport` and `store` replace the real ones in tests.
+    public static func build(config: PosternConfig, transport: (any UpstreamTransport)? = nil, store: (any SessionStore)? = nil,
+                             logSink: @escaping @Sendable (String) -> Void = AccessLog.stdout) throws(StartError) -> Application {
+        let problems = config.problems()
+        if let first = problems.first { throw StartError("invalid config: \(first)") }
+        let log = AccessLog(level: AccessLog.Level(config.logLevel), sink: logSink)
+        let group = EventLoopGroup(count: config.effectiveWorkers)
+        let upstream: any UpstreamTransport
+        if let transport {
+            upstream = transport
+        } else {
+            guard let endpoint = UpstreamEndpoint(url: config.directus.url) else {
+                group.shutdown()
+                throw StartError("directus.url is not an http(s) URL")
+            }
+            upstream = LoopTransport(group: group, endpoint: endpoint, maxConnections: config.directus.maxConnectionsPerWorker)
+        }
+        let sessionStore: any SessionStore
+        var close: (() -> Void)?
+        do {
+            if let store {
+                sessionStore = store
+            } else {
+                (sessionStore, close) = try Application.openStore(config, log: log)
+            }
+        } catch {
+            group.shutdown()
+            throw error
+        }
+        let directus = DirectusClient(transport: upstream, timeout: Double(config.directus.timeoutMs) / 1000)
+        let sessions = SessionManager(store: sessionStore, directus: directus, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
+                                      maxTTL: TimeInterval(config.sessions.maxTTLSeconds))
+        let gateway = Gateway(config: config, directus: directus, sessions: sessions, log: log)
+        let app = Application(config: config, gateway: gateway, group: group, log: log)
+        app.closeStore = close
+        return app
+    }
+
+    private init(config: PosternConfig, gateway: Gateway, group: EventLoopGroup, log: AccessLog) {
+        self.config = config
+        self.gateway = gateway
+        self.group = group
+        self.log = log
+    }
+
+    private static func openStore(_ config: PosternConfig, log: AccessLog) throws(StartError) -> (any SessionStore, (() -> Void)?) {
+        switch config.sessions.storeKind {
+        case .memory:
+            return (MemorySessionStore(), nil)
+        case .sqlite(let path):
+            var box: SecretBox?
+            if let key = config.secretKey {
+                guard let opened = SecretBox(base64Key: key) else { throw StartError("POSTERN_SECRET_KEY is not 32 bytes of base64") }
+                box = opened
+            }
+            do {
+                let store = try SQLiteSessionStore(path: path, secretBox: box) { warning in log.event(.warning, warning) }
+                return (store, { store.close() })
+            } catch {
+                throw StartError("\(error)")
+            }
+        case .redis:
+            throw StartError("sessions.store: the Redis store is not available yet; use memory or sqlite:PATH")
+        case nil:
+            throw StartError("sessions.store: unknown store \(config.sessions.store)")
+        }
+    }
+
+    /// Binds the public and admin listeners and starts background maintenance.
+    public func start() throws(StartError) {
+        guard let listen = config.listenAddress, let adminListen = config.adminListenAddress else {
+            throw StartError("listen addresses are invalid")
+        }
+        var limits = ServerLimits()
+        limits.inactivityTimeoutSeconds = config.limits.inactivityTimeoutSeconds
+        let gateway = self.gateway
+        let server = HTTPServer(group: group, limits: limits) { request in await gateway.handle(request) }
+        do {
+            try server.start(host: listen.host, port: listen.port)
+        } catch {
+            throw StartError(error.description)
+        }
+        self.server = server
+        let adminGroup = EventLoopGroup(count: 1, name: "postern-admin")
+        self.adminGroup = adminGroup
+        let admin = HTTPServer(group: adminGroup, limits: limits) { request in
+            await gateway.handleAdmin(request)
+        }
+        do {
+            try admin.start(host: adminListen.host, port: adminListen.port)
+        } catch {
+            server.shutdown(grace: 0)
+            throw StartError("admin listener: \(error.description)")
+        }
+        self.admin = admin
+        startMaintenance()
+        log.event(.info, "postern started", [("listen", .string("\(listen.host):\(port)")),
+                                              ("admin_listen", .string("\(adminListen.host):\(adminPort)")),
+                                              ("workers", .int(Int64(group.loops.count)))])
+    }
+
+    private func startMaintenance() {
+        let timer = DispatchSource.makeTimerSource(queue: maintenanceQueue)
+        var ticks = 0
+        let sessions = self.sessions
+        timer.schedule(deadline: .now() + 15, repeating: 15)
+        timer.setEventHandler {
+            sessions.flush()
+            ticks += 1
+            if ticks % 40 == 1 { sessions.purgeExpired() }
+        }
+        timer.resume()
+        maintenance = timer
+    }
+
+    /// Stops accepting, lets requests in flight finish (up to the grace period), flushes sessions, stops loops.
+    public func shutdown() {
+        let grace = Double(config.limits.shutdownGraceSeconds)
+        server?.shutdown(grace: grace)
+        admin?.shutdown(grace: 1)
+        server = nil
+        admin = nil
+        adminGroup?.shutdown()
+        adminGroup = nil
+        maintenance?.cancel()
+        maintenance = nil
+        sessions.flush()
+        closeStore?()
+        closeStore = nil
+        group.shutdown()
+        log.event(.info, "postern stopped")
+    }
+
+    /// Blocks until SIGTERM or SIGINT, then shuts down.
+    public func runUntilSignal() {
+        let stop = DispatchSemaphore(value: 0)
+        let queue = DispatchQueue(label: "postern.signals")
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            sources.append(source)
+        }
+        stop.wait()
+        log.event(.info, "shutting down", [("in_flight", .int(Int64(server?.inFlight ?? 0)))])
+        shutdown()
+        for source in sources { source.cancel() }
+    }
+
+    /// Ignores SIGPIPE (writes to closed sockets must fail, not kill the process).
+    public static func ignoreSIGPIPE() {
+        signal(SIGPIPE, SIG_IGN)
+    }
+}
+
+extension Gateway {
+    /// The admin listener: `/healthz` and `/readyz` (and later `/metrics`); nothing else.
+    public func handleAdmin(_ request: HTTPRequest) async -> HTTPResponse {
+        if request.path == "/healthz" || request.path == "/readyz" { return await handle(request) }
+        return ErrorRenderer.render(.notFound("no such route"), context: RequestContext(requestID: Gateway.requestID(nil),
+                                                                                         clientIP: request.remoteAddress))
+    }
+}

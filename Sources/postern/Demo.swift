@@ -1,0 +1,46 @@
+import DirectusStandIn
+import Foundation
+import PosternCore
+
+/// `postern demo`: the gateway on :8080 in front of the built-in Directus stand-in on :8055, in memory.
+enum Demo {
+    static func run(configPath: String?) -> Int32 {
+        var config: PosternConfig
+        switch PosternConfig.loadFromProcess(configPath: configPath) {
+        case .success(let loaded): config = loaded
+        case .failure(let error):
+            CLI.fail("invalid config: \(error.problems.map(\.description).joined(separator: "; "))")
+            return 1
+        }
+        config.sessions.store = "memory"
+        Application.ignoreSIGPIPE()
+        let standIn = DirectusStandIn()
+        let group = EventLoopGroup(count: 1, name: "standin")
+        let server = HTTPServer(group: group) { request in standIn.handle(request) }
+        do {
+            try server.start(host: "127.0.0.1", port: 8055)
+        } catch {
+            CLI.fail("cannot start the Directus stand-in: \(error.description)")
+            return 1
+        }
+        config.directus.url = "http://127.0.0.1:8055"
+        do {
+            let app = try Application.build(config: config)
+            try app.start()
+            print("""
+                postern demo: gateway on http://127.0.0.1:\(app.port), Directus stand-in on http://127.0.0.1:8055
+                sign in with x@y.com / 123456:
+                  curl -s -X POST localhost:\(app.port)/api/v1/user/login -H 'Content-Type: application/json' -d '{"email":"x@y.com","password":"123456"}'
+                """)
+            app.runUntilSignal()
+        } catch {
+            CLI.fail("cannot start: \(error.description)")
+            server.shutdown(grace: 0)
+            group.shutdown()
+            return 1
+        }
+        server.shutdown(grace: 1)
+        group.shutdown()
+        return 0
+    }
+}
