@@ -4,6 +4,37 @@ import PosternCore
 
 /// `postern demo`: the gateway on :8080 in front of the built-in Directus stand-in on :8055, in memory.
 enum Demo {
+    /// Serves only the stand-in (for `make bench`), until SIGTERM/SIGINT.
+    static func runStandInOnly() -> Int32 {
+        Application.ignoreSIGPIPE()
+        let port = CommandLine.arguments.dropFirst(2).first.flatMap { UInt16($0) } ?? 8055
+        var options = DirectusStandIn.Options()
+        options.recordRequests = false
+        let standIn = DirectusStandIn(options: options)
+        let group = EventLoopGroup(count: 1, name: "standin")
+        let server = HTTPServer(group: group) { request in standIn.handle(request) }
+        do {
+            try server.start(host: "127.0.0.1", port: port)
+        } catch {
+            CLI.fail("cannot start the Directus stand-in: \(error.description)")
+            return 1
+        }
+        print("Directus stand-in on http://127.0.0.1:\(server.port)")
+        let stop = DispatchSemaphore(value: 0)
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            sources.append(source)
+        }
+        stop.wait()
+        server.shutdown(grace: 1)
+        group.shutdown()
+        return 0
+    }
+
     static func run(configPath: String?) -> Int32 {
         var config: PosternConfig
         switch PosternConfig.loadFromProcess(configPath: configPath) {

@@ -53,6 +53,9 @@ enum CLI {
             return serve(configPath: configPath)
         case "demo":
             return Demo.run(configPath: configPath)
+        case "standin":
+            // Undocumented helper for benchmarks: only the Directus stand-in, on POSTERN_STANDIN_PORT or 8055.
+            return Demo.runStandInOnly()
         case "healthcheck":
             guard case .success(let config) = PosternConfig.loadFromProcess(configPath: configPath) else { return 1 }
             return await Application.healthcheck(config: config) ? 0 : 1
