@@ -45,7 +45,9 @@ enum Demo {
         }
         config.sessions.store = "memory"
         Application.ignoreSIGPIPE()
-        let standIn = DirectusStandIn()
+        var options = DirectusStandIn.Options()
+        options.recordRequests = false  // a long-running demo must not grow without bound
+        let standIn = DirectusStandIn(options: options)
         let group = EventLoopGroup(count: 1, name: "standin")
         let server = HTTPServer(group: group) { request in standIn.handle(request) }
         do {

@@ -1,0 +1,82 @@
+import DirectusStandIn
+import Foundation
+@testable import PosternCore
+
+/// A live gateway on 127.0.0.1:0 in front of a live Directus stand-in on 127.0.0.1:0, both through
+/// real sockets. Stop it with `stop()` (tests call it in `defer`).
+final class TestGateway: @unchecked Sendable {
+    let standIn: DirectusStandIn
+    let standInGroup: EventLoopGroup
+    let standInServer: HTTPServer
+    let app: Application
+    let logLines = LogCapture()
+
+    /// Starts both; `configure` adjusts the gateway config (the Directus URL is set here).
+    init(standInOptions: DirectusStandIn.Options = DirectusStandIn.Options(), store: (any SessionStore)? = nil,
+         configure: (inout PosternConfig) -> Void = { _ in }) throws {
+        standIn = DirectusStandIn(options: standInOptions)
+        standInGroup = EventLoopGroup(count: 1, name: "standin")
+        let standIn = self.standIn
+        standInServer = HTTPServer(group: standInGroup) { request in standIn.handle(request) }
+        try standInServer.start(host: "127.0.0.1", port: 0)
+        var config = PosternConfig.testing
+        config.directus.url = "http://127.0.0.1:\(standInServer.port)"
+        configure(&config)
+        let capture = logLines
+        app = try Application.build(config: config, store: store ?? MemorySessionStore(), logSink: { capture.append($0) })
+        try app.start()
+    }
+
+    var port: UInt16 { app.port }
+
+    func client() -> RawHTTPClient { RawHTTPClient(port: app.port) }
+
+    /// Signs in and returns the Postern token.
+    func login(_ email: String = "x@y.com", _ password: String = "123456") throws -> String {
+        let r = try client().json("POST", "/api/v1/user/login", #"{"email":"\#(email)","password":"\#(password)"}"#)
+        guard r.status == 200, let token = r.json?["user"]?["token"]?.stringValue else {
+            throw TestFailure("login failed: \(r.status) \(r.text)")
+        }
+        return token
+    }
+
+    /// Requests the stand-in received for paths starting with `prefix`.
+    func upstream(_ prefix: String) -> [HTTPRequest] {
+        standIn.received.filter { $0.path.hasPrefix(prefix) }
+    }
+
+    func stop() {
+        app.shutdown()
+        standInServer.shutdown(grace: 0.5)
+        standInGroup.shutdown()
+    }
+}
+
+extension PosternConfig {
+    /// Defaults for tests: loopback, port 0 for both listeners, two workers, memory sessions, short timeout.
+    static var testing: PosternConfig {
+        var config = PosternConfig()
+        config.listen = "127.0.0.1:0"
+        config.adminListen = "127.0.0.1:0"
+        config.workers = 2
+        config.sessions.store = "memory"
+        config.directus.timeoutMs = 3000
+        config.limits.shutdownGraceSeconds = 2
+        config.logLevel = "debug"
+        return config
+    }
+}
+
+/// Collects log lines (thread-safe).
+final class LogCapture: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
