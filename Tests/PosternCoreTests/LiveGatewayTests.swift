@@ -22,3 +22,123 @@ import Testing
         #expect(!r.text.contains("eyJ"))
     }
 }
+
+extension LiveGatewayTests {
+    @Test func twentyConcurrentRequestsAfterExpiryRefreshDirectusOnce() throws {
+        let gw = try TestGateway()
+        defer { gw.stop() }
+        let token = try gw.login()
+        gw.standIn.expireAllAccessTokens()
+        let before = gw.standIn.refreshCount
+        let statuses = StatusList()
+        // 20 clients on 20 threads, connected first, then released together.
+        let gate = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        for _ in 0..<20 {
+            done.enter()
+            Thread.detachNewThread {
+                let client = gw.client()
+                try? client.connect()
+                gate.wait()
+                statuses.append((try? client.json("GET", "/api/v1/books", token: token).status) ?? -1)
+                done.leave()
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+        for _ in 0..<20 { gate.signal() }
+        done.wait()
+        #expect(statuses.all == Array(repeating: 200, count: 20))
+        #expect(gw.standIn.refreshCount - before == 1)
+        let refreshes = gw.upstream("/auth/refresh")
+        #expect(refreshes.count == 1)
+        #expect(refreshes.allSatisfy { $0.headers["Authorization"] == nil })
+    }
+
+    @Test func expiredDirectusTokenIsRefreshedBeforeTheCall() throws {
+        var options = DirectusStandIn.Options()
+        options.accessTokenTTL = 6  // the gateway refreshes 5 s before expiry
+        let gw = try TestGateway(standInOptions: options)
+        defer { gw.stop() }
+        let token = try gw.login()
+        Thread.sleep(forTimeInterval: 1.2)
+        let r = try gw.client().json("GET", "/api/v1/books", token: token)
+        #expect(r.status == 200)
+        #expect(gw.standIn.refreshCount == 1)
+        // The item call came after the refresh, never with a stale token.
+        let paths = gw.standIn.received.map(\.path).filter { $0 != "/auth/login" }
+        #expect(paths.first == "/auth/refresh")
+    }
+
+    @Test func deadDirectusRefreshTokenEndsTheSession() throws {
+        let gw = try TestGateway()
+        defer { gw.stop() }
+        let token = try gw.login()
+        // Log the Directus session out behind the gateway's back, then make the access token stale.
+        let logout = try #require(gw.upstream("/auth/login").first)
+        _ = logout
+        gw.standIn.revokeAllRefreshTokens()
+        gw.standIn.expireAllAccessTokens()
+        let r = try gw.client().json("GET", "/api/v1/books", token: token)
+        #expect(r.status == 401)
+        #expect(r.json?["total"] == .int(0))
+        #expect(try gw.client().json("GET", "/api/v1/user/me", token: token).status == 401)
+    }
+
+    @Test func sessionsSurviveARestartWithTheSQLiteStore() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("postern-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("sessions.db").path
+        let gw = try TestGateway { $0.sessions.store = "sqlite:\(path)" }
+        defer { gw.stop() }
+        let token = try gw.login()
+        #expect(try gw.client().json("GET", "/api/v1/books", token: token).status == 200)
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        try gw.restartGateway()
+        let r = try gw.client().json("GET", "/api/v1/books", token: token)
+        #expect(r.status == 200)
+        #expect(r.json?["books"]?.arrayValue?.isEmpty == false)
+        // Logout is still effective after the restart.
+        #expect(try gw.client().json("POST", "/api/v1/user/logout", token: token).status == 204)
+        try gw.restartGateway()
+        #expect(try gw.client().json("GET", "/api/v1/books", token: token).status == 401)
+    }
+
+    @Test func traversalIDsNeverReachAnotherUpstreamPath() throws {
+        var options = DirectusStandIn.Options()
+        options.seed = true
+        let gw = try TestGateway(standInOptions: options) { config in
+            // A string-keyed resource, where odd ids are valid keys and must be encoded, not interpreted.
+            var notes = ResourceConfig(name: "notes", collection: "posts", fields: [("id", "id"), ("title", "title")])
+            notes.idType = .string
+            notes.required = ["title"]
+            notes.writable = ["title"]
+            notes.permissions = [.list: .authenticated, .read: .authenticated, .create: .authenticated,
+                                 .update: .authenticated, .delete: .authenticated]
+            config.resources.append(notes)
+        }
+        defer { gw.stop() }
+        let token = try gw.login()
+        gw.standIn.clearReceived()
+        for id in ["..%2F..%2Fusers%2Fme", "..", "%2E%2E", "1%3Fx%3D1", "a%23b", "..%5Cusers"] {
+            let r = try gw.client().json("GET", "/api/v1/notes/\(id)", token: token)
+            #expect(r.status == 404, "\(id)")
+            _ = try gw.client().json("DELETE", "/api/v1/notes/\(id)", token: token)
+        }
+        let paths = gw.standIn.received.map(\.path)
+        #expect(!paths.isEmpty)
+        for path in paths {
+            #expect(path.hasPrefix("/items/posts/"), "\(path)")
+            #expect(!path.contains("/users"), "\(path)")
+        }
+        #expect(gw.standIn.posts().count >= 5)
+    }
+}
+
+/// A thread-safe list of statuses.
+final class StatusList: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [Int] = []
+    func append(_ v: Int) { lock.withLock { values.append(v) } }
+    var all: [Int] { lock.withLock { values } }
+}

@@ -8,7 +8,8 @@ final class TestGateway: @unchecked Sendable {
     let standIn: DirectusStandIn
     let standInGroup: EventLoopGroup
     let standInServer: HTTPServer
-    let app: Application
+    private(set) var app: Application
+    private let config: PosternConfig
     let logLines = LogCapture()
 
     /// Starts both; `configure` adjusts the gateway config (the Directus URL is set here).
@@ -22,8 +23,17 @@ final class TestGateway: @unchecked Sendable {
         var config = PosternConfig.testing
         config.directus.url = "http://127.0.0.1:\(standInServer.port)"
         configure(&config)
+        self.config = config
         let capture = logLines
-        app = try Application.build(config: config, store: store ?? MemorySessionStore(), logSink: { capture.append($0) })
+        app = try Application.build(config: config, store: store, logSink: { capture.append($0) })
+        try app.start()
+    }
+
+    /// Stops the gateway and starts a new one with the same config (the stand-in keeps running).
+    func restartGateway() throws {
+        app.shutdown()
+        let capture = logLines
+        app = try Application.build(config: config, logSink: { capture.append($0) })
         try app.start()
     }
 
