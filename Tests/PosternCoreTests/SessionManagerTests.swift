@@ -1,0 +1,102 @@
+import DirectusStandIn
+import Foundation
+import Testing
+@testable import PosternCore
+
+/// A settable clock for expiry tests.
+final class SessionTestClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current = Date(timeIntervalSince1970: 1_800_000_000)
+    var now: Date { lock.withLock { current } }
+    func advance(_ seconds: TimeInterval) { lock.withLock { current += seconds } }
+}
+
+@Suite struct SessionManagerTests {
+    struct Fixture {
+        let clock = SessionTestClock()
+        let store = MemorySessionStore()
+        let standIn = DirectusStandIn()
+        let manager: SessionManager
+        let directus: DirectusClient
+
+        init(idle: TimeInterval = 100, max: TimeInterval = 1000) {
+            let standIn = self.standIn
+            directus = DirectusClient(transport: InProcessTransport { standIn.handle($0) }, timeout: 3)
+            let clock = self.clock
+            manager = SessionManager(store: store, directus: directus, idleTTL: idle, maxTTL: max, clock: { clock.now })
+        }
+
+        func open() async throws -> IssuedTokens {
+            let tokens = try await directus.login(email: "x@y.com", password: "123456", context: CallContext(requestID: "t", clientIP: "127.0.0.1"))
+            return try manager.open(tokens: tokens, email: "x@y.com")
+        }
+    }
+
+    @Test func tokensAreStoredOnlyAsDigests() async throws {
+        let f = Fixture()
+        let issued = try await f.open()
+        let stored = try #require(try f.store.session(tokenDigest: Crypto.sha256Hex(issued.accessToken)))
+        #expect(stored.tokenDigest != issued.accessToken)
+        #expect(stored.refreshDigest == Crypto.sha256Hex(issued.refreshToken))
+        #expect(stored.userID == f.standIn.userID(email: "x@y.com"))
+        #expect(stored.role == DirectusStandIn.appUserRoleID)
+        #expect(issued.accessToken.hasPrefix("pst_") && issued.accessToken.count == 47)
+    }
+
+    @Test func idleExpirySlidesWithUse() async throws {
+        let f = Fixture(idle: 100, max: 1000)
+        let issued = try await f.open()
+        for _ in 0..<5 {
+            f.clock.advance(90)
+            _ = try f.manager.authenticate(token: issued.accessToken)
+        }
+        f.clock.advance(101)
+        #expect(throws: GatewayError.self) { try f.manager.authenticate(token: issued.accessToken) }
+        // An expired session is gone for good.
+        #expect(try f.store.count() == 0)
+    }
+
+    @Test func absoluteExpiryEndsEvenAnActiveSession() async throws {
+        let f = Fixture(idle: 100, max: 250)
+        let issued = try await f.open()
+        f.clock.advance(90); _ = try f.manager.authenticate(token: issued.accessToken)
+        f.clock.advance(90); _ = try f.manager.authenticate(token: issued.accessToken)
+        f.clock.advance(90)
+        #expect(throws: GatewayError.self) { try f.manager.authenticate(token: issued.accessToken) }
+    }
+
+    @Test func lastUsedIsBatchedNotWrittenPerRequest() async throws {
+        let f = Fixture(idle: 1000, max: 10_000)
+        let issued = try await f.open()
+        let created = try #require(try f.store.session(tokenDigest: Crypto.sha256Hex(issued.accessToken))).lastUsedAt
+        f.clock.advance(120)
+        _ = try f.manager.authenticate(token: issued.accessToken)
+        #expect(try f.store.session(tokenDigest: Crypto.sha256Hex(issued.accessToken))?.lastUsedAt == created)
+        f.manager.flush()
+        #expect(try f.store.session(tokenDigest: Crypto.sha256Hex(issued.accessToken))?.lastUsedAt == f.clock.now)
+    }
+
+    @Test func purgeRemovesExpiredSessions() async throws {
+        let f = Fixture(idle: 100, max: 1000)
+        _ = try await f.open()
+        let live = try await f.open()
+        f.clock.advance(60)
+        _ = try f.manager.authenticate(token: live.accessToken)
+        f.manager.flush()
+        f.clock.advance(60)
+        #expect(f.manager.purgeExpired() == 1)
+        #expect(f.manager.activeSessions == 1)
+    }
+
+    @Test func expiresAtReportsTheSlidingExpiry() async throws {
+        let f = Fixture(idle: 100, max: 1000)
+        let issued = try await f.open()
+        #expect(f.manager.expiry(of: issued.session) == f.clock.now.addingTimeInterval(100))
+    }
+
+    @Test(arguments: ["", "Bearer", "pst_", "psr_abc", String(repeating: "a", count: 5000)])
+    func malformedTokensAre401(token: String) {
+        let f = Fixture()
+        #expect(throws: GatewayError.self) { try f.manager.authenticate(token: token) }
+    }
+}
