@@ -9,8 +9,13 @@ extension DirectusStandIn {
         let fromQuery = context.query("access_token").flatMap { $0.isEmpty ? nil : $0 }
         var fromHeader: String?
         if let header = context.request.headers["Authorization"] {
-            let parts = header.split(separator: " ", omittingEmptySubsequences: false)
-            if parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty { fromHeader = String(parts[1]) }
+            // Exactly two space-separated parts, the first `bearer` in any case; anything else is ignored.
+            let bytes = Array(header.utf8)
+            if let space = bytes.firstIndex(of: UInt8(ascii: " ")), space == 6,
+               String(decoding: bytes[..<space], as: UTF8.self).lowercased() == "bearer",
+               space + 1 < bytes.count, !bytes[(space + 1)...].contains(UInt8(ascii: " ")) {
+                fromHeader = String(decoding: bytes[(space + 1)...], as: UTF8.self)
+            }
         }
         if fromQuery != nil, fromHeader != nil {
             throw DirectusError.invalidPayload("The request uses more than one method for including an access token")

@@ -69,6 +69,33 @@ extension DirectusStandIn {
         var userUpdated: String?
         /// Last update time.
         var dateUpdated: String?
+        /// The whole row serialized (`fields=*`), kept up to date by `refreshCache()`.
+        private(set) var serialized: [UInt8] = []
+        /// `title` lowercased, for `search`.
+        private(set) var lowerTitle: [UInt8] = []
+        /// `content` lowercased, for `search`.
+        private(set) var lowerContent: [UInt8] = []
+
+        /// Builds a row; call `refreshCache()` before storing it.
+        init(id: Int64, title: String, content: String?, userCreated: String?, dateCreated: String?,
+             userUpdated: String?, dateUpdated: String?) {
+            self.id = id
+            self.title = title
+            self.content = content
+            self.userCreated = userCreated
+            self.dateCreated = dateCreated
+            self.userUpdated = userUpdated
+            self.dateUpdated = dateUpdated
+        }
+
+        /// Recomputes the serialized row and the search texts after a change.
+        mutating func refreshCache() {
+            var out: [UInt8] = []
+            JSONValue.object(PostField.allCases.map { ($0.rawValue, value($0)) }).write(into: &out)
+            serialized = out
+            lowerTitle = Array(title.lowercased().utf8)
+            lowerContent = Array((content ?? "").lowercased().utf8)
+        }
 
         /// The value of `field` as JSON.
         func value(_ field: PostField) -> JSONValue {
@@ -157,7 +184,10 @@ extension DirectusStandIn {
         }
 
         /// Inserts a post keeping the id order.
-        mutating func insert(_ post: Post) {
+        @discardableResult
+        mutating func insert(_ row: Post) -> Post {
+            var post = row
+            post.refreshCache()
             if let last = posts.last, last.id > post.id {
                 let index = posts.firstIndex { $0.id > post.id } ?? posts.count
                 posts.insert(post, at: index)
@@ -165,6 +195,7 @@ extension DirectusStandIn {
                 posts.append(post)
             }
             nextPostID = max(nextPostID, post.id + 1)
+            return post
         }
 
         /// The user with this email, compared case-insensitively.
