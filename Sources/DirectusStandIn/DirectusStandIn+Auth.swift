@@ -22,7 +22,20 @@ extension DirectusStandIn {
         }
         guard let token = fromQuery ?? fromHeader ?? context.cookie("directus_session_token") else { return .anonymous }
 
-        switch jwt.verify(token, now: context.now) {
+        // Verified tokens are cached (the secret never changes); expiry is still checked on every use.
+        let verdict: StandInJWT.Verdict
+        if let cached = lock.withLock({ state.verifiedTokens[token] }), Double(cached.claims.exp) > context.now {
+            verdict = .valid(cached.claims, signature: cached.signature)
+        } else {
+            verdict = jwt.verify(token, now: context.now)
+            if case .valid(let claims, let signature) = verdict {
+                lock.withLock {
+                    if state.verifiedTokens.count >= 10_000 { state.verifiedTokens.removeAll(keepingCapacity: true) }
+                    state.verifiedTokens[token] = (claims, signature)
+                }
+            }
+        }
+        switch verdict {
         case .expired:
             throw DirectusError.tokenExpired
         case .invalid:

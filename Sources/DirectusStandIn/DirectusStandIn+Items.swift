@@ -65,31 +65,34 @@ extension DirectusStandIn {
 
     private func list(_ plan: ReadPlan) -> HTTPResponse {
         let (all, users) = lock.withLock { (state.posts, plan.needsUsers ? state.users : [:]) }
-        var rows = all
+        // Work on indexes into the snapshot: copying `Post` values costs many retains.
+        var selected: [Int]
         if plan.predicate != nil || plan.search != nil {
-            rows = all.filter { plan.matches($0) }
+            selected = all.indices.filter { plan.matches(all[$0]) }
+        } else {
+            selected = Array(all.indices)
         }
         if !plan.sort.isEmpty {
-            rows.sort { a, b in
+            selected.sort { a, b in
                 for (field, descending) in plan.sort {
-                    let order = Self.order(a.value(field), b.value(field))
+                    let order = Post.order(all[a], all[b], by: field)
                     if order != .orderedSame { return descending ? order == .orderedDescending : order == .orderedAscending }
                 }
-                return a.id < b.id
+                return all[a].id < all[b].id
             }
         }
-        let filterCount = rows.count
+        let filterCount = selected.count
         let limit = plan.limit ?? 100
         if limit != -1 {
             var offset = plan.offset ?? 0
             if let page = plan.page, page > 0, limit > 0 { offset = limit * (page - 1) }
-            let start = min(offset, rows.count)
-            let end = min(start + limit, rows.count)
-            rows = Array(rows[start..<end])
+            let start = min(offset, selected.count)
+            let end = min(start + limit, selected.count)
+            selected = Array(selected[start..<end])
         }
         // Written by hand so that whole rows can be spliced in from their cached serialization.
         var out: [UInt8] = []
-        out.reserveCapacity(64 + rows.count * (rows.first?.serialized.count ?? 64))
+        out.reserveCapacity(64 + selected.count * (all.first?.serialized.count ?? 64))
         out.append(UInt8(ascii: "{"))
         if !plan.meta.isEmpty {
             var meta: [(String, JSONValue)] = []
@@ -101,12 +104,24 @@ extension DirectusStandIn {
         }
         out += Array(#""data":["#.utf8)
         if plan.selectsWholeRow {
-            for (index, row) in rows.enumerated() {
+            for (index, row) in selected.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                out += row.serialized
+                out += all[row].serialized
+            }
+        } else if let columns = plan.plainColumns {
+            let keys = columns.map(\.quotedKey)
+            for (index, row) in selected.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(UInt8(ascii: "{"))
+                for (position, column) in columns.enumerated() {
+                    if position > 0 { out.append(UInt8(ascii: ",")) }
+                    out += keys[position]
+                    out += all[row].serializedFields[column.index]
+                }
+                out.append(UInt8(ascii: "}"))
             }
         } else {
-            for (index, row) in render(rows, plan, users: users).enumerated() {
+            for (index, row) in render(selected.map { all[$0] }, plan, users: users).enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
                 row.write(into: &out)
             }
@@ -128,16 +143,6 @@ extension DirectusStandIn {
                     return (field.rawValue, .object(subfields.compactMap { name in user.value(name).map { (name, $0) } }))
                 }
             })
-        }
-    }
-
-    /// Orders two column values like SQL with `NULLS LAST` for ascending order.
-    static func order(_ a: JSONValue, _ b: JSONValue) -> ComparisonResult {
-        switch (a, b) {
-        case (.null, .null): return .orderedSame
-        case (.null, _): return .orderedDescending
-        case (_, .null): return .orderedAscending
-        default: return compare(a, b) ?? .orderedSame
         }
     }
 

@@ -136,6 +136,16 @@ extension DirectusStandIn {
             return false
         }
 
+        /// The selected columns when none is expanded to a relation, else nil.
+        var plainColumns: [PostField]? {
+            var columns: [PostField] = []
+            for selection in fields {
+                guard case .plain(let field) = selection else { return nil }
+                columns.append(field)
+            }
+            return columns
+        }
+
         /// Whether the selection is the whole row in schema order (`fields=*`), so cached rows can be used.
         var selectsWholeRow: Bool {
             guard fields.count == PostField.allCases.count else { return false }

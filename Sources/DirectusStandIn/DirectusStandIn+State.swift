@@ -88,10 +88,44 @@ extension DirectusStandIn {
             self.dateUpdated = dateUpdated
         }
 
+        /// Each column's value serialized, in `PostField.allCases` order.
+        private(set) var serializedFields: [[UInt8]] = []
+
+        /// Orders two rows by one column like SQL, `NULLS LAST` when ascending.
+        static func order(_ a: Post, _ b: Post, by field: PostField) -> ComparisonResult {
+            func compare<T: Comparable>(_ x: T?, _ y: T?) -> ComparisonResult {
+                switch (x, y) {
+                case (nil, nil): return .orderedSame
+                case (nil, _): return .orderedDescending
+                case (_, nil): return .orderedAscending
+                case let (x?, y?): return x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame
+                }
+            }
+            switch field {
+            case .id: return compare(a.id, b.id)
+            case .title: return compare(a.title, b.title)
+            case .content: return compare(a.content, b.content)
+            case .userCreated: return compare(a.userCreated, b.userCreated)
+            case .dateCreated: return compare(a.dateCreated, b.dateCreated)
+            case .userUpdated: return compare(a.userUpdated, b.userUpdated)
+            case .dateUpdated: return compare(a.dateUpdated, b.dateUpdated)
+            }
+        }
+
         /// Recomputes the serialized row and the search texts after a change.
         mutating func refreshCache() {
-            var out: [UInt8] = []
-            JSONValue.object(PostField.allCases.map { ($0.rawValue, value($0)) }).write(into: &out)
+            serializedFields = PostField.allCases.map { field in
+                var bytes: [UInt8] = []
+                value(field).write(into: &bytes)
+                return bytes
+            }
+            var out: [UInt8] = [UInt8(ascii: "{")]
+            for (index, field) in PostField.allCases.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                out += field.quotedKey
+                out += serializedFields[index]
+            }
+            out.append(UInt8(ascii: "}"))
             serialized = out
             lowerTitle = Array(title.lowercased().utf8)
             lowerContent = Array((content ?? "").lowercased().utf8)
@@ -118,6 +152,22 @@ extension DirectusStandIn {
         case dateCreated = "date_created"
         case userUpdated = "user_updated"
         case dateUpdated = "date_updated"
+
+        /// `"name":` as UTF-8, for writing rows by hand.
+        var quotedKey: [UInt8] { Array("\"\(rawValue)\":".utf8) }
+
+        /// The position in `allCases`.
+        var index: Int {
+            switch self {
+            case .id: return 0
+            case .title: return 1
+            case .content: return 2
+            case .userCreated: return 3
+            case .dateCreated: return 4
+            case .userUpdated: return 5
+            case .dateUpdated: return 6
+            }
+        }
 
         /// Whether the column holds a user uuid (an M2O to `directus_users`).
         var isUserRelation: Bool { self == .userCreated || self == .userUpdated }
@@ -164,6 +214,8 @@ extension DirectusStandIn {
         var lastIssuedAt: Int64 = 0
         /// The smallest `iat` a new token may carry, so that it differs from every token expired by the hook.
         var issueFloor: Int64 = 0
+        /// Tokens whose signature was checked → their claims and signature.
+        var verifiedTokens: [String: (claims: StandInJWT.Claims, signature: String)] = [:]
         /// Successful `/auth/refresh` calls.
         var refreshCount = 0
         /// Recorded requests.
