@@ -9,15 +9,33 @@ extension DirectusStandIn {
         let fromQuery = context.query("access_token").flatMap { $0.isEmpty ? nil : $0 }
         var fromHeader: String?
         if let header = context.request.headers["Authorization"] {
-            let parts = header.split(separator: " ", omittingEmptySubsequences: false)
-            if parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty { fromHeader = String(parts[1]) }
+            // Exactly two space-separated parts, the first `bearer` in any case; anything else is ignored.
+            let bytes = Array(header.utf8)
+            if let space = bytes.firstIndex(of: UInt8(ascii: " ")), space == 6,
+               String(decoding: bytes[..<space], as: UTF8.self).lowercased() == "bearer",
+               space + 1 < bytes.count, !bytes[(space + 1)...].contains(UInt8(ascii: " ")) {
+                fromHeader = String(decoding: bytes[(space + 1)...], as: UTF8.self)
+            }
         }
         if fromQuery != nil, fromHeader != nil {
             throw DirectusError.invalidPayload("The request uses more than one method for including an access token")
         }
         guard let token = fromQuery ?? fromHeader ?? context.cookie("directus_session_token") else { return .anonymous }
 
-        switch jwt.verify(token, now: context.now) {
+        // Verified tokens are cached (the secret never changes); expiry is still checked on every use.
+        let verdict: StandInJWT.Verdict
+        if let cached = lock.withLock({ state.verifiedTokens[token] }), Double(cached.claims.exp) > context.now {
+            verdict = .valid(cached.claims, signature: cached.signature)
+        } else {
+            verdict = jwt.verify(token, now: context.now)
+            if case .valid(let claims, let signature) = verdict {
+                lock.withLock {
+                    if state.verifiedTokens.count >= 10_000 { state.verifiedTokens.removeAll(keepingCapacity: true) }
+                    state.verifiedTokens[token] = (claims, signature)
+                }
+            }
+        }
+        switch verdict {
         case .expired:
             throw DirectusError.tokenExpired
         case .invalid:

@@ -38,6 +38,12 @@ extension DirectusStandIn {
             guard let key = Int64(id), let post = lock.withLock({ state.postIndex(key).map { state.posts[$0] } }) else {
                 throw DirectusError.forbidden
             }
+            if plan.selectsWholeRow {
+                var out = Array(#"{"data":"#.utf8)
+                out += post.serialized
+                out.append(UInt8(ascii: "}"))
+                return HTTPResponse(status: 200, headers: Self.commonHeaders, body: Data(out))
+            }
             return Self.dataResponse(render([post], plan)[0])
         case (.post, nil):
             return try create(body, caller: caller, access: access, plan: plan, now: context.now)
@@ -59,37 +65,69 @@ extension DirectusStandIn {
 
     private func list(_ plan: ReadPlan) -> HTTPResponse {
         let (all, users) = lock.withLock { (state.posts, plan.needsUsers ? state.users : [:]) }
-        var rows = all
+        // Work on indexes into the snapshot: copying `Post` values costs many retains.
+        var selected: [Int]
         if plan.predicate != nil || plan.search != nil {
-            rows = all.filter { plan.matches($0) }
+            selected = all.indices.filter { plan.matches(all[$0]) }
+        } else {
+            selected = Array(all.indices)
         }
         if !plan.sort.isEmpty {
-            rows.sort { a, b in
+            selected.sort { a, b in
                 for (field, descending) in plan.sort {
-                    let order = Self.order(a.value(field), b.value(field))
+                    let order = Post.order(all[a], all[b], by: field)
                     if order != .orderedSame { return descending ? order == .orderedDescending : order == .orderedAscending }
                 }
-                return a.id < b.id
+                return all[a].id < all[b].id
             }
         }
-        let filterCount = rows.count
+        let filterCount = selected.count
         let limit = plan.limit ?? 100
         if limit != -1 {
             var offset = plan.offset ?? 0
             if let page = plan.page, page > 0, limit > 0 { offset = limit * (page - 1) }
-            let start = min(offset, rows.count)
-            let end = min(start + limit, rows.count)
-            rows = Array(rows[start..<end])
+            let start = min(offset, selected.count)
+            let end = min(start + limit, selected.count)
+            selected = Array(selected[start..<end])
         }
-        var body: [(String, JSONValue)] = []
+        // Written by hand so that whole rows can be spliced in from their cached serialization.
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + selected.count * (all.first?.serialized.count ?? 64))
+        out.append(UInt8(ascii: "{"))
         if !plan.meta.isEmpty {
             var meta: [(String, JSONValue)] = []
             if plan.meta.contains("total_count") { meta.append(("total_count", .int(Int64(all.count)))) }
             if plan.meta.contains("filter_count") { meta.append(("filter_count", .int(Int64(filterCount)))) }
-            body.append(("meta", .object(meta)))
+            out += Array(#""meta":"#.utf8)
+            JSONValue.object(meta).write(into: &out)
+            out.append(UInt8(ascii: ","))
         }
-        body.append(("data", .array(render(rows, plan, users: users))))
-        return Self.jsonResponse(200, .object(body))
+        out += Array(#""data":["#.utf8)
+        if plan.selectsWholeRow {
+            for (index, row) in selected.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                out += all[row].serialized
+            }
+        } else if let columns = plan.plainColumns {
+            let keys = columns.map(\.quotedKey)
+            for (index, row) in selected.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(UInt8(ascii: "{"))
+                for (position, column) in columns.enumerated() {
+                    if position > 0 { out.append(UInt8(ascii: ",")) }
+                    out += keys[position]
+                    out += all[row].serializedFields[column.index]
+                }
+                out.append(UInt8(ascii: "}"))
+            }
+        } else {
+            for (index, row) in render(selected.map { all[$0] }, plan, users: users).enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                row.write(into: &out)
+            }
+        }
+        out += Array("]}".utf8)
+        return HTTPResponse(status: 200, headers: Self.commonHeaders, body: Data(out))
     }
 
     /// The rows as the read plan's `fields` select them.
@@ -105,16 +143,6 @@ extension DirectusStandIn {
                     return (field.rawValue, .object(subfields.compactMap { name in user.value(name).map { (name, $0) } }))
                 }
             })
-        }
-    }
-
-    /// Orders two column values like SQL with `NULLS LAST` for ascending order.
-    static func order(_ a: JSONValue, _ b: JSONValue) -> ComparisonResult {
-        switch (a, b) {
-        case (.null, .null): return .orderedSame
-        case (.null, _): return .orderedDescending
-        case (_, .null): return .orderedAscending
-        default: return compare(a, b) ?? .orderedSame
         }
     }
 
@@ -184,8 +212,7 @@ extension DirectusStandIn {
             return drafts.map { draft in
                 var post = draft.post
                 post.id = draft.id ?? state.nextPostID
-                state.insert(post)
-                return post
+                return state.insert(post)
             }
         }
         let data = render(created, plan)
@@ -257,6 +284,7 @@ extension DirectusStandIn {
                 if access == .admin, let value = data["user_created"] { post.userCreated = value.stringValue }
                 post.userUpdated = caller.userID
                 post.dateUpdated = date
+                post.refreshCache()
                 state.posts[index] = post
                 return post
             }

@@ -30,8 +30,8 @@ extension DirectusStandIn {
         var sort: [(PostField, Bool)] = []
         /// The compiled filter.
         var predicate: Predicate?
-        /// The lowercased search text.
-        var search: String?
+        /// The lowercased search text, as UTF-8.
+        var search: [UInt8]?
         /// The search text as an integer, when it is one.
         private var searchID: Int64?
         /// The search text, when it is a uuid.
@@ -64,7 +64,7 @@ extension DirectusStandIn {
                 predicate = try Self.compile(filter, caller: caller, now: now)
             }
             if let text = query.search, !text.isEmpty {
-                search = text.lowercased()
+                search = Array(text.lowercased().utf8)
                 searchID = Int64(text)
                 if text.count == 36, UUID(uuidString: text) != nil { searchUUID = text.lowercased() }
             }
@@ -112,11 +112,47 @@ extension DirectusStandIn {
         func matches(_ post: Post) -> Bool {
             if let predicate, !Self.evaluate(predicate, post) { return false }
             guard let search else { return true }
-            if post.title.lowercased().contains(search) { return true }
-            if let content = post.content, content.lowercased().contains(search) { return true }
+            if Self.contains(post.lowerTitle, search) || Self.contains(post.lowerContent, search) { return true }
             if let searchID, post.id == searchID { return true }
             if let searchUUID, post.userCreated == searchUUID || post.userUpdated == searchUUID { return true }
             return false
+        }
+
+        /// Whether `needle` occurs in `haystack` (bytes; Foundation's `contains` is far slower).
+        static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+            guard !needle.isEmpty else { return true }
+            guard haystack.count >= needle.count else { return false }
+            let first = needle[0]
+            var i = 0
+            let last = haystack.count - needle.count
+            while i <= last {
+                if haystack[i] == first {
+                    var j = 1
+                    while j < needle.count, haystack[i + j] == needle[j] { j += 1 }
+                    if j == needle.count { return true }
+                }
+                i += 1
+            }
+            return false
+        }
+
+        /// The selected columns when none is expanded to a relation, else nil.
+        var plainColumns: [PostField]? {
+            var columns: [PostField] = []
+            for selection in fields {
+                guard case .plain(let field) = selection else { return nil }
+                columns.append(field)
+            }
+            return columns
+        }
+
+        /// Whether the selection is the whole row in schema order (`fields=*`), so cached rows can be used.
+        var selectsWholeRow: Bool {
+            guard fields.count == PostField.allCases.count else { return false }
+            for (selection, field) in zip(fields, PostField.allCases) {
+                guard case .plain(let selected) = selection, selected == field else { return false }
+            }
+            return true
         }
 
         // MARK: Filter compilation
@@ -248,7 +284,7 @@ extension DirectusStandIn {
             let insensitive = op.hasPrefix("_i") || op.hasPrefix("_ni")
             let result: Bool?
             if op.hasSuffix("contains") {
-                result = strings(insensitive) { $0.contains($1) }
+                result = strings(insensitive) { Self.contains(Array($0.utf8), Array($1.utf8)) }
             } else if op.hasSuffix("starts_with") {
                 result = strings(insensitive) { $0.hasPrefix($1) }
             } else if op.hasSuffix("ends_with") {

@@ -69,6 +69,67 @@ extension DirectusStandIn {
         var userUpdated: String?
         /// Last update time.
         var dateUpdated: String?
+        /// The whole row serialized (`fields=*`), kept up to date by `refreshCache()`.
+        private(set) var serialized: [UInt8] = []
+        /// `title` lowercased, for `search`.
+        private(set) var lowerTitle: [UInt8] = []
+        /// `content` lowercased, for `search`.
+        private(set) var lowerContent: [UInt8] = []
+
+        /// Builds a row; call `refreshCache()` before storing it.
+        init(id: Int64, title: String, content: String?, userCreated: String?, dateCreated: String?,
+             userUpdated: String?, dateUpdated: String?) {
+            self.id = id
+            self.title = title
+            self.content = content
+            self.userCreated = userCreated
+            self.dateCreated = dateCreated
+            self.userUpdated = userUpdated
+            self.dateUpdated = dateUpdated
+        }
+
+        /// Each column's value serialized, in `PostField.allCases` order.
+        private(set) var serializedFields: [[UInt8]] = []
+
+        /// Orders two rows by one column like SQL, `NULLS LAST` when ascending.
+        static func order(_ a: Post, _ b: Post, by field: PostField) -> ComparisonResult {
+            func compare<T: Comparable>(_ x: T?, _ y: T?) -> ComparisonResult {
+                switch (x, y) {
+                case (nil, nil): return .orderedSame
+                case (nil, _): return .orderedDescending
+                case (_, nil): return .orderedAscending
+                case let (x?, y?): return x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame
+                }
+            }
+            switch field {
+            case .id: return compare(a.id, b.id)
+            case .title: return compare(a.title, b.title)
+            case .content: return compare(a.content, b.content)
+            case .userCreated: return compare(a.userCreated, b.userCreated)
+            case .dateCreated: return compare(a.dateCreated, b.dateCreated)
+            case .userUpdated: return compare(a.userUpdated, b.userUpdated)
+            case .dateUpdated: return compare(a.dateUpdated, b.dateUpdated)
+            }
+        }
+
+        /// Recomputes the serialized row and the search texts after a change.
+        mutating func refreshCache() {
+            serializedFields = PostField.allCases.map { field in
+                var bytes: [UInt8] = []
+                value(field).write(into: &bytes)
+                return bytes
+            }
+            var out: [UInt8] = [UInt8(ascii: "{")]
+            for (index, field) in PostField.allCases.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                out += field.quotedKey
+                out += serializedFields[index]
+            }
+            out.append(UInt8(ascii: "}"))
+            serialized = out
+            lowerTitle = Array(title.lowercased().utf8)
+            lowerContent = Array((content ?? "").lowercased().utf8)
+        }
 
         /// The value of `field` as JSON.
         func value(_ field: PostField) -> JSONValue {
@@ -91,6 +152,22 @@ extension DirectusStandIn {
         case dateCreated = "date_created"
         case userUpdated = "user_updated"
         case dateUpdated = "date_updated"
+
+        /// `"name":` as UTF-8, for writing rows by hand.
+        var quotedKey: [UInt8] { Array("\"\(rawValue)\":".utf8) }
+
+        /// The position in `allCases`.
+        var index: Int {
+            switch self {
+            case .id: return 0
+            case .title: return 1
+            case .content: return 2
+            case .userCreated: return 3
+            case .dateCreated: return 4
+            case .userUpdated: return 5
+            case .dateUpdated: return 6
+            }
+        }
 
         /// Whether the column holds a user uuid (an M2O to `directus_users`).
         var isUserRelation: Bool { self == .userCreated || self == .userUpdated }
@@ -137,6 +214,8 @@ extension DirectusStandIn {
         var lastIssuedAt: Int64 = 0
         /// The smallest `iat` a new token may carry, so that it differs from every token expired by the hook.
         var issueFloor: Int64 = 0
+        /// Tokens whose signature was checked → their claims and signature.
+        var verifiedTokens: [String: (claims: StandInJWT.Claims, signature: String)] = [:]
         /// Successful `/auth/refresh` calls.
         var refreshCount = 0
         /// Recorded requests.
@@ -157,7 +236,10 @@ extension DirectusStandIn {
         }
 
         /// Inserts a post keeping the id order.
-        mutating func insert(_ post: Post) {
+        @discardableResult
+        mutating func insert(_ row: Post) -> Post {
+            var post = row
+            post.refreshCache()
             if let last = posts.last, last.id > post.id {
                 let index = posts.firstIndex { $0.id > post.id } ?? posts.count
                 posts.insert(post, at: index)
@@ -165,6 +247,7 @@ extension DirectusStandIn {
                 posts.append(post)
             }
             nextPostID = max(nextPostID, post.id + 1)
+            return post
         }
 
         /// The user with this email, compared case-insensitively.

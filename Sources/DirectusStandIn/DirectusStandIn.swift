@@ -61,8 +61,11 @@ public final class DirectusStandIn: @unchecked Sendable {
 
     /// The options it was built with.
     public let options: Options
+    /// Signs and checks access tokens.
     let jwt: StandInJWT
+    /// Guards `state`.
     let lock = NSLock()
+    /// Everything mutable; only touched with `lock` held.
     var state = State()
 
     /// Builds a stand-in, seeded unless `options.seed` is false (the admin always exists).

@@ -48,19 +48,20 @@ struct StandInJWT: Sendable {
 
     /// Checks `token` the way `getAccountabilityForToken` does, at time `now` (seconds since 1970).
     func verify(_ token: String, now: Double) -> Verdict {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        let bytes = Array(token.utf8)
+        let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
         // `isDirectusJWT`: decodable, and the payload's `iss` is "directus".
-        guard parts.count == 3,
-              let payloadBytes = StandInJWT.decodeBase64URL(parts[1]),
+        guard dots.count == 2,
+              let payloadBytes = StandInJWT.decodeBase64URL(bytes[(dots[0] + 1)..<dots[1]]),
               let payload = try? JSONValue.parse(Data(payloadBytes)),
               payload["iss"]?.stringValue == "directus"
         else { return .notDirectus }
-        guard let headerBytes = StandInJWT.decodeBase64URL(parts[0]),
+        guard let headerBytes = StandInJWT.decodeBase64URL(bytes[..<dots[0]]),
               let header = try? JSONValue.parse(Data(headerBytes)),
               header["alg"]?.stringValue == "HS256",
-              let signature = StandInJWT.decodeBase64URL(parts[2]), signature.count == 32
+              let signature = StandInJWT.decodeBase64URL(bytes[(dots[1] + 1)...]), signature.count == 32
         else { return .invalid }
-        let expected = mac(Array((parts[0] + "." + parts[1]).utf8))
+        let expected = mac(Array(bytes[..<dots[1]]))
         let same = expected.withUnsafeBytes { a in
             signature.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, 32) == 0 }
         }
@@ -73,7 +74,7 @@ struct StandInJWT: Sendable {
         else { return .invalid }
         let claims = Claims(id: id, role: role.stringValue, adminAccess: admin == .bool(true) || admin == .int(1),
                             exp: payload["exp"]?.intValue ?? Int64.max, session: payload["session"]?.stringValue)
-        return .valid(claims, signature: String(parts[2]))
+        return .valid(claims, signature: String(decoding: bytes[(dots[1] + 1)...], as: UTF8.self))
     }
 
     /// HMAC-SHA256 of `data` under the secret.
@@ -89,24 +90,52 @@ struct StandInJWT: Sendable {
         return Array(out.prefix(Int(length)))
     }
 
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    private static let decodeTable: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (index, byte) in alphabet.enumerated() { table[Int(byte)] = UInt8(index) }
+        return table
+    }()
+
     /// Base64url without padding.
     static func base64URL(_ bytes: [UInt8]) -> String {
-        var s = Data(bytes).base64EncodedString()
-        s = s.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while s.hasSuffix("=") { s.removeLast() }
-        return s
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var index = 0
+        while index + 3 <= bytes.count {
+            let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            out += [alphabet[Int(n >> 18)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
+            index += 3
+        }
+        let rest = bytes.count - index
+        if rest == 1 {
+            let n = UInt32(bytes[index]) << 16
+            out += [alphabet[Int(n >> 18)], alphabet[Int(n >> 12 & 63)]]
+        } else if rest == 2 {
+            let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+            out += [alphabet[Int(n >> 18)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)]]
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
-    /// Decodes base64url (padding optional); nil when malformed.
-    static func decodeBase64URL(_ text: Substring) -> [UInt8]? {
-        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        guard !s.contains("=") else { return nil }
-        switch s.count % 4 {
-        case 0: break
-        case 2: s += "=="
-        case 3: s += "="
-        default: return nil
+    /// Decodes unpadded base64url; nil when malformed.
+    static func decodeBase64URL(_ text: ArraySlice<UInt8>) -> [UInt8]? {
+        guard text.count % 4 != 1 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for byte in text {
+            let value = decodeTable[Int(byte)]
+            guard value != 0xFF else { return nil }
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
         }
-        return Data(base64Encoded: s).map { [UInt8]($0) }
+        return out
     }
 }

@@ -496,6 +496,9 @@ private final class TestClock: @unchecked Sendable {
         let answer = standIn.call(.get, "/items/posts?fields=title,id&limit=1", token: standIn.login().access)
         let first = try #require(answer.data?.arrayValue?.first)
         #expect(first.objectValue?.map(\.0) == ["title", "id"])
+        #expect(first == .object([("title", .string("Hello, world")), ("id", .int(1))]))
+        let null = standIn.call(.get, "/items/posts/3?fields=content", token: standIn.login().access)
+        #expect(null.data == .object([("content", .null)]))
     }
 
     @Test func adminMayExpandTheCreator() throws {
