@@ -140,8 +140,21 @@ run_wrk() {
 # --- the stand-in and nginx -----------------------------------------------------------------------
 say "starting the Directus stand-in on $HOST:$STANDIN_PORT"
 "$POSTERN" standin "$STANDIN_PORT" > "$WORK/standin.log" 2>&1 &
-STARTED_PIDS+=($!)
-wait_for "stand-in" "$!" "http://$HOST:$STANDIN_PORT/server/ping"
+STANDIN_PID=$!
+sleep 0.2
+if ! kill -0 "$STANDIN_PID" 2>/dev/null && grep -q 'unexpected argument' "$WORK/standin.log"; then
+    # Older CLIs reject `standin PORT` and only serve the stand-in on its fixed port 8055.
+    wait "$STANDIN_PID" 2>/dev/null || true
+    STANDIN_PORT=8055
+    say "this postern rejects 'standin PORT'; falling back to 'postern standin' on $HOST:$STANDIN_PORT"
+    if curl -s -o /dev/null --max-time 1 "http://$HOST:$STANDIN_PORT/"; then
+        die "port $STANDIN_PORT is already in use"
+    fi
+    "$POSTERN" standin > "$WORK/standin.log" 2>&1 &
+    STANDIN_PID=$!
+fi
+STARTED_PIDS+=("$STANDIN_PID")
+wait_for "stand-in" "$STANDIN_PID" "http://$HOST:$STANDIN_PORT/server/ping"
 
 curl -s --max-time 5 -X POST "http://$HOST:$STANDIN_PORT/auth/login" -H 'Content-Type: application/json' \
     -d '{"email":"x@y.com","password":"123456"}' > "$WORK/directus-login.json" || true
