@@ -145,4 +145,58 @@ import Testing
         #expect(r.json?["request_id"]?.stringValue == r.headers["X-Request-Id"])
         #expect(r.headers["Cache-Control"] == "no-store")
     }
+
+    // MARK: Keep-alive connections that Directus closes
+
+    /// A Directus login answer whose access token is an (unsigned) JWT carrying a user id.
+    static var loginAnswer: String {
+        func b64(_ s: String) -> String {
+            Data(s.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        let jwt = b64(#"{"alg":"HS256","typ":"JWT"}"#) + "." + b64(#"{"id":"user-1","role":"role-1","exp":4102444800}"#) + ".sig"
+        return #"{"data":{"access_token":"\#(jwt)","refresh_token":"r-1","expires":900000}}"#
+    }
+
+    @Test func idempotentGetIsRetriedWhenAReusedConnectionIsClosed() throws {
+        // Directus hangs up on the second request of each connection: the GET is retried on a fresh one.
+        let fake = try FakeUpstream(.keepAlive(200, #"{"data":"pong"}"#, hangUp: .onNextRequest))
+        defer { fake.stop() }
+        let gw = try Self.gateway(fake)
+        defer { gw.stop() }
+        let client = gw.client()  // one client connection, so one worker and one upstream pool
+        #expect(try client.request("GET", "/readyz").status == 200)
+        let r = try client.request("GET", "/readyz")
+        #expect(r.status == 200, "\(r.text)")
+        #expect(fake.received.count == 3, "first call, the call the upstream hung up on, the retry")
+    }
+
+    @Test func postOnAConnectionClosedAfterTheRequestIs502NotRetried() throws {
+        let fake = try FakeUpstream(.keepAlive(200, Self.loginAnswer, hangUp: .onNextRequest))
+        defer { fake.stop() }
+        let gw = try Self.gateway(fake)
+        defer { gw.stop() }
+        let client = gw.client()
+        let first = try client.json("POST", "/api/v1/user/login", #"{"email":"x@y.com","password":"123456"}"#)
+        #expect(first.status == 200, "\(first.text)")
+        let second = try client.json("POST", "/api/v1/user/login", #"{"email":"x@y.com","password":"123456"}"#)
+        #expect(second.status == 502, "\(second.text)")
+        #expect(second.json?["code"]?.stringValue == "upstream_error")
+        #expect(fake.received.count == 2, "a login is not sent twice")
+    }
+
+    @Test func connectionClosedWhileIdleIsReplacedForAnyMethod() throws {
+        // Directus closes idle keep-alive connections (its keep-alive timeout); the next call must not fail.
+        let fake = try FakeUpstream(.keepAlive(200, Self.loginAnswer, hangUp: .whenIdle))
+        defer { fake.stop() }
+        let gw = try Self.gateway(fake)
+        defer { gw.stop() }
+        let client = gw.client()
+        for i in 0..<3 {
+            let r = try client.json("POST", "/api/v1/user/login", #"{"email":"x@y.com","password":"123456"}"#)
+            #expect(r.status == 200, "login \(i): \(r.text)")
+            usleep(100_000)  // let the gateway see the hang-up before the next call
+        }
+        #expect(fake.received.count == 3)
+    }
 }

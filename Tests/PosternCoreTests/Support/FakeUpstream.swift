@@ -22,6 +22,17 @@ final class FakeUpstream: @unchecked Sendable {
         case wrongShape
         /// Waits `seconds`, then behaves like `then`.
         case delayed(Double, then: Mode)
+        /// Answers the first request on each connection with this status and JSON body, keeping the
+        /// connection open, then hangs up as `hangUp` says.
+        case keepAlive(Int, String, hangUp: HangUp)
+    }
+
+    /// When a `.keepAlive` connection is closed after its first answer.
+    enum HangUp: Sendable {
+        /// Right away, while the connection is idle in the gateway's pool (an upstream keep-alive timeout).
+        case whenIdle
+        /// After reading the next request, without answering it (a race with the upstream's keep-alive timeout).
+        case onNextRequest
     }
 
     let port: UInt16
@@ -106,12 +117,19 @@ final class FakeUpstream: @unchecked Sendable {
     private func serve(_ fd: Int32) {
         guard let head = readRequest(fd) else { return }
         lock.withLock { requestHeads.append(head) }
+        if case .keepAlive(let status, let body, let hangUp) = mode {
+            write(fd, "HTTP/1.1 \(status) X\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            if hangUp == .onNextRequest, let next = readRequest(fd) {
+                lock.withLock { requestHeads.append(next) }
+            }
+            return
+        }
         respond(fd, mode)
     }
 
     private func respond(_ fd: Int32, _ mode: Mode) {
         switch mode {
-        case .refuse, .closeAfterRequest:
+        case .refuse, .closeAfterRequest, .keepAlive:
             return
         case .garbage:
             write(fd, "HELLO\r\n\r\n")
