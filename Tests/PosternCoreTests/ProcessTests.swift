@@ -111,6 +111,34 @@ struct ProcessTests {
         #expect(p.waitForExit(seconds: 5) == 0, "\(p.stderr)")
     }
 
+    @Test func requestOutlivingTheGracePeriodDoesNotCrashTheExit() throws {
+        // Directus never answers; the upstream timeout (5 s) is longer than the grace period (1 s).
+        let fake = try FakeUpstream(.silent)
+        defer { fake.stop() }
+        let config = try PosternProcess.scratchFile("grace.json", #"{"limits": {"shutdown_grace_s": 1}, "directus": {"timeout_ms": 5000}}"#)
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        let port = try SocketTools.freePort()
+        let adminPort = try SocketTools.freePort()
+        let p = try PosternProcess(["serve", "--config", config],
+                                   environment: Self.serveEnvironment(port: port, adminPort: adminPort, directus: fake.url))
+        defer { p.cleanUp() }
+        try #require(PosternProcess.waitUntilServing(port: port, seconds: 5), "not serving: \(p.stderr)")
+        let answer = AnswerBox()
+        Thread {
+            let r = try? RawHTTPClient(port: port).json("POST", "/api/v1/user/login", #"{"email":"x@y.com","password":"123456"}"#)
+            answer.set(r?.status, r?.json?["code"]?.stringValue)
+        }.start()
+        let deadline = Date().addingTimeInterval(3)
+        while fake.received.isEmpty && Date() < deadline { usleep(10_000) }
+        try #require(!fake.received.isEmpty)
+        let started = Date()
+        p.send(SIGTERM)
+        let status = p.waitForExit(seconds: 4)
+        #expect(status == 0, "exit status \(String(describing: status)) (\(p.process.terminationReason == .uncaughtSignal ? "signal" : "exit")), stderr: \(p.stderr)")
+        #expect(Date().timeIntervalSince(started) < 4, "exits soon after the grace period")
+        _ = answer.wait(seconds: 2)  // the client gets whatever it gets (an answer or a closed connection)
+    }
+
     @Test func healthcheckExits0WhenServingAnd1WhenNot() throws {
         let port = try SocketTools.freePort()
         let adminPort = try SocketTools.freePort()
