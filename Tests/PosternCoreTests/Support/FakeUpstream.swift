@@ -1,0 +1,240 @@
+import Foundation
+
+/// A tiny raw-TCP stand-in for a misbehaving Directus, on 127.0.0.1 with a free port: POSIX sockets and
+/// background threads, independent of libevent, so that the gateway's upstream client meets real
+/// refusals, hang-ups, garbage and silence. Stop it with `stop()` (tests call it in `defer`).
+final class FakeUpstream: @unchecked Sendable {
+    /// How the fake treats each connection.
+    indirect enum Mode: Sendable {
+        /// Nothing listens on the port (bound, then closed): connections are refused.
+        case refuse
+        /// Accepts, reads the request, closes without answering.
+        case closeAfterRequest
+        /// Answers `HELLO\r\n\r\n`, which is not HTTP.
+        case garbage
+        /// Accepts, reads the request, never answers (holds the connection until `stop()`).
+        case silent
+        /// Answers with this status and body (`application/json`).
+        case status(Int, String)
+        /// Answers 200 with an HTML page.
+        case notJSON
+        /// Answers 200 with JSON of the wrong shape: `{"data":"x"}`.
+        case wrongShape
+        /// Waits `seconds`, then behaves like `then`.
+        case delayed(Double, then: Mode)
+        /// Answers the first request on each connection with this status and JSON body, keeping the
+        /// connection open, then hangs up as `hangUp` says.
+        case keepAlive(Int, String, hangUp: HangUp)
+    }
+
+    /// When a `.keepAlive` connection is closed after its first answer.
+    enum HangUp: Sendable {
+        /// Right away, while the connection is idle in the gateway's pool (an upstream keep-alive timeout).
+        case whenIdle
+        /// After reading the next request, without answering it (a race with the upstream's keep-alive timeout).
+        case onNextRequest
+    }
+
+    let port: UInt16
+    private let mode: Mode
+    private var listenFD: Int32 = -1
+    private let lock = NSLock()
+    private var stopped = false
+    private var requestHeads: [String] = []
+    private var connectionFDs: [Int32] = []
+    private let finished = DispatchGroup()
+
+    /// The base URL to put into `config.directus.url`.
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    /// The request heads (request line and headers) received so far.
+    var received: [String] { lock.withLock { requestHeads } }
+
+    /// Starts listening (or, for `.refuse`, reserves and releases a port).
+    init(_ mode: Mode) throws {
+        self.mode = mode
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = 0
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            close(fd)
+            throw TestFailure("bind: errno \(errno)")
+        }
+        port = SocketTools.localPort(of: fd)
+        if case .refuse = mode {
+            close(fd)
+            return
+        }
+        guard listen(fd, 64) == 0 else {
+            close(fd)
+            throw TestFailure("listen: errno \(errno)")
+        }
+        listenFD = fd
+        finished.enter()
+        Thread { [self] in acceptLoop() }.start()
+    }
+
+    deinit { stop() }
+
+    /// Stops accepting, closes every connection and waits for the threads to end.
+    func stop() {
+        let wasStopped = lock.withLock { () -> Bool in
+            defer { stopped = true }
+            return stopped
+        }
+        if wasStopped { return }
+        if listenFD >= 0 { _ = finished.wait(timeout: .now() + 5) }
+    }
+
+    private var isStopped: Bool { lock.withLock { stopped } }
+
+    private func acceptLoop() {
+        defer {
+            close(listenFD)
+            finished.leave()
+        }
+        while !isStopped {
+            guard SocketTools.waitReadable(listenFD, milliseconds: 50) else { continue }
+            let client = accept(listenFD, nil, nil)
+            if client < 0 { continue }
+            finished.enter()
+            Thread { [self] in
+                serve(client)
+                close(client)
+                finished.leave()
+            }.start()
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        guard let head = readRequest(fd) else { return }
+        lock.withLock { requestHeads.append(head) }
+        if case .keepAlive(let status, let body, let hangUp) = mode {
+            write(fd, "HTTP/1.1 \(status) X\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            if hangUp == .onNextRequest, let next = readRequest(fd) {
+                lock.withLock { requestHeads.append(next) }
+            }
+            return
+        }
+        respond(fd, mode)
+    }
+
+    private func respond(_ fd: Int32, _ mode: Mode) {
+        switch mode {
+        case .refuse, .closeAfterRequest, .keepAlive:
+            return
+        case .garbage:
+            write(fd, "HELLO\r\n\r\n")
+        case .silent:
+            while !isStopped { usleep(20_000) }
+        case .status(let status, let body):
+            write(fd, FakeUpstream.response(status, "application/json", body))
+        case .notJSON:
+            write(fd, FakeUpstream.response(200, "text/html", "<html><body>Directus is down for maintenance</body></html>"))
+        case .wrongShape:
+            write(fd, FakeUpstream.response(200, "application/json", #"{"data":"x"}"#))
+        case .delayed(let seconds, let then):
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline && !isStopped { usleep(10_000) }
+            respond(fd, then)
+        }
+    }
+
+    private static func response(_ status: Int, _ type: String, _ body: String) -> String {
+        "HTTP/1.1 \(status) X\r\nContent-Type: \(type)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+    }
+
+    private func write(_ fd: Int32, _ text: String) {
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            sent += n
+        }
+    }
+
+    /// Reads one request (head plus `Content-Length` body); nil when the peer went away or we stopped.
+    private func readRequest(_ fd: Int32) -> String? {
+        var buffer: [UInt8] = []
+        var headLength: Int?
+        var bodyLength = 0
+        while !isStopped {
+            if let h = headLength, buffer.count >= h + 4 + bodyLength {
+                return String(decoding: buffer[0..<h], as: UTF8.self)
+            }
+            guard SocketTools.waitReadable(fd, milliseconds: 50) else { continue }
+            var chunk = [UInt8](repeating: 0, count: 16384)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { return nil }
+            buffer += chunk[0..<n]
+            if headLength == nil, let end = SocketTools.find(buffer, [13, 10, 13, 10]) {
+                headLength = end
+                let head = String(decoding: buffer[0..<end], as: UTF8.self)
+                for line in head.components(separatedBy: "\r\n") where line.lowercased().hasPrefix("content-length:") {
+                    bodyLength = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+                }
+            }
+        }
+        return nil
+    }
+}
+
+/// Small POSIX socket helpers for live tests.
+enum SocketTools {
+    /// The local port a socket is bound to.
+    static func localPort(of fd: Int32) -> UInt16 {
+        var addr = sockaddr_in()
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
+        return UInt16(bigEndian: addr.sin_port)
+    }
+
+    /// True when `fd` has data (or EOF, or a pending connection) within the time.
+    static func waitReadable(_ fd: Int32, milliseconds: Int32) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, milliseconds) > 0
+    }
+
+    static func find(_ a: [UInt8], _ b: [UInt8]) -> Int? {
+        guard a.count >= b.count else { return nil }
+        for i in 0...(a.count - b.count) where a[i..<(i + b.count)].elementsEqual(b) { return i }
+        return nil
+    }
+
+    /// A TCP socket bound to 127.0.0.1 on a free port, without `SO_REUSEPORT`; `listening` also calls listen().
+    /// Returns the descriptor (the caller closes it) and the port.
+    static func bindLoopback(listening: Bool) throws -> (fd: Int32, port: UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = 0
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0, !listening || listen(fd, 16) == 0 else {
+            close(fd)
+            throw TestFailure("bind/listen: errno \(errno)")
+        }
+        return (fd, localPort(of: fd))
+    }
+
+    /// A port that was free a moment ago (bound to port 0, then released).
+    static func freePort() throws -> UInt16 {
+        let (fd, port) = try bindLoopback(listening: false)
+        close(fd)
+        return port
+    }
+}
