@@ -35,7 +35,8 @@ struct TLSUpstreamTests {
         var caFile: String { dir.appendingPathComponent("cert.pem").path }
 
         func stop() {
-            if process.isRunning { process.terminate() }
+            // s_server ignores SIGTERM.
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
             try? FileManager.default.removeItem(at: dir)
         }
