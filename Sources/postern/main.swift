@@ -29,7 +29,7 @@ enum CLI {
             }
         }
         let command = arguments.first ?? "serve"
-        if arguments.count > 1 {
+        if arguments.count > 1 && command != "standin" {
             fail("unexpected argument \(arguments[1])\n\(usage)")
             return 2
         }
@@ -54,7 +54,7 @@ enum CLI {
         case "demo":
             return Demo.run(configPath: configPath)
         case "standin":
-            // Undocumented helper for benchmarks: only the Directus stand-in, on POSTERN_STANDIN_PORT or 8055.
+            // Undocumented helper for benchmarks: only the Directus stand-in, on the given port or 8055.
             return Demo.runStandInOnly()
         case "healthcheck":
             guard case .success(let config) = PosternConfig.loadFromProcess(configPath: configPath) else { return 1 }

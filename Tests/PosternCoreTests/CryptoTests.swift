@@ -58,7 +58,7 @@ import Testing
         for plain in ["", "x", "eyJhbGciOiJIUzI1NiJ9.payload.sig", String(repeating: "é", count: 500)] {
             let sealed = box.seal(plain)
             #expect(sealed.hasPrefix("v1:"))
-            #expect(!sealed.contains(plain) || plain.isEmpty)
+            #expect(plain.count < 8 || !sealed.contains(plain))  // short strings can appear in base64 by chance
             #expect(box.open(sealed) == plain)
         }
         #expect(box.seal("same") != box.seal("same"))

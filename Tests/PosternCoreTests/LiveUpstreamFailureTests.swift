@@ -90,7 +90,7 @@ import Testing
         }
     }
 
-    @Test(.disabled("BUG: /readyz's 503 body is {status, code} without the §1.3 error shape (no error, no request_id)"))
+    @Test
     func readyzUnavailableHasTheErrorShape() throws {
         let fake = try FakeUpstream(.refuse)
         defer { fake.stop() }

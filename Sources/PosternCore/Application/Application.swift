@@ -188,12 +188,3 @@ public final class Application: @unchecked Sendable {
         signal(SIGPIPE, SIG_IGN)
     }
 }
-
-extension Gateway {
-    /// The admin listener: `/healthz` and `/readyz` (and later `/metrics`); nothing else.
-    public func handleAdmin(_ request: HTTPRequest) async -> HTTPResponse {
-        if request.path == "/healthz" || request.path == "/readyz" { return await handle(request) }
-        return ErrorRenderer.render(.notFound("no such route"), context: RequestContext(requestID: Gateway.requestID(nil),
-                                                                                         clientIP: request.remoteAddress))
-    }
-}

@@ -4,6 +4,7 @@ import Foundation
 /// (limits → authentication → policy) → handler → one rendered response. No sockets: tests call `handle`.
 public final class Gateway: Sendable {
     private let router: Router
+    private let adminRouter: Router
     private let log: AccessLog
     /// The session manager (for maintenance timers and metrics).
     public let sessions: SessionManager
@@ -24,18 +25,20 @@ public final class Gateway: Sendable {
             stages.wrapping(ClosureResponder(body))
         }
 
-        var routes: [Route] = [
+        let operations = [
+            Route("/healthz", methods: [(.get, ClosureResponder { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
+            Route("/readyz", methods: [(.get, ClosureResponder { [directus] _, context throws(GatewayError) in
+                guard await directus.ping(context: context.call) else { throw .upstreamUnavailable("/server/ping failed") }
+                return .json(200, .object([("status", .string("ready"))]))
+            })]),
+        ]
+        adminRouter = Router(routes: operations)
+        var routes: [Route] = operations + [
             Route("/api/v1/user/login", methods: [(.post, endpoint([limit], users.login))]),
             Route("/api/v1/user/refresh", methods: [(.post, endpoint([limit], users.refresh))]),
             Route("/api/v1/user/logout", methods: [(.post, endpoint([limit, requiredAuth], users.logout))]),
             Route("/api/v1/user/me", methods: [(.get, endpoint([requiredAuth], users.me))]),
             Route("/api/v1/user", methods: [(.post, endpoint([limit], users.register))]),
-            Route("/healthz", methods: [(.get, ClosureResponder { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
-            Route("/readyz", methods: [(.get, ClosureResponder { [directus] _, context in
-                await directus.ping(context: context.call)
-                    ? .json(200, .object([("status", .string("ready"))]))
-                    : .json(503, .object([("status", .string("unavailable")), ("code", .string("upstream_unavailable"))]))
-            })]),
         ]
         for resource in config.resources {
             let mapper = ResourceMapper(resource)
@@ -74,8 +77,17 @@ public final class Gateway: Sendable {
         router = Router(routes: routes)
     }
 
-    /// Answers one request; never throws, every error is rendered here.
+    /// Answers one request on the public listener; never throws, every error is rendered here.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        await handle(request, router: router)
+    }
+
+    /// Answers one request on the admin listener (operations routes only).
+    public func handleAdmin(_ request: HTTPRequest) async -> HTTPResponse {
+        await handle(request, router: adminRouter)
+    }
+
+    private func handle(_ request: HTTPRequest, router: Router) async -> HTTPResponse {
         var context = RequestContext(requestID: Gateway.requestID(request.headers["X-Request-Id"]), clientIP: request.remoteAddress)
         var response: HTTPResponse
         if let match = router.match(path: request.path) {
