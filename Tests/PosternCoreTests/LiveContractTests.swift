@@ -185,7 +185,7 @@ import Testing
         #expect(options.headers["X-Request-Id"] != nil, "the answer came from the gateway")
     }
 
-    @Test(.disabled("BUG: CORS (DESIGN §3.2) is not implemented: a preflight gets 405 and no Access-Control-* headers"))
+    @Test
     func corsPreflightIsAnsweredBeforeAuthentication() throws {
         let gw = try TestGateway()
         defer { gw.stop() }

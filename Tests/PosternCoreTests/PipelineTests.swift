@@ -271,3 +271,21 @@ import Testing
         #expect(wrong.json?["books"] == .array([]))
     }
 }
+
+@Suite struct CORSTests {
+    @Test func onlyConfiguredOriginsAreAllowed() async {
+        let gw = InProcessGateway { $0.cors.allowedOrigins = ["https://app.example"] }
+        let preflight: HTTPHeaders = ["Origin": "https://app.example", "Access-Control-Request-Method": "DELETE"]
+        let ok = await gw.send(.options, "/api/v1/books/1", headers: preflight)
+        #expect(ok.status == 204)
+        #expect(ok.response.headers["Access-Control-Allow-Origin"] == "https://app.example")
+        #expect(ok.response.headers["Vary"] == "Origin")
+        let evil = await gw.send(.options, "/api/v1/books/1", headers: ["Origin": "https://evil.example", "Access-Control-Request-Method": "DELETE"])
+        #expect(evil.status == 403)
+        #expect(evil.response.headers["Access-Control-Allow-Origin"] == nil)
+        let plain = await gw.send(.get, "/healthz", headers: ["Origin": "https://evil.example"])
+        #expect(plain.status == 200)
+        #expect(plain.response.headers["Access-Control-Allow-Origin"] == nil)
+        #expect(gw.standIn.received.isEmpty)
+    }
+}

@@ -5,6 +5,7 @@ import Foundation
 public final class Gateway: Sendable {
     private let router: Router
     private let adminRouter: Router
+    private let cors: CORSPolicy
     private let log: AccessLog
     /// The session manager (for maintenance timers and metrics).
     public let sessions: SessionManager
@@ -15,6 +16,7 @@ public final class Gateway: Sendable {
         self.sessions = sessions
         self.directus = directus
         self.log = log
+        cors = CORSPolicy(config.cors)
         let items = ItemGateway(directus: directus, sessions: sessions)
         let limit = BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes)
         let optionalAuth = AuthenticationMiddleware(sessions: sessions, required: false)
@@ -90,7 +92,9 @@ public final class Gateway: Sendable {
     private func handle(_ request: HTTPRequest, router: Router) async -> HTTPResponse {
         var context = RequestContext(requestID: Gateway.requestID(request.headers["X-Request-Id"]), clientIP: request.remoteAddress)
         var response: HTTPResponse
-        if let match = router.match(path: request.path) {
+        if cors.isPreflight(request) {
+            response = cors.preflight(request)
+        } else if let match = router.match(path: request.path) {
             context.routePattern = match.route.pattern
             context.resourceName = match.route.resource
             context.itemID = match.id
@@ -107,6 +111,7 @@ public final class Gateway: Sendable {
         } else {
             response = ErrorRenderer.render(.notFound("no such route"), context: context)
         }
+        cors.decorate(&response, origin: request.headers["Origin"])
         response.headers.set("X-Request-Id", context.requestID)
         response.headers.set("X-Content-Type-Options", "nosniff")
         if request.path.hasPrefix("/api/") { response.headers.set("Cache-Control", "no-store") }
