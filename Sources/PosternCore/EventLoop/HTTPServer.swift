@@ -75,6 +75,9 @@ final class ServerWorker: @unchecked Sendable {
     private let limits: ServerLimits
     private var http: OpaquePointer?
     private var listener: OpaquePointer?
+    /// Set (on the loop thread) once evhttp is freed: it freed every request in flight with it,
+    /// so late replies must not touch their pointers.
+    private var freed = false
     private let counter = NSLock()
     private var inFlightCount = 0
 
@@ -151,6 +154,7 @@ final class ServerWorker: @unchecked Sendable {
         _ = loop.runAndWait { () -> Bool in
             if let http = self.http { evhttp_free(http) }
             self.http = nil
+            self.freed = true
             self.listener = nil
             return true
         }
@@ -167,7 +171,7 @@ final class ServerWorker: @unchecked Sendable {
         Task(executorPreference: loop) {
             let response = await handler(request)
             self.loop.executeOrRun {
-                self.reply(pending, response)
+                if !self.freed { self.reply(pending, response) }
                 self.adjustInFlight(-1)
             }
         }
