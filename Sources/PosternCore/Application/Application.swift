@@ -26,6 +26,7 @@ public final class Application: @unchecked Sendable {
     private var maintenance: DispatchSourceTimer?
     private let maintenanceQueue = DispatchQueue(label: "postern.maintenance")
     private var closeStore: (() -> Void)?
+    private var rateLimits: RateLimits?
 
     /// The public port once started.
     public var port: UInt16 { server?.port ?? 0 }
@@ -61,12 +62,24 @@ public final class Application: @unchecked Sendable {
             group.shutdown()
             throw error
         }
-        let directus = DirectusClient(transport: upstream, timeout: Double(config.directus.timeoutMs) / 1000)
+        let metrics = Metrics()
+        let breaker = CircuitBreaker(threshold: config.circuitBreaker.failures, openSeconds: TimeInterval(config.circuitBreaker.openSeconds))
+        let guarded = GuardedTransport(inner: upstream, breaker: breaker, metrics: metrics)
+        let directus = DirectusClient(transport: guarded, timeout: Double(config.directus.timeoutMs) / 1000)
         let sessions = SessionManager(store: sessionStore, directus: directus, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
                                       maxTTL: TimeInterval(config.sessions.maxTTLSeconds))
-        let gateway = Gateway(config: config, directus: directus, sessions: sessions, log: log)
+        let rateLimits = RateLimits(config.rateLimits, metrics: metrics)
+        let gateway = Gateway(config: config, directus: directus, sessions: sessions, log: log, metrics: metrics,
+                              rateLimits: rateLimits, breaker: breaker)
         let app = Application(config: config, gateway: gateway, group: group, log: log)
         app.closeStore = close
+        app.rateLimits = rateLimits
+        metrics.gauge("postern_active_sessions", help: "Sessions in the session store.") { Double(sessions.activeSessions) }
+        metrics.gauge("postern_circuit_state", help: "Upstream circuit: 0 closed, 1 open, 2 half-open.") { Double(breaker.state.rawValue) }
+        metrics.gauge("postern_requests_in_flight", help: "Requests being handled.") { [weak app] in Double(app?.server?.inFlight ?? 0) }
+        metrics.gauge("postern_open_connections", help: "Client connections open on the public listener.") { [weak app] in
+            Double(app?.server?.openConnections ?? 0)
+        }
         return app
     }
 
@@ -137,11 +150,13 @@ public final class Application: @unchecked Sendable {
         let timer = DispatchSource.makeTimerSource(queue: maintenanceQueue)
         var ticks = 0
         let sessions = self.sessions
+        let rateLimits = self.rateLimits
         timer.schedule(deadline: .now() + 15, repeating: 15)
         timer.setEventHandler {
             sessions.flush()
             ticks += 1
             if ticks % 40 == 1 { sessions.purgeExpired() }
+            if ticks % 4 == 0 { rateLimits?.prune() }
         }
         timer.resume()
         maintenance = timer

@@ -6,22 +6,32 @@ public final class Gateway: Sendable {
     private let router: Router
     private let adminRouter: Router
     private let cors: CORSPolicy
+    /// The metrics registry (rendered on the admin port's `/metrics`).
+    public let metrics: Metrics
+    private let trustedProxies: Set<String>
+    /// Longest accepted request target (path and query), in bytes.
+    static let maxTargetBytes = 8192
     private let log: AccessLog
     /// The session manager (for maintenance timers and metrics).
     public let sessions: SessionManager
     private let directus: DirectusClient
 
-    /// Builds the pipeline.
-    public init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog) {
+    /// Builds the pipeline. `metrics` and `rateLimits` are process-wide (shared by every loop).
+    public init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog,
+                metrics: Metrics = Metrics(), rateLimits: RateLimits? = nil, breaker: CircuitBreaker? = nil) {
         self.sessions = sessions
         self.directus = directus
         self.log = log
+        self.metrics = metrics
+        let rateLimits = rateLimits ?? RateLimits(config.rateLimits, metrics: metrics)
+        trustedProxies = Set(config.rateLimits.trustedProxies)
         cors = CORSPolicy(config.cors)
         let items = ItemGateway(directus: directus, sessions: sessions)
         let limit = BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes)
-        let optionalAuth = AuthenticationMiddleware(sessions: sessions, required: false)
-        let requiredAuth = AuthenticationMiddleware(sessions: sessions, required: true)
-        let users = UserHandlers(directus: directus, sessions: sessions, registerEndpoint: config.directus.registration == "register")
+        let optionalAuth = AuthenticationMiddleware(sessions: sessions, required: false, rateLimits: rateLimits)
+        let requiredAuth = AuthenticationMiddleware(sessions: sessions, required: true, rateLimits: rateLimits)
+        let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
+                                 registerEndpoint: config.directus.registration == "register")
 
         func endpoint(_ stages: [any Middleware], _ body: @escaping @Sendable (HTTPRequest, RequestContext) async throws(GatewayError) -> HTTPResponse) -> any Responder {
             stages.wrapping(ClosureResponder(body))
@@ -30,11 +40,19 @@ public final class Gateway: Sendable {
         let operations = [
             Route("/healthz", methods: [(.get, ClosureResponder { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
             Route("/readyz", methods: [(.get, ClosureResponder { [directus] _, context throws(GatewayError) in
-                guard await directus.ping(context: context.call) else { throw .upstreamUnavailable("/server/ping failed") }
+                // Ready when Directus answers its ping and the circuit is closed (the ping is the probe when half-open).
+                guard await directus.ping(context: context.call), breaker?.state ?? .closed == .closed else {
+                    throw .upstreamUnavailable("/server/ping failed or circuit open")
+                }
                 return .json(200, .object([("status", .string("ready"))]))
             })]),
         ]
-        adminRouter = Router(routes: operations)
+        adminRouter = Router(routes: operations + [
+            Route("/metrics", methods: [(.get, ClosureResponder { [metrics] _, _ in
+                HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+                             body: Data(metrics.render().utf8))
+            })]),
+        ])
         var routes: [Route] = operations + [
             Route("/api/v1/user/login", methods: [(.post, endpoint([limit], users.login))]),
             Route("/api/v1/user/refresh", methods: [(.post, endpoint([limit], users.refresh))]),
@@ -90,18 +108,31 @@ public final class Gateway: Sendable {
     }
 
     private func handle(_ request: HTTPRequest, router: Router) async -> HTTPResponse {
-        var context = RequestContext(requestID: Gateway.requestID(request.headers["X-Request-Id"]), clientIP: request.remoteAddress)
+        var context = RequestContext(requestID: Gateway.requestID(request.headers["X-Request-Id"]), clientIP: clientIP(request))
         var response: HTTPResponse
-        if cors.isPreflight(request) {
+        let upstreamTime = UpstreamTime()
+        if request.path.utf8.count + request.query.utf8.count > Gateway.maxTargetBytes {
+            response = ErrorRenderer.render(GatewayError(status: 414, code: "uri_too_long", message: "request target too long"),
+                                            context: context)
+        } else if cors.isPreflight(request) {
             response = cors.preflight(request)
         } else if let match = router.match(path: request.path) {
             context.routePattern = match.route.pattern
             context.resourceName = match.route.resource
             context.itemID = match.id
             if let responder = match.route.responder(for: request.method) {
-                do {
-                    response = try await responder.respond(to: request, context: context)
-                } catch {
+                let ctx = context
+                let outcome = await UpstreamTime.$current.withValue(upstreamTime) { () async -> Result<HTTPResponse, GatewayError> in
+                    do throws(GatewayError) {
+                        return .success(try await responder.respond(to: request, context: ctx))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                switch outcome {
+                case .success(let answer):
+                    response = answer
+                case .failure(let error):
                     response = ErrorRenderer.render(error, context: context)
                     log.error(error, context: context)
                 }
@@ -115,8 +146,29 @@ public final class Gateway: Sendable {
         response.headers.set("X-Request-Id", context.requestID)
         response.headers.set("X-Content-Type-Options", "nosniff")
         if request.path.hasPrefix("/api/") { response.headers.set("Cache-Control", "no-store") }
-        log.access(request, response, context: context)
+        let elapsed = ContinuousClock.now - context.startedAt
+        metrics.request(route: context.routePattern, method: Gateway.methodLabel(request.method), status: response.status,
+                        seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        log.access(request, response, context: context, upstreamSeconds: upstreamTime.seconds)
         return response
+    }
+
+    /// The client's address: the socket peer, or — only when the peer is a trusted proxy — the last
+    /// `X-Forwarded-For` entry that is not itself a trusted proxy.
+    func clientIP(_ request: HTTPRequest) -> String {
+        let peer = request.remoteAddress
+        guard trustedProxies.contains(peer), let forwarded = request.headers["X-Forwarded-For"] else { return peer }
+        let hops = forwarded.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        for hop in hops.reversed() where !trustedProxies.contains(hop) {
+            return PosternConfig.isIPAddress(hop) ? hop : peer
+        }
+        return hops.first ?? peer
+    }
+
+    /// A bounded method label for metrics.
+    static func methodLabel(_ method: HTTPMethod) -> String {
+        if case .other = method { return "OTHER" }
+        return method.description
     }
 
     /// The client's request id when it is safe (`[A-Za-z0-9._-]{1,128}`), else a new one.

@@ -4,6 +4,7 @@ import Foundation
 struct UserHandlers: Sendable {
     let directus: DirectusClient
     let sessions: SessionManager
+    let rateLimits: RateLimits
     /// Register through `/users/register` instead of a public create on `/users`.
     let registerEndpoint: Bool
 
@@ -12,7 +13,17 @@ struct UserHandlers: Sendable {
         let body = try UserHandlers.object(request.body)
         let email = try UserHandlers.string(body, ["email", "username"], name: "email")
         let password = try UserHandlers.string(body, ["password"], name: "password")
-        return try await signIn(email: email, password: password, context: context)
+        // The attempt takes its tokens before the upstream call, so parallel guesses are counted; a
+        // success (or a failure that is not a wrong guess) gives them back.
+        let claim = try rateLimits.claimLogin(ip: context.clientIP, email: email)
+        do {
+            let response = try await signIn(email: email, password: password, context: context)
+            rateLimits.release(claim)
+            return response
+        } catch {
+            if error.code != "invalid_credentials" { rateLimits.release(claim) }
+            throw error
+        }
     }
 
     /// `POST /api/v1/user/refresh` → 200 with a new token pair; the old pair is dead.
@@ -28,6 +39,7 @@ struct UserHandlers: Sendable {
         let body = try UserHandlers.object(request.body)
         let email = try UserHandlers.string(body, ["email"], name: "email")
         let password = try UserHandlers.string(body, ["password"], name: "password")
+        try rateLimits.claimRegistration(ip: context.clientIP)
         do {
             try await directus.register(email: email, password: password, viaRegisterEndpoint: registerEndpoint, context: context.call)
         } catch {

@@ -77,6 +77,8 @@ public struct RateLimitsConfig: Sendable, Equatable {
     public var failedLoginsPerEmailPerDay = 20
     /// Registrations per client IP per minute.
     public var registrationsPerIPPerMinute = 10
+    /// API requests per Postern token per minute (0: no limit).
+    public var requestsPerTokenPerMinute = 0
     /// Peers whose `X-Forwarded-For` is trusted (IPs).
     public var trustedProxies: [String] = []
     /// The defaults.

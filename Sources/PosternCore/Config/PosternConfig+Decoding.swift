@@ -11,7 +11,8 @@ enum ConfigKeys {
     static let limits = ["max_body_bytes", "inactivity_timeout_s", "shutdown_grace_s"]
     /// `rate_limits`.
     static let rateLimits = ["failed_logins_per_ip_per_min", "failed_logins_per_email_per_min",
-                             "failed_logins_per_email_per_day", "registrations_per_ip_per_min", "trusted_proxies"]
+                             "failed_logins_per_email_per_day", "registrations_per_ip_per_min", "requests_per_token_per_min",
+                             "trusted_proxies"]
     /// `cors`.
     static let cors = ["allowed_origins", "allow_credentials", "max_age_s"]
     /// `circuit_breaker`.
@@ -69,6 +70,9 @@ extension PosternConfig {
             }
             if let v = reader.int(o, "registrations_per_ip_per_min", at: p, rule: .nonNegative) {
                 config.rateLimits.registrationsPerIPPerMinute = v
+            }
+            if let v = reader.int(o, "requests_per_token_per_min", at: p, rule: .nonNegative) {
+                config.rateLimits.requestsPerTokenPerMinute = v
             }
             if let v = reader.strings(o, "trusted_proxies", at: p) { config.rateLimits.trustedProxies = v }
         }

@@ -66,6 +66,9 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Requests being handled right now, over all loops.
     public var inFlight: Int { workers.reduce(0) { $0 + $1.inFlight } }
+
+    /// Client connections that sent at least one request and are still open, over all loops.
+    public var openConnections: Int { workers.reduce(0) { $0 + $1.openConnections } }
 }
 
 /// One evhttp on one loop.
@@ -80,6 +83,9 @@ final class ServerWorker: @unchecked Sendable {
     private var freed = false
     private let counter = NSLock()
     private var inFlightCount = 0
+    private var connectionCount = 0
+    /// Connections seen on this loop (loop thread only), to count them and notice their close.
+    private var connections = Set<OpaquePointer>()
 
     init(loop: EventLoop, handler: @escaping HTTPHandler, limits: ServerLimits) {
         self.loop = loop
@@ -91,6 +97,29 @@ final class ServerWorker: @unchecked Sendable {
         counter.lock()
         defer { counter.unlock() }
         return inFlightCount
+    }
+
+    var openConnections: Int {
+        counter.lock()
+        defer { counter.unlock() }
+        return connectionCount
+    }
+
+    /// Starts tracking a connection on its first request (loop thread).
+    private func track(_ req: OpaquePointer) {
+        guard let conn = evhttp_request_get_connection(req), !connections.contains(conn) else { return }
+        connections.insert(conn)
+        counter.withLock { connectionCount += 1 }
+        // The worker outlives its evhttp and every connection of it, so the unretained pointer is valid.
+        evhttp_connection_set_closecb(conn, { conn, arg in
+            guard let conn, let arg else { return }
+            Unmanaged<ServerWorker>.fromOpaque(arg).takeUnretainedValue().untrack(conn)
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    private func untrack(_ conn: OpaquePointer) {
+        guard connections.remove(conn) != nil else { return }
+        counter.withLock { connectionCount -= 1 }
     }
 
     private func adjustInFlight(_ delta: Int) {
@@ -138,12 +167,42 @@ final class ServerWorker: @unchecked Sendable {
         }
         self.http = http
         self.listener = listener
+        // Out of file descriptors, accept() fails at once and the listening socket stays readable:
+        // without this the loop would spin. Back off instead (the callback's argument is evhttp's, so the
+        // worker is found by its listener).
+        ServerWorker.byListener.withLock { $0[listener] = Unmanaged.passUnretained(self) }
+        evconnlistener_set_error_cb(listener) { listener, _ in
+            guard let listener, let worker = ServerWorker.byListener.withLock({ $0[listener] }) else { return }
+            worker.takeUnretainedValue().acceptFailed(errno: errno)
+        }
         return .success(SocketAddress.localPort(of: evconnlistener_get_fd(listener)))
+    }
+
+    /// Listener → worker, for the accept-error callback (whose argument belongs to evhttp).
+    private static let byListener = LockedBox<[OpaquePointer: Unmanaged<ServerWorker>]>([:])
+    private var acceptBackoff: EventLoop.Timer?
+    private var accepting = true
+    /// accept() failures seen (e.g. out of file descriptors).
+    private(set) var acceptErrors = 0
+
+    /// Pauses accepting for a moment after an accept() error, then resumes (loop thread).
+    private func acceptFailed(errno code: Int32) {
+        acceptErrors += 1
+        guard let listener, acceptBackoff == nil else { return }
+        evconnlistener_disable(listener)
+        acceptBackoff = EventLoop.Timer(loop: loop, seconds: 0.25) { [weak self] in
+            guard let self else { return }
+            self.acceptBackoff = nil
+            if self.accepting, let listener = self.listener { evconnlistener_enable(listener) }
+        }
     }
 
     /// Stops accepting new connections (existing keep-alive connections finish their requests).
     func stopAccepting() {
         _ = loop.runAndWait { () -> Bool in
+            self.accepting = false
+            self.acceptBackoff?.cancel()
+            self.acceptBackoff = nil
             if let listener = self.listener { evconnlistener_disable(listener) }
             return true
         }
@@ -152,6 +211,9 @@ final class ServerWorker: @unchecked Sendable {
     /// Frees the evhttp (and with it the listener and every connection).
     func free() {
         _ = loop.runAndWait { () -> Bool in
+            if let listener = self.listener { _ = ServerWorker.byListener.withLock { $0.removeValue(forKey: listener) } }
+            self.acceptBackoff?.cancel()
+            self.acceptBackoff = nil
             if let http = self.http { evhttp_free(http) }
             self.http = nil
             self.freed = true
@@ -164,6 +226,7 @@ final class ServerWorker: @unchecked Sendable {
 
     /// Turns the evhttp request into a value and starts its handler on this loop.
     private func accept(_ req: OpaquePointer) {
+        track(req)
         let request = ServerWorker.makeRequest(req)
         let pending = PendingReply(raw: req)
         adjustInFlight(1)
@@ -276,6 +339,21 @@ extension EventLoop {
 struct UncheckedSendable<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
+}
+
+/// A value behind a lock.
+final class LockedBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: T
+
+    init(_ value: T) { self.value = value }
+
+    /// Runs `body` with exclusive access to the value.
+    func withLock<R>(_ body: (inout T) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
 }
 
 private final class ResultBox<T>: @unchecked Sendable {

@@ -190,7 +190,11 @@ final class UpstreamConnection: @unchecked Sendable {
     }
 
     func free() {
-        if let evcon { evhttp_connection_free(evcon) }
+        if let evcon {
+            // Detach the close callback first: it must not run against an object being torn down.
+            evhttp_connection_set_closecb(evcon, nil, nil)
+            evhttp_connection_free(evcon)
+        }
         evcon = nil
     }
 

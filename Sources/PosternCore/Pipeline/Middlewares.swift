@@ -19,18 +19,22 @@ public struct BodyLimitMiddleware: Middleware {
 public struct AuthenticationMiddleware: Middleware {
     let sessions: SessionManager
     let required: Bool
+    let rateLimits: RateLimits
 
     /// Creates the stage.
-    public init(sessions: SessionManager, required: Bool) {
+    public init(sessions: SessionManager, required: Bool, rateLimits: RateLimits) {
         self.sessions = sessions
         self.required = required
+        self.rateLimits = rateLimits
     }
 
     /// Authenticates, then calls `next`.
     public func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
         var context = context
         if let token = AuthenticationMiddleware.bearer(request.headers["Authorization"]) {
-            context.session = try sessions.authenticate(token: token)
+            let session = try sessions.authenticate(token: token)
+            try rateLimits.claimRequest(sessionID: session.id)
+            context.session = session
         } else if required {
             throw .unauthorized("missing bearer token")
         }

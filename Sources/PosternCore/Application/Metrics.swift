@@ -1,0 +1,132 @@
+import Foundation
+
+/// Process-wide counters and histograms, rendered in the Prometheus text format on the admin port.
+/// Labels are route patterns and fixed words, never raw paths, so the label set cannot explode.
+public final class Metrics: @unchecked Sendable {
+    /// Histogram bucket bounds in seconds.
+    static let buckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    private struct Histogram {
+        var counts = [Int](repeating: 0, count: Metrics.buckets.count)
+        var sum: Double = 0
+        var count = 0
+
+        mutating func observe(_ seconds: Double) {
+            if let i = Metrics.buckets.firstIndex(where: { seconds <= $0 }) { counts[i] += 1 }
+            sum += seconds
+            count += 1
+        }
+    }
+
+    private struct RequestKey: Hashable {
+        let route: String
+        let method: String
+        let status: Int
+    }
+
+    private let lock = NSLock()
+    private var requests: [RequestKey: Int] = [:]
+    private var requestLatency: [String: Histogram] = [:]
+    private var upstreamLatency: [String: Histogram] = [:]
+    private var upstreamErrors: [String: Int] = [:]
+    private var rateLimits: [String: Int] = [:]
+    /// Gauges read at scrape time.
+    private var gauges: [(name: String, help: String, read: @Sendable () -> Double)] = []
+
+    /// An empty registry.
+    public init() {}
+
+    /// Records a finished request.
+    func request(route: String, method: String, status: Int, seconds: Double) {
+        lock.withLock {
+            requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
+            requestLatency[route, default: Histogram()].observe(seconds)
+        }
+    }
+
+    /// Records an upstream call that got an HTTP answer.
+    func upstream(method: String, seconds: Double) {
+        lock.withLock { upstreamLatency[method, default: Histogram()].observe(seconds) }
+    }
+
+    /// Records an upstream failure by kind (`unreachable`, `timeout`, `closed`, `bad_response`, `circuit_open`).
+    func upstreamError(_ kind: String) {
+        lock.withLock { upstreamErrors[kind, default: 0] += 1 }
+    }
+
+    /// Records a rate-limit rejection by limit name.
+    func rateLimited(_ limit: String) {
+        lock.withLock { rateLimits[limit, default: 0] += 1 }
+    }
+
+    /// Registers a gauge read at scrape time (set up once at start).
+    func gauge(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
+        lock.withLock { gauges.append((name, help, read)) }
+    }
+
+    /// The Prometheus text exposition (version 0.0.4).
+    public func render() -> String {
+        let (requests, requestLatency, upstreamLatency, upstreamErrors, rateLimits, gauges) = lock.withLock {
+            (self.requests, self.requestLatency, self.upstreamLatency, self.upstreamErrors, self.rateLimits, self.gauges)
+        }
+        var out = ""
+        out += "# HELP postern_requests_total Requests answered, by route pattern, method and status.\n"
+        out += "# TYPE postern_requests_total counter\n"
+        for (key, count) in requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
+            out += "postern_requests_total{route=\"\(Metrics.escape(key.route))\",method=\"\(key.method)\",status=\"\(key.status)\"} \(count)\n"
+        }
+        out += histogram("postern_request_duration_seconds", "Request latency, by route pattern.", label: "route", requestLatency)
+        out += histogram("postern_upstream_duration_seconds", "Directus call latency, by method.", label: "method", upstreamLatency)
+        out += "# HELP postern_upstream_errors_total Directus calls that got no usable HTTP answer, by kind.\n"
+        out += "# TYPE postern_upstream_errors_total counter\n"
+        for kind in ["unreachable", "timeout", "closed", "bad_response", "circuit_open"] {
+            out += "postern_upstream_errors_total{kind=\"\(kind)\"} \(upstreamErrors[kind] ?? 0)\n"
+        }
+        out += "# HELP postern_rate_limited_total Requests refused by a rate limit, by limit.\n"
+        out += "# TYPE postern_rate_limited_total counter\n"
+        for limit in ["login_ip", "login_email", "login_email_day", "registration_ip", "token"] {
+            out += "postern_rate_limited_total{limit=\"\(limit)\"} \(rateLimits[limit] ?? 0)\n"
+        }
+        for gauge in gauges {
+            out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(Metrics.number(gauge.read()))\n"
+        }
+        return out
+    }
+
+    private func histogram(_ name: String, _ help: String, label: String, _ series: [String: Histogram]) -> String {
+        var out = "# HELP \(name) \(help)\n# TYPE \(name) histogram\n"
+        for (value, h) in series.sorted(by: { $0.key < $1.key }) {
+            let l = "\(label)=\"\(Metrics.escape(value))\""
+            var cumulative = 0
+            for (i, bound) in Metrics.buckets.enumerated() {
+                cumulative += h.counts[i]
+                out += "\(name)_bucket{\(l),le=\"\(Metrics.number(bound))\"} \(cumulative)\n"
+            }
+            out += "\(name)_bucket{\(l),le=\"+Inf\"} \(h.count)\n"
+            out += "\(name)_sum{\(l)} \(Metrics.number(h.sum))\n"
+            out += "\(name)_count{\(l)} \(h.count)\n"
+        }
+        return out
+    }
+
+    private static func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    private static func number(_ d: Double) -> String {
+        d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)
+    }
+}
+
+/// Upstream time spent on behalf of the current request (read by the access log), carried as a task local.
+final class UpstreamTime: @unchecked Sendable {
+    private let lock = NSLock()
+    private var total: Double = 0
+
+    /// Time spent in the current request's upstream calls.
+    @TaskLocal static var current: UpstreamTime?
+
+    func add(_ seconds: Double) { lock.withLock { total += seconds } }
+    var seconds: Double { lock.withLock { total } }
+}

@@ -1,0 +1,113 @@
+import Foundation
+
+/// A process-wide circuit breaker (DESIGN §3.2): after `threshold` consecutive connection failures or
+/// timeouts it opens, and calls fail fast with 503 without reaching Directus; after `openSeconds` one
+/// probe is let through, and its success closes the circuit again.
+public final class CircuitBreaker: @unchecked Sendable {
+    /// The breaker's state.
+    public enum State: Int, Sendable {
+        case closed = 0, open = 1, halfOpen = 2
+    }
+
+    private let threshold: Int
+    private let openSeconds: TimeInterval
+    private let clock: @Sendable () -> TimeInterval
+    private let lock = NSLock()
+    private var failures = 0
+    private var openedAt: TimeInterval?
+    private var probing = false
+
+    /// Creates a closed breaker.
+    public init(threshold: Int, openSeconds: TimeInterval,
+                clock: @escaping @Sendable () -> TimeInterval = { ProcessInfo.processInfo.systemUptime }) {
+        self.threshold = threshold
+        self.openSeconds = openSeconds
+        self.clock = clock
+    }
+
+    /// The current state.
+    public var state: State {
+        lock.withLock {
+            guard let openedAt else { return .closed }
+            return probing || clock() - openedAt >= openSeconds ? .halfOpen : .open
+        }
+    }
+
+    /// May a call go upstream now? In the open state no; after the open period exactly one probe may.
+    func allow() -> Bool {
+        lock.withLock {
+            guard let openedAt else { return true }
+            if probing || clock() - openedAt < openSeconds { return false }
+            probing = true
+            return true
+        }
+    }
+
+    /// Records a call that got an HTTP answer (any status): the upstream is reachable.
+    func succeeded() {
+        lock.withLock {
+            failures = 0
+            openedAt = nil
+            probing = false
+        }
+    }
+
+    /// Records a connection failure or timeout.
+    func failed() {
+        lock.withLock {
+            failures += 1
+            if probing || failures >= threshold {
+                openedAt = clock()
+                probing = false
+            }
+        }
+    }
+
+    /// Records a call that ended without telling anything about reachability (e.g. the peer hung up).
+    func inconclusive() {
+        lock.withLock { if probing { probing = false; openedAt = clock() } }
+    }
+}
+
+/// Wraps the real transport with the circuit breaker and the upstream metrics.
+struct GuardedTransport: UpstreamTransport {
+    let inner: any UpstreamTransport
+    let breaker: CircuitBreaker
+    let metrics: Metrics
+
+    func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
+        guard breaker.allow() else {
+            metrics.upstreamError("circuit_open")
+            throw .unreachable("circuit open")
+        }
+        let start = ContinuousClock.now
+        defer {
+            let elapsed = ContinuousClock.now - start
+            UpstreamTime.current?.add(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        }
+        do {
+            let response = try await inner.send(request, timeout: timeout)
+            breaker.succeeded()
+            let elapsed = ContinuousClock.now - start
+            metrics.upstream(method: request.method.description,
+                             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            return response
+        } catch {
+            switch error {
+            case .unreachable:
+                breaker.failed()
+                metrics.upstreamError("unreachable")
+            case .timeout:
+                breaker.failed()
+                metrics.upstreamError("timeout")
+            case .closed:
+                breaker.inconclusive()
+                metrics.upstreamError("closed")
+            case .badResponse:
+                breaker.succeeded()
+                metrics.upstreamError("bad_response")
+            }
+            throw error
+        }
+    }
+}
