@@ -35,7 +35,7 @@ public final class AccessLog: @unchecked Sendable {
     }
 
     /// A line for a finished request.
-    func access(_ request: HTTPRequest, _ response: HTTPResponse, context: RequestContext, upstreamSeconds: Double) {
+    func access(_ request: HTTPRequest, _ response: HTTPResponse, context: RequestContext, trace: RequestTrace) {
         guard level.rawValue <= Level.info.rawValue else { return }
         let micros = (ContinuousClock.now - context.startedAt).components
         let ms = Double(micros.seconds) * 1000 + Double(micros.attoseconds) / 1e15
@@ -44,9 +44,9 @@ public final class AccessLog: @unchecked Sendable {
             ("request_id", .string(context.requestID)), ("method", .string(request.method.description)),
             ("route", .string(context.routePattern)), ("status", .int(Int64(response.status))),
             ("duration_ms", .double((ms * 1000).rounded() / 1000)),
-            ("upstream_ms", .double((upstreamSeconds * 1_000_000).rounded() / 1000)), ("client_ip", .string(context.clientIP)),
+            ("upstream_ms", .double((trace.upstreamSeconds * 1_000_000).rounded() / 1000)), ("client_ip", .string(context.clientIP)),
         ]
-        if let user = context.session?.userID { members.append(("user_id", .string(user))) }
+        if let user = trace.userID { members.append(("user_id", .string(user))) }
         write(.object(members))
     }
 

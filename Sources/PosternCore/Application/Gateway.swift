@@ -110,19 +110,22 @@ public final class Gateway: Sendable {
     private func handle(_ request: HTTPRequest, router: Router) async -> HTTPResponse {
         var context = RequestContext(requestID: Gateway.requestID(request.headers["X-Request-Id"]), clientIP: clientIP(request))
         var response: HTTPResponse
-        let upstreamTime = UpstreamTime()
+        let trace = RequestTrace()
+        let match = router.match(path: request.path)
+        if let match {
+            context.routePattern = match.route.pattern
+            context.resourceName = match.route.resource
+            context.itemID = match.id
+        }
         if request.path.utf8.count + request.query.utf8.count > Gateway.maxTargetBytes {
             response = ErrorRenderer.render(GatewayError(status: 414, code: "uri_too_long", message: "request target too long"),
                                             context: context)
         } else if cors.isPreflight(request) {
             response = cors.preflight(request)
-        } else if let match = router.match(path: request.path) {
-            context.routePattern = match.route.pattern
-            context.resourceName = match.route.resource
-            context.itemID = match.id
+        } else if let match {
             if let responder = match.route.responder(for: request.method) {
                 let ctx = context
-                let outcome = await UpstreamTime.$current.withValue(upstreamTime) { () async -> Result<HTTPResponse, GatewayError> in
+                let outcome = await RequestTrace.$current.withValue(trace) { () async -> Result<HTTPResponse, GatewayError> in
                     do throws(GatewayError) {
                         return .success(try await responder.respond(to: request, context: ctx))
                     } catch {
@@ -149,7 +152,7 @@ public final class Gateway: Sendable {
         let elapsed = ContinuousClock.now - context.startedAt
         metrics.request(route: context.routePattern, method: Gateway.methodLabel(request.method), status: response.status,
                         seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-        log.access(request, response, context: context, upstreamSeconds: upstreamTime.seconds)
+        log.access(request, response, context: context, trace: trace)
         return response
     }
 

@@ -119,14 +119,23 @@ public final class Metrics: @unchecked Sendable {
     }
 }
 
-/// Upstream time spent on behalf of the current request (read by the access log), carried as a task local.
-final class UpstreamTime: @unchecked Sendable {
+/// What the stages learn about a request that the access log needs afterwards (upstream time, user),
+/// carried as a task local because the transport and the stages only see their own values.
+final class RequestTrace: @unchecked Sendable {
     private let lock = NSLock()
-    private var total: Double = 0
+    private var upstream: Double = 0
+    private var user: String?
 
-    /// Time spent in the current request's upstream calls.
-    @TaskLocal static var current: UpstreamTime?
+    /// The trace of the request being handled.
+    @TaskLocal static var current: RequestTrace?
 
-    func add(_ seconds: Double) { lock.withLock { total += seconds } }
-    var seconds: Double { lock.withLock { total } }
+    /// Adds time spent in an upstream call.
+    func addUpstream(_ seconds: Double) { lock.withLock { upstream += seconds } }
+    /// Time spent in upstream calls.
+    var upstreamSeconds: Double { lock.withLock { upstream } }
+    /// The authenticated user id, once known.
+    var userID: String? {
+        get { lock.withLock { user } }
+        set { lock.withLock { user = newValue } }
+    }
 }

@@ -35,6 +35,7 @@ public struct AuthenticationMiddleware: Middleware {
             let session = try sessions.authenticate(token: token)
             try rateLimits.claimRequest(sessionID: session.id)
             context.session = session
+            RequestTrace.current?.userID = session.userID
         } else if required {
             throw .unauthorized("missing bearer token")
         }

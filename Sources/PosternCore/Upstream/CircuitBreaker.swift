@@ -83,7 +83,7 @@ struct GuardedTransport: UpstreamTransport {
         let start = ContinuousClock.now
         defer {
             let elapsed = ContinuousClock.now - start
-            UpstreamTime.current?.add(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            RequestTrace.current?.addUpstream(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
         }
         do {
             let response = try await inner.send(request, timeout: timeout)
