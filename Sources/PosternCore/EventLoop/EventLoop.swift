@@ -62,6 +62,11 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     }
 
     private var loopThread: pthread_t?
+    private let runningState = NSLock()
+    private var running = false
+
+    /// True while the loop's thread runs `event_base_loop`.
+    var isRunning: Bool { runningState.withLock { running } }
 
     /// The loop whose thread is running this code, if any.
     public static var current: EventLoop? {
@@ -77,11 +82,13 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
 
     private func runOnThisThread() {
         loopThread = pthread_self()
+        runningState.withLock { running = true }
         // The loop outlives its thread (the thread holds a retained reference while it runs).
         pthread_setspecific(EventLoop.currentKey, Unmanaged.passUnretained(self).toOpaque())
         started.signal()
         event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
         drain()
+        runningState.withLock { running = false }
         finished.signal()
     }
 
@@ -106,6 +113,12 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
         closures.append(body)
         lock.unlock()
         event_active(wake, 0, 0)
+    }
+
+    /// Runs `body` on the loop thread, or inline when already there or when the loop no longer runs
+    /// (then no other thread touches the base). For tearing down libevent objects from any thread.
+    func executeOrRunIfStopped(_ body: @escaping @Sendable () -> Void) {
+        if inLoop || !isRunning { body() } else { execute(body) }
     }
 
     /// Runs `body` on the loop thread, inline when already there.
@@ -174,7 +187,8 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
         private func fire() {
             if let event { event_free(event) }
             event = nil
-            action()
+            let action = self.action
+            action()  // may release this timer: nothing of `self` is touched after it
         }
 
         /// Disarms the timer (no-op after it fired).

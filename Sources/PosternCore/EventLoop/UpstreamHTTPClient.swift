@@ -164,6 +164,8 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
 /// One `evhttp_connection` (one request at a time).
 final class UpstreamConnection: @unchecked Sendable {
     private(set) var evcon: OpaquePointer?
+    /// Kept so the base outlives the connection, and so teardown happens on the loop's thread.
+    private let loop: EventLoop
     /// Requests completed on this connection (0 = fresh).
     var completed = 0
     /// Set by the close callback: the TCP connection was established and is now closed.
@@ -172,6 +174,7 @@ final class UpstreamConnection: @unchecked Sendable {
     var wasConnected = false
 
     init(loop: EventLoop, endpoint: UpstreamEndpoint, tls: TLSClientContext?) {
+        self.loop = loop
         if let tls, let bev = tls.makeBufferevent(base: loop.base, host: endpoint.host) {
             evcon = evhttp_connection_base_bufferevent_new(loop.base, loop.dns, bev, endpoint.host, endpoint.port)
         } else if tls == nil {
@@ -189,16 +192,25 @@ final class UpstreamConnection: @unchecked Sendable {
         }, Unmanaged.passUnretained(self).toOpaque())
     }
 
+    /// Frees the connection now (call on the loop thread).
     func free() {
-        if let evcon {
-            // Detach the close callback first: it must not run against an object being torn down.
-            evhttp_connection_set_closecb(evcon, nil, nil)
-            evhttp_connection_free(evcon)
-        }
+        if let evcon { UpstreamConnection.release(evcon) }
         evcon = nil
     }
 
-    deinit { free() }
+    private static func release(_ evcon: OpaquePointer) {
+        // Detach the close callback first: it must not run against an object being torn down.
+        evhttp_connection_set_closecb(evcon, nil, nil)
+        evhttp_connection_free(evcon)
+    }
+
+    deinit {
+        // The last reference may go away on any thread (e.g. a test's transport released early):
+        // libevent objects are only ever freed on their loop's thread, or once that loop has stopped.
+        guard let evcon else { return }
+        let handle = UncheckedSendable(evcon)
+        loop.executeOrRunIfStopped { UpstreamConnection.release(handle.value) }
+    }
 }
 
 /// One request in flight: owns the continuation, resumed exactly once by the response or the timer.
@@ -261,6 +273,7 @@ private final class UpstreamCall {
     }
 
     private func timedOut(_ arg: UnsafeMutableRawPointer) {
+        timer = nil  // it fired; dropping it breaks the call → timer → closure → call cycle
         guard continuation != nil else { return }
         // Freeing the connection drops its queued request without running the callback,
         // so the retained reference from start() is released here instead.
