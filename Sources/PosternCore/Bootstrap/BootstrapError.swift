@@ -77,8 +77,8 @@ public struct BootstrapReport: Sendable, Equatable {
     public var summary: String {
         let created = steps.filter { $0.outcome == .created }.count
         let updated = steps.filter { $0.outcome == .updated }.count
-        if created + updated == 0 { return "bootstrap done: Directus \(version) already set up, nothing changed" }
-        return "bootstrap done: Directus \(version), \(created) created, \(updated) updated, "
+        if created + updated == 0 { return "done: Directus \(version) already set up, nothing changed" }
+        return "done: Directus \(version), \(created) created, \(updated) updated, "
             + "\(steps.count - created - updated) already in place (role \(roleID), policy \(policyID))"
     }
 }

@@ -113,12 +113,9 @@ public struct DirectusBootstrap: Sendable {
             } catch {
                 problem = Admin.translate(error, step: "health check", url: url)
             }
-            let mapped: BootstrapError
-            switch problem {
-            case .unreachable: mapped = problem
-            case .step(_, let reason): mapped = .unhealthy(url: url, status: reason)
-            default: mapped = problem
-            }
+            // A non-2xx health answer (e.g. 503 while the database or uploads are not ready) is "unhealthy".
+            var mapped = problem
+            if case .step(_, let reason) = problem { mapped = .unhealthy(url: url, status: reason) }
             if case .credentialsRejected = mapped { throw mapped }
             if Date() >= deadline { throw mapped }
             if !waiting {
@@ -251,9 +248,13 @@ public struct DirectusBootstrap: Sendable {
 
 /// The admin's calls: each answer's `data`, or a `BootstrapError` naming the step.
 private struct Admin: Sendable {
+    /// The client every call goes through.
     let client: DirectusClient
+    /// The admin's access or static token.
     let token: String
+    /// Request id and forwarded address of every call.
     let context: CallContext
+    /// The Directus base URL, for messages.
     let url: String
 
     /// Sends one call and returns its `data` (nil for an empty answer).
