@@ -175,6 +175,37 @@ final class BootstrapLines: @unchecked Sendable {
                                        context: CallContext(requestID: "t", clientIP: "127.0.0.1")).accessToken
     }
 
+    @Test func existingCollectionGetsItsMissingFields() async throws {
+        let standIn = Self.fresh()
+        let token = try #require(await Self.adminToken(standIn))
+        let made = standIn.handle(HTTPRequest(method: .post, target: "/collections",
+                                              headers: ["Authorization": "Bearer \(token)", "Content-Type": "application/json"],
+                                              body: Data(#"{"collection":"posts","schema":{},"fields":[{"field":"title","type":"string"}]}"#.utf8)))
+        #expect(made.status == 200)
+        standIn.clearReceived()
+        let report = try await Self.bootstrap(standIn).run()
+        let writes = Self.writes(standIn).map { "\($0.method) \($0.path)" }
+        #expect(Array(writes.prefix(5)) == Array(repeating: "POST /fields/posts", count: 5))
+        #expect(Self.writes(standIn).prefix(5).compactMap { Self.body($0)?["field"]?.stringValue }
+            == ["content", "user_created", "date_created", "user_updated", "date_updated"])
+        #expect(report.steps.first == BootstrapReport.Step(name: "collection posts", outcome: .unchanged))
+    }
+
+    @Test func standInAdminRoutesNeedAnAdminAndVersion11() async throws {
+        let standIn = DirectusStandIn()
+        let user = try #require(try? await DirectusClient(transport: InProcessTransport { standIn.handle($0) }, timeout: 3)
+            .login(email: "x@y.com", password: "123456", context: CallContext(requestID: "t", clientIP: "127.0.0.1")).accessToken)
+        for path in ["/collections/posts", "/roles", "/policies", "/permissions", "/settings"] {
+            let answer = standIn.handle(HTTPRequest(method: .get, target: path, headers: ["Authorization": "Bearer \(user)"]))
+            #expect(answer.status == 403, "\(path)")
+        }
+        let old = Self.fresh(version: "10.13.4")
+        let token = try #require(await Self.adminToken(old))
+        let probe = old.handle(HTTPRequest(method: .get, target: "/policies?limit=1", headers: ["Authorization": "Bearer \(token)"]))
+        #expect(probe.status == 404)
+        #expect((try? JSONValue.parse(probe.body))?["errors"]?.arrayValue?.first?["extensions"]?["code"] == .string("ROUTE_NOT_FOUND"))
+    }
+
     // MARK: - The tutorial works afterwards
 
     @Test func afterBootstrapARegisteredUserPostsAndCannotEditAnothers() async throws {
