@@ -220,6 +220,8 @@ extension DirectusStandIn {
         var refreshCount = 0
         /// Recorded requests.
         var received: [HTTPRequest] = []
+        /// Schema, roles, policies, access, permissions and settings (`DirectusStandIn+Admin.swift`).
+        var admin = AdminState()
         /// The clock.
         var clock: @Sendable () -> Date = { Date() }
 

@@ -32,6 +32,11 @@ public final class DirectusStandIn: @unchecked Sendable {
         public var recordRequests = true
         /// `MAX_PAYLOAD_SIZE` in bytes.
         public var maxPayloadBytes = 1_048_576
+        /// Start with the tutorial schema as `postern bootstrap` leaves it (`posts`, App User role, policy, rules,
+        /// Public registration); false starts from a fresh install with only the admin (no seeded users or posts).
+        public var seedSchema = true
+        /// The version `/server/info` reports; majors below 11 have no `/policies` or `/access`.
+        public var version = DirectusStandIn.version
 
         /// Default options.
         public init() {}
@@ -76,7 +81,8 @@ public final class DirectusStandIn: @unchecked Sendable {
                          firstName: "Admin", lastName: "User", role: Self.adminRoleID, status: "active",
                          admin: true, token: options.adminStaticToken)
         state.put(admin)
-        if options.seed { seed() }
+        seedSystem()
+        if options.seed && options.seedSchema { seed() }
     }
 
     private func seed() {
@@ -216,6 +222,7 @@ public final class DirectusStandIn: @unchecked Sendable {
         }
         let body = try parseBody(request)
         let caller = try authenticate(context)
+        if let response = try adminRoute(context, segments: segments, body: body, caller: caller) { return response }
 
         switch (method, segments.count, segments.first) {
         case (.get, 2, "server") where segments[1] == "health":
@@ -231,17 +238,19 @@ public final class DirectusStandIn: @unchecked Sendable {
         case (.post, 2, "auth") where segments[1] == "logout":
             return try logout(context, body: body)
         case (.post, 1, "users"):
-            return try createUsers(context, body: body, caller: caller)
+            return try createUsersUnderRules(context, body: body, caller: caller)
         case (.get, 1, "users"):
             return try listUsers(caller)
         case (.get, 2, "users") where segments[1] == "me":
             return try me(caller)
         case (.post, 2, "users") where segments[1] == "register":
-            return try register(body: body)
+            return try registerUnderSettings(body: body)
         case (_, 2, "items") where method != .put:
-            return try items(context, collection: segments[1], id: nil, body: body, caller: caller)
+            return try items(context, collection: segments[1], id: nil, body: body,
+                             caller: try itemCaller(caller, collection: segments[1]))
         case (_, 3, "items") where method != .put && method != .post:
-            return try items(context, collection: segments[1], id: segments[2], body: body, caller: caller)
+            return try items(context, collection: segments[1], id: segments[2], body: body,
+                             caller: try itemCaller(caller, collection: segments[1]))
         default:
             throw DirectusError.routeNotFound(request.path)
         }
@@ -261,7 +270,7 @@ public final class DirectusStandIn: @unchecked Sendable {
             ("public_registration", .bool(options.publicRegistration)),
             ("public_registration_verify_email", .bool(false)),
         ])
-        return Self.dataResponse(.object([("project", project), ("version", .string(Self.version))]))
+        return Self.dataResponse(.object([("project", project), ("version", .string(options.version))]))
     }
 
     /// What the body parser left in `req.body`: the parsed JSON, or nil when there was none to parse.

@@ -4,11 +4,14 @@ import PosternCore
 /// The command line (DESIGN §3.1): thin; everything lives in PosternCore.
 enum CLI {
     static let usage = """
-        usage: postern [serve|check|demo|healthcheck|version] [--config FILE]
+        usage: postern [serve|check|demo|bootstrap|healthcheck|version] [--config FILE]
 
           serve        run the gateway (default)
           check        validate the config, print every problem, exit non-zero on any
           demo         gateway on :8080 plus a built-in Directus stand-in on :8055
+          bootstrap    prepare a fresh Directus 11 for Postern (collection, role, policy, permissions,
+                       registration); idempotent. Admin credentials from POSTERN_DIRECTUS_ADMIN_EMAIL and
+                       POSTERN_DIRECTUS_ADMIN_PASSWORD, or POSTERN_DIRECTUS_ADMIN_TOKEN
           healthcheck  exit 0 when the local gateway's /healthz answers 200
           version      print the version
         """
@@ -56,6 +59,8 @@ enum CLI {
         case "standin":
             // Undocumented helper for benchmarks: only the Directus stand-in, on the given port or 8055.
             return Demo.runStandInOnly()
+        case "bootstrap":
+            return await bootstrap(configPath: configPath)
         case "healthcheck":
             guard case .success(let config) = PosternConfig.loadFromProcess(configPath: configPath) else { return 1 }
             return await Application.healthcheck(config: config) ? 0 : 1
@@ -81,6 +86,32 @@ enum CLI {
             return 0
         } catch {
             fail("cannot start: \(error.description)")
+            return 1
+        }
+    }
+
+    static func bootstrap(configPath: String?) async -> Int32 {
+        let config: PosternConfig
+        switch PosternConfig.loadFromProcess(configPath: configPath) {
+        case .success(let loaded): config = loaded
+        case .failure(let error):
+            fail("bootstrap: invalid config: \(error.problems.map(\.description).joined(separator: "; "))")
+            return 1
+        }
+        let credentials: BootstrapCredentials
+        switch PosternConfig.bootstrapCredentials() {
+        case .success(let found): credentials = found
+        case .failure(let error):
+            fail("bootstrap: \(error.problems.map(\.description).joined(separator: "; "))")
+            return 1
+        }
+        do {
+            _ = try await DirectusBootstrap.runLive(config: config, credentials: credentials) { line in
+                print("postern bootstrap: \(line)")
+            }
+            return 0
+        } catch {
+            fail("bootstrap: \(error.description)")
             return 1
         }
     }
