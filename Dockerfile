@@ -14,6 +14,8 @@
 # Build stage: Swift 6.3 on Debian 12, plus the -dev packages of `make deps` (Makefile DEB_DEPS).
 FROM swift:6.3-bookworm AS build
 
+# Versions are not pinned (DL3008): the release's current packages, security updates included.
+# hadolint ignore=DL3008
 RUN export DEBIAN_FRONTEND=noninteractive \
     && apt-get update -q \
     && apt-get install -y -q --no-install-recommends libevent-dev libssl-dev libsqlite3-dev pkg-config \
@@ -42,6 +44,7 @@ FROM debian:bookworm-slim
 #   libssl.so.3, libcrypto.so.3 -> libssl3         libsqlite3.so.0 -> libsqlite3-0
 #   libstdc++.so.6 -> libstdc++6                   (libc6 and libgcc-s1 are in every Debian image)
 # ca-certificates: trust store for an https:// POSTERN_DIRECTUS_URL (certificates are verified).
+# hadolint ignore=DL3008
 RUN export DEBIAN_FRONTEND=noninteractive \
     && apt-get update -q \
     && apt-get install -y -q --no-install-recommends \

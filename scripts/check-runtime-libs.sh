@@ -30,7 +30,7 @@ command -v ldd >/dev/null || fail "ldd not found"
 
 # The Dockerfile with backslash continuations joined and comments dropped, one instruction a line.
 instructions() {
-    sed -e 's/^[[:space:]]*#.*$//' "$DOCKERFILE" | awk '
+    sed -e '/^[[:space:]]*#/d' "$DOCKERFILE" | awk '
         /\\[[:space:]]*$/ { sub(/\\[[:space:]]*$/, ""); buffer = buffer $0 " "; next }
         { print buffer $0; buffer = "" }
         END { if (buffer != "") print buffer }'
@@ -117,6 +117,7 @@ while read -r name _ path _; do
     needed[$package]+="${needed[$package]:+, }$name"
 done <<<"$ldd_output"
 
+# shellcheck source=/dev/null
 host_release=$(. /etc/os-release && echo "${VERSION_CODENAME:-$ID:$VERSION_ID}")
 case "$host_release:$runtime_release" in
     "$runtime_release:$runtime_release"|bookworm:debian:12*|noble:ubuntu:24.04*|jammy:ubuntu:22.04*) ;;
