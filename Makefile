@@ -20,10 +20,9 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-## test: everything CI runs (the Swift tests, then the Docker checks)
-test: deps
+## test: everything CI runs (the Docker checks first, so that swift test's summary closes the output)
+test: deps check-docker
 	$(SWIFT) test
-	@$(MAKE) --no-print-directory check-docker
 
 ## check-docker: the Dockerfile's runtime packages cover `ldd` of the release binary built with the
 ## Dockerfile's flags (scripts/check-runtime-libs.sh); docker-compose.yml is valid (when a Compose v2

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks that the Dockerfile's runtime stage installs every shared library the release binary links.
 #
-#  1. The Dockerfile's `swift build` flags must be exactly BUILD_FLAGS below (same binary as here).
+#  1. The Dockerfile's `swift build` flags must be exactly BUILD_FLAGS below (same binary as here),
+#     its build stage must install the Makefile's DEB_DEPS, and both stages the same distro release.
 #  2. Builds the release binary with those flags and runs ldd on it.
 #  3. Maps each library to its Debian package with dpkg -S and fails if the runtime stage's
 #     `apt-get install` list misses one (libc6 and libgcc-s1 are in every Debian base image).
@@ -66,6 +67,17 @@ case "$build_release:$runtime_release" in
 $runtime_image ($runtime_release) are different releases: library versions would not match" ;;
 esac
 note "stages: $build_image -> $runtime_image"
+
+# --- the build stage installs the -dev packages of `make deps` (Makefile DEB_DEPS) ---------------
+build_stage_packages=$(instructions | awk 'toupper($1) == "FROM" { n++ } n == 1' \
+    | grep -o 'apt-get install[^&;]*' | sed 's/^apt-get install//' | tr ' ' '\n' | grep -v '^-' | grep -v '^$' || true)
+make_deps=$(sed -n 's/^DEB_DEPS[[:space:]]*:\{0,1\}=[[:space:]]*//p' Makefile)
+[ -n "$make_deps" ] || fail "no DEB_DEPS in the Makefile"
+for package in $make_deps; do
+    grep -qx "$package" <<<"$build_stage_packages" \
+        || fail "the build stage of $DOCKERFILE does not install $package (Makefile DEB_DEPS: $make_deps)"
+done
+note "build stage installs the Makefile's DEB_DEPS: $make_deps"
 
 # --- the runtime stage's package list --------------------------------------------------------------
 # Words after `apt-get install` in the last stage (options dropped), up to && or ;.
