@@ -6,7 +6,7 @@ CONFIG   ?= config/postern.json
 DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test run check bench clean
+.PHONY: deps build release test check-docker run check bench clean
 
 ## deps: install the Debian packages the build needs (only those missing)
 deps:
@@ -20,9 +20,22 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-## test: everything CI runs
-test: deps
+## test: everything CI runs (the Docker checks first, so that swift test's summary closes the output)
+test: deps check-docker
 	$(SWIFT) test
+
+## check-docker: the Dockerfile's runtime packages cover `ldd` of the release binary built with the
+## Dockerfile's flags (scripts/check-runtime-libs.sh); docker-compose.yml is valid (when a Compose v2
+## client is installed: `docker compose config` needs no daemon)
+check-docker: deps
+	bash scripts/check-runtime-libs.sh
+	@if command -v docker >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; then \
+		docker compose -f docker-compose.yml config -q && echo "check-docker: docker-compose.yml OK (docker compose config)"; \
+	elif command -v docker-compose >/dev/null 2>&1 && docker-compose version 2>/dev/null | grep -q ' v2\.'; then \
+		docker-compose -f docker-compose.yml config -q && echo "check-docker: docker-compose.yml OK (docker-compose config)"; \
+	else \
+		echo "check-docker: no Docker Compose v2 client here; docker-compose.yml not validated"; \
+	fi
 
 ## run: the gateway on :8080 in front of the built-in Directus stand-in on :8055
 run: deps build
