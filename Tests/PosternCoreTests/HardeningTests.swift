@@ -203,7 +203,7 @@ final class SwitchableTransport: UpstreamTransport, @unchecked Sendable {
         #expect(text.contains("postern_circuit_state 0"))
         #expect(text.contains("# TYPE postern_rate_limited_total counter"))
         // Raw ids never become labels.
-        #expect(!text.contains("99999"))
+        #expect(!text.contains("/api/v1/books/99999"))
         let open = text.split(separator: "\n").first { $0.hasPrefix("postern_open_connections ") }
         #expect(open != nil)
     }
