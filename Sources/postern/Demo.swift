@@ -20,16 +20,7 @@ enum Demo {
             return 1
         }
         print("Directus stand-in on http://127.0.0.1:\(server.port)")
-        let stop = DispatchSemaphore(value: 0)
-        var sources: [DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { stop.signal() }
-            source.resume()
-            sources.append(source)
-        }
-        stop.wait()
+        Application.waitForTerminationSignal()
         server.shutdown(grace: 1)
         group.shutdown()
         return 0

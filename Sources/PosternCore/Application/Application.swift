@@ -182,6 +182,13 @@ public final class Application: @unchecked Sendable {
 
     /// Blocks until SIGTERM or SIGINT, then shuts down.
     public func runUntilSignal() {
+        Application.waitForTerminationSignal()
+        log.event(.info, "shutting down", [("in_flight", .int(Int64(server?.inFlight ?? 0)))])
+        shutdown()
+    }
+
+    /// Blocks the calling thread until SIGTERM or SIGINT arrives.
+    public static func waitForTerminationSignal() {
         let stop = DispatchSemaphore(value: 0)
         let queue = DispatchQueue(label: "postern.signals")
         var sources: [DispatchSourceSignal] = []
@@ -193,8 +200,6 @@ public final class Application: @unchecked Sendable {
             sources.append(source)
         }
         stop.wait()
-        log.event(.info, "shutting down", [("in_flight", .int(Int64(server?.inFlight ?? 0)))])
-        shutdown()
         for source in sources { source.cancel() }
     }
 

@@ -260,24 +260,8 @@ final class ServerWorker: @unchecked Sendable {
     private static func makeRequest(_ req: OpaquePointer) -> HTTPRequest {
         let method = methodName(evhttp_request_get_command(req))
         let uri = evhttp_request_get_uri(req).map { String(cString: $0) } ?? "/"
-        var headers = HTTPHeaders()
-        if let input = evhttp_request_get_input_headers(req) {
-            var entry = input.pointee.tqh_first
-            while let kv = entry {
-                headers.add(String(cString: kv.pointee.key), String(cString: kv.pointee.value))
-                entry = kv.pointee.next.tqe_next
-            }
-        }
-        var body = Data()
-        if let buffer = evhttp_request_get_input_buffer(req) {
-            let length = evbuffer_get_length(buffer)
-            if length > 0 {
-                body = Data(count: length)
-                body.withUnsafeMutableBytes { raw in
-                    _ = evbuffer_remove(buffer, raw.baseAddress, length)
-                }
-            }
-        }
+        let headers = EvhttpInput.headers(req)
+        let body = EvhttpInput.body(req)
         var peer = "0.0.0.0"
         if let conn = evhttp_request_get_connection(req) {
             var address: UnsafeMutablePointer<CChar>?
@@ -301,6 +285,31 @@ final class ServerWorker: @unchecked Sendable {
         case EVHTTP_REQ_PATCH: return "PATCH"
         default: return "UNKNOWN"
         }
+    }
+}
+
+/// Reads the input side of an evhttp request (a server's request or a client's response).
+enum EvhttpInput {
+    /// The input headers, in order.
+    static func headers(_ req: OpaquePointer) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        guard let input = evhttp_request_get_input_headers(req) else { return headers }
+        var entry = input.pointee.tqh_first
+        while let kv = entry {
+            headers.add(String(cString: kv.pointee.key), String(cString: kv.pointee.value))
+            entry = kv.pointee.next.tqe_next
+        }
+        return headers
+    }
+
+    /// The input body, drained from its buffer.
+    static func body(_ req: OpaquePointer) -> Data {
+        guard let buffer = evhttp_request_get_input_buffer(req) else { return Data() }
+        let length = evbuffer_get_length(buffer)
+        guard length > 0 else { return Data() }
+        var body = Data(count: length)
+        body.withUnsafeMutableBytes { raw in _ = evbuffer_remove(buffer, raw.baseAddress, length) }
+        return body
     }
 }
 

@@ -294,22 +294,8 @@ private final class UpstreamCall {
             finish(.failure(failureWithoutResponse()))
             return
         }
-        var headers = HTTPHeaders()
-        if let input = evhttp_request_get_input_headers(req) {
-            var entry = input.pointee.tqh_first
-            while let kv = entry {
-                headers.add(String(cString: kv.pointee.key), String(cString: kv.pointee.value))
-                entry = kv.pointee.next.tqe_next
-            }
-        }
-        var body = Data()
-        if let buffer = evhttp_request_get_input_buffer(req) {
-            let length = evbuffer_get_length(buffer)
-            if length > 0 {
-                body = Data(count: length)
-                body.withUnsafeMutableBytes { raw in _ = evbuffer_remove(buffer, raw.baseAddress, length) }
-            }
-        }
+        let headers = EvhttpInput.headers(req)
+        let body = EvhttpInput.body(req)
         connection.completed += 1
         if headers["Connection"]?.lowercased() == "close" { connection.closedByPeer = true }
         finish(.success(UpstreamResponse(status: status, headers: headers, body: body)))
