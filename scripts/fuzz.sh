@@ -2,10 +2,10 @@
 # Builds the libFuzzer targets (Fuzz/build.sh) and runs each for a bounded time.
 #   FUZZ_SECONDS  seconds per target (default 30)
 #   FUZZ_TARGETS  space-separated subset (default: every Fuzz/Targets/*.swift)
-#   FUZZ_JOBS     parallel libFuzzer workers per target (default 1)
 # Seeds come from Fuzz/corpus/<target>/ (read only); inputs found while fuzzing go to
 # .build/fuzz/corpus/<target>/. A crashing input is kept as .build/fuzz/crashes/<target>-crash-<sha1>
-# and the script exits 1. To turn it into a regression test, see Tests/PosternCoreTests/FuzzRegressionTests.swift.
+# and the script exits 1. Inputs kept in Fuzz/crashes/<target>-* are replayed first. To keep a new one:
+# copy it to Fuzz/crashes/<target>-<what> and add a case to Tests/PosternCoreTests/FuzzRegressionTests.swift.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +32,13 @@ for t in "${targets[@]}"; do
     work=".build/fuzz/corpus/$t"
     log=".build/fuzz/logs/$t.log"
     mkdir -p "$work" "Fuzz/corpus/$t"
+    # Replay the kept crashing inputs first (they must all pass now).
+    kept=(Fuzz/crashes/"$t"-*)
+    if [ -e "${kept[0]}" ] && ! SWIFT_BACKTRACE=enable=no ".build/fuzz/$t" "${kept[@]}" >"$log" 2>&1; then
+        failed+=("$t")
+        summary+=("$(printf '%-15s FAILED  replay of Fuzz/crashes/%s-*  (%s)' "$t" "$t" "$log")")
+        continue
+    fi
     echo "fuzz: $t for ${seconds}s"
     SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
     ".build/fuzz/$t" "$work" "Fuzz/corpus/$t" \
