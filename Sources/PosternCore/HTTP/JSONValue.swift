@@ -21,7 +21,14 @@ public enum JSONValue: Sendable, Equatable {
         case let (.array(a), .array(b)): return a == b
         case let (.object(a), .object(b)):
             guard a.count == b.count else { return false }
-            for (key, value) in a where b.first(where: { $0.0 == key })?.1 != value { return false }
+            // Same key order (the usual case): member by member.
+            if zip(a, b).allSatisfy({ $0.0 == $1.0 }) { return zip(a, b).allSatisfy { $0.1 == $1.1 } }
+            // Else key order does not matter, but a repeated key's values are compared in order, so that
+            // `==` stays reflexive and symmetric on objects with duplicate keys.
+            var rest = Dictionary(grouping: b, by: \.0).mapValues { $0.map(\.1)[...] }
+            for (key, value) in a {
+                guard let next = rest[key]?.popFirst(), next == value else { return false }
+            }
             return true
         default: return false
         }
@@ -368,6 +375,8 @@ private struct JSONParser {
         let text = String(decoding: bytes[start..<pos], as: UTF8.self)
         if isInteger, let i = Int64(text) { return .int(i) }
         guard let d = Double(text) else { throw fail("bad number") }
+        // `1e999` reads as infinity, which JSON cannot carry (it would serialize as `null`).
+        guard d.isFinite else { throw fail("number out of range") }
         return .double(d)
     }
 }
