@@ -6,7 +6,7 @@ CONFIG   ?= config/postern.json
 DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-docker run check bench clean
+.PHONY: deps build release test check-docker run check bench fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing)
 deps:
@@ -49,6 +49,11 @@ check: build
 bench: deps
 	bash scripts/bench.sh
 
+## fuzz: libFuzzer targets (Fuzz/Targets/) with ASan, FUZZ_SECONDS each (default 30)
+fuzz: deps
+	bash scripts/fuzz.sh
+
 clean:
 	$(SWIFT) package clean
+	rm -rf .build/fuzz
 	rm -rf .bench

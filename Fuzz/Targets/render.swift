@@ -53,12 +53,10 @@ private func checkShape(_ out: Data, name: String, mapper: ResourceMapper) -> In
         Fuzz.check(Set(fields.map(\.0)).count == fields.count, "duplicate field in \(text)")
         Fuzz.check(item["id"]?.stringValue.map { !$0.isEmpty } == true, "id is not a non-empty string: \(text)")
         for field in mapper.resource.required {
-            Fuzz.check(item[field].map { !$0.isNull } == true, "required \(field) missing or null: \(text)")
+            // The SwiftUI client decodes required fields as strings.
+            Fuzz.check(item[field]?.stringValue != nil, "required \(field) missing or not a string: \(text)")
         }
         for (_, value) in fields { Fuzz.check(!value.isNull, "null value rendered: \(text)") }
-        if ProcessInfo.processInfo.environment["FUZZ_STRICT_TITLE"] != nil {
-            Fuzz.check(item["title"]?.stringValue != nil, "title is not a string: \(text)")
-        }
     }
     return items.count
 }

@@ -28,10 +28,11 @@ import Testing
             #"{"posts":[{"id":"1","title":"T","content":"C","user_created":"u","date_created":"2025-05-01T10:20:30.000Z"}],"total":1}"#)
     }
 
-    @Test func keepsNonIDValueTypes() throws {
+    @Test func keepsOptionalValueTypesAndRendersRequiredFieldsAsStrings() throws {
         let body = #"{"data":[{"id":"7","title":42,"content":true,"user_created":{"id":"u"}}],"meta":{"filter_count":1}}"#
         #expect(try renderList("books", body) ==
-            #"{"books":[{"id":"7","title":42,"subtitle":true,"user":{"id":"u"}}],"total":1}"#)
+            #"{"books":[{"id":"7","title":"42","subtitle":true,"user":{"id":"u"}}],"total":1}"#)
+        #expect(throws: GatewayError.self) { try renderList("books", #"{"data":[{"id":1,"title":{"x":1}}]}"#) }
     }
 
     @Test func escapesStrings() throws {

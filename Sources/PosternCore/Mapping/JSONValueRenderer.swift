@@ -72,6 +72,14 @@ public struct JSONValueRenderer: ResourceRenderer {
                 if !first { out.append(UInt8(ascii: ",")) }
                 out.append(contentsOf: field.keyBytes)
                 JSONValue.writeString(id, into: &out)
+            } else if field.isRequired, let value, !value.isNull {
+                // Clients decode required fields as strings: a number or boolean is rendered as its text.
+                guard let text = Self.requiredString(value) else {
+                    throw .upstreamError("required field \"\(field.directusName)\" is a \(value.typeName)")
+                }
+                if !first { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: field.keyBytes)
+                JSONValue.writeString(text, into: &out)
             } else if let value, !value.isNull {
                 if !first { out.append(UInt8(ascii: ",")) }
                 out.append(contentsOf: field.keyBytes)
@@ -93,6 +101,15 @@ public struct JSONValueRenderer: ResourceRenderer {
         switch value {
         case .string(let s) where !s.isEmpty: return s
         case .int, .double: return value.intValue.map { String($0) }
+        default: return nil
+        }
+    }
+
+    /// A required field's value as a string: strings as they are, numbers and booleans as their text.
+    static func requiredString(_ value: JSONValue) -> String? {
+        switch value {
+        case .string(let s): return s
+        case .int, .double, .bool: return value.text
         default: return nil
         }
     }
