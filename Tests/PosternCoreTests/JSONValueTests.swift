@@ -20,3 +20,22 @@ import Testing
         #expect(throws: JSONParseError.self) { try JSONValue.parse(Data(deep.utf8), maxDepth: 64) }
     }
 }
+
+@Suite struct HTTPValueTests {
+    @Test func headerNamesCompareCaseInsensitively() {
+        var h: HTTPHeaders = ["Content-Type": "a", "X-Request-Id": "b"]
+        #expect(h["content-type"] == "a")
+        #expect(h["X-REQUEST-ID"] == "b")
+        #expect(h["X-Request-Ie"] == nil)
+        #expect(h["Content-Typ"] == nil)
+        #expect(h["X-Request_Id"] == nil)  // '-' and '_' differ by 0x20 but are not letters
+        h.remove("CONTENT-TYPE")
+        #expect(h["Content-Type"] == nil)
+    }
+
+    @Test func queryEncodingRoundTrips() {
+        let raw = "a b/c?d=e&f,g%h+ü~._-"
+        #expect(QueryString.encode(raw) == "a%20b%2Fc%3Fd%3De%26f%2Cg%25h%2B%C3%BC~._-")
+        #expect(QueryString.decode(QueryString.encode(raw)) == raw)
+    }
+}

@@ -13,8 +13,22 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// The first value of `name`, compared case-insensitively.
     public subscript(name: String) -> String? {
-        let lower = name.lowercased()
-        return fields.first { $0.name.lowercased() == lower }?.value
+        fields.first { HTTPHeaders.sameName($0.name, name) }?.value
+    }
+
+    /// ASCII case-insensitive comparison of header names, without allocating.
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        var i = a.utf8.makeIterator()
+        var j = b.utf8.makeIterator()
+        while true {
+            switch (i.next(), j.next()) {
+            case (nil, nil): return true
+            case let (x?, y?):
+                if x != y && (x | 0x20) != (y | 0x20) { return false }
+                if x != y && !((x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z")) { return false }
+            default: return false
+            }
+        }
     }
 
     /// Appends a field.
@@ -30,8 +44,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// Removes every field called `name`.
     public mutating func remove(_ name: String) {
-        let lower = name.lowercased()
-        fields.removeAll { $0.name.lowercased() == lower }
+        fields.removeAll { HTTPHeaders.sameName($0.name, name) }
     }
 
     /// Iterates the fields in order.

@@ -63,19 +63,22 @@ public enum QueryString {
 
     /// Percent-encodes everything outside the RFC 3986 unreserved set.
     public static func encode(_ s: String) -> String {
-        var out = ""
-        out.reserveCapacity(s.utf8.count)
+        let hex: StaticString = "0123456789ABCDEF"
+        var out: [UInt8] = []
+        out.reserveCapacity(s.utf8.count + 8)
         for byte in s.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
                  UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
                  UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
+                out.append(byte)
             default:
-                out += String(format: "%%%02X", byte)
+                out.append(UInt8(ascii: "%"))
+                out.append(hex.utf8Start[Int(byte >> 4)])
+                out.append(hex.utf8Start[Int(byte & 0x0f)])
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Decodes `%XX` escapes and `+`; invalid escapes are kept literally.
