@@ -140,6 +140,12 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     }
 
     private func checkin(_ connection: UpstreamConnection, healthy: Bool) {
+        // A retry's fresh connection may have taken the pool above its size: shrink back when it returns.
+        if healthy && waiters.isEmpty && open > maxConnections {
+            open -= 1
+            loop.execute { [connection] in connection.free() }
+            return
+        }
         if healthy {
             if !waiters.isEmpty {
                 waiters.removeFirst().resume(returning: connection)
