@@ -100,3 +100,64 @@ final class SessionTestClock: @unchecked Sendable {
         #expect(throws: GatewayError.self) { try f.manager.authenticate(token: token) }
     }
 }
+
+/// Holds `/auth/refresh` calls until the test opens the gate.
+final class RefreshGate: UpstreamTransport, @unchecked Sendable {
+    private let lock = NSLock()
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private var open = false
+    let inner: InProcessTransport
+
+    init(_ standIn: DirectusStandIn) { inner = InProcessTransport { standIn.handle($0) } }
+
+    var held: Int { lock.withLock { waiting.count } }
+
+    func release() {
+        let all = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            open = true
+            defer { waiting.removeAll() }
+            return waiting
+        }
+        for c in all { c.resume() }
+    }
+
+    func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
+        if request.target.hasPrefix("/auth/refresh") {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let go = lock.withLock { () -> Bool in
+                    if open { return true }
+                    waiting.append(c)
+                    return false
+                }
+                if go { c.resume() }
+            }
+        }
+        return try await inner.send(request, timeout: timeout)
+    }
+}
+
+extension SessionManagerTests {
+    @Test func aDirectusRefreshDoesNotRevivePosternTokensRotatedMeanwhile() async throws {
+        let standIn = DirectusStandIn()
+        let gate = RefreshGate(standIn)
+        let directus = DirectusClient(transport: gate, timeout: 3)
+        let manager = SessionManager(store: MemorySessionStore(), directus: directus, idleTTL: 1000, maxTTL: 10_000)
+        let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
+        let issued = try manager.open(tokens: try await directus.login(email: "x@y.com", password: "123456", context: ctx), email: "x@y.com")
+        standIn.expireAllAccessTokens()
+        let session = try manager.authenticate(token: issued.accessToken)
+        let call = Task {
+            try await manager.withDirectusToken(session, context: ctx) { (token) async throws(PosternCore.DirectusError) -> Data in
+                try await directus.listItems(path: "/items/posts", query: [("limit", "1")], token: token, context: ctx)
+            }
+        }
+        while gate.held == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let rotated = try await manager.rotate(refreshToken: issued.refreshToken, context: ctx)
+        gate.release()
+        _ = try await call.value
+        #expect(throws: GatewayError.self) { try manager.authenticate(token: issued.accessToken) }
+        let live = try manager.authenticate(token: rotated.accessToken)
+        #expect(live.directusAccessToken != session.directusAccessToken)
+        #expect(standIn.refreshCount == 1)
+    }
+}

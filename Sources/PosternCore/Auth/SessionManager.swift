@@ -231,17 +231,22 @@ public final class SessionManager: @unchecked Sendable {
                 throw error.gatewayError()
             }
         }
-        var updated = session
-        updated.directusAccessToken = tokens.accessToken
-        updated.directusRefreshToken = tokens.refreshToken
-        updated.directusAccessExpiresAt = clock().addingTimeInterval(Double(tokens.expiresMs) / 1000)
-        if let claims = JWTClaims(token: tokens.accessToken) { updated.role = claims.role }
-        let stored = updated
-        lock.withLock { cache[stored.tokenDigest] = stored }
-        do {
-            try store.update(stored)
-        } catch {
-            throw GatewayError.internalError("session store: \(error)")
+        let expires = clock().addingTimeInterval(Double(tokens.expiresMs) / 1000)
+        let role = JWTClaims(token: tokens.accessToken)?.role
+        // Apply the new Directus tokens to the session as it is now: a Postern refresh may have rotated its
+        // own tokens meanwhile (writing back the copy we started from would revive the old ones), and a
+        // logout may have ended it.
+        let stored = try lock.withLock { () throws -> Session in
+            guard var latest = try cache.values.first(where: { $0.id == session.id }) ?? store.session(sessionID: session.id) else {
+                throw GatewayError.unauthorized("session ended")
+            }
+            latest.directusAccessToken = tokens.accessToken
+            latest.directusRefreshToken = tokens.refreshToken
+            latest.directusAccessExpiresAt = expires
+            if let role { latest.role = role }
+            try store.update(latest)
+            cache[latest.tokenDigest] = latest
+            return latest
         }
         return stored
     }
