@@ -94,10 +94,14 @@ public final class SessionManager: @unchecked Sendable {
         }
         if now.timeIntervalSince(live.lastUsedAt) >= SessionManager.touchInterval {
             live.lastUsedAt = now
-            let touched = live
+            let id = live.id
             lock.withLock {
-                if cache[digest] != nil { cache[digest] = touched }
-                pendingTouches[touched.id] = now
+                // Touch the cached entry in place: it may be newer than `live` (a Directus refresh meanwhile).
+                if var current = cache[digest] {
+                    current.lastUsedAt = now
+                    cache[digest] = current
+                }
+                pendingTouches[id] = now
             }
         }
         return live
