@@ -146,6 +146,17 @@ import Testing
         #expect(r.headers["Cache-Control"] == "no-store")
     }
 
+    @Test func writeAfterDirectusStoppedIsUnavailableNotUpstreamError() throws {
+        let gw = try TestGateway { $0.workers = 1 }
+        defer { gw.stop() }
+        let token = try gw.login()
+        #expect(try gw.client().json("GET", "/api/v1/books", token: token).status == 200)  // a pooled connection now idles
+        gw.standInServer.shutdown(grace: 0)
+        let r = try gw.client().json("POST", "/api/v1/books", #"{"title":"x"}"#, token: token)
+        #expect(r.status == 503, "\(r.text)")
+        #expect(r.json?["code"]?.stringValue == "upstream_unavailable")
+    }
+
     // MARK: Keep-alive connections that Directus closes
 
     /// A Directus login answer whose access token is an (unsigned) JWT carrying a user id.

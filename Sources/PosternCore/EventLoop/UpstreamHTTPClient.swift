@@ -237,7 +237,7 @@ private final class UpstreamCall {
             return
         }
         connection.closedByPeer = false
-        connection.wasConnected = connection.completed > 0
+        connection.wasConnected = false  // set by the close callback if this attempt got connected
         // One-shot: passRetained here, exactly one takeRetainedValue in the completion callback,
         // or in the timeout path when the connection is freed and the callback can no longer run.
         let arg = Unmanaged.passRetained(self).toOpaque()
