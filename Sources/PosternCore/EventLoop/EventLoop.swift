@@ -51,7 +51,8 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
         let box = Unmanaged.passRetained(self)
         var tid = pthread_t()
         let rc = pthread_create(&tid, nil, { arg in
-            // The retained reference taken in start() is released here, exactly once.
+            // The retained reference taken in start() is released here, exactly once; pthread_create
+            // passes back the non-nil pointer it was given.
             let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
             loop.runOnThisThread()
             return nil

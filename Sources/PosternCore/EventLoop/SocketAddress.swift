@@ -37,6 +37,8 @@ struct SocketAddress: CustomStringConvertible {
         }
     }
 
+    // The `offset(of:)` force unwraps below cannot fail: `sin_port`/`sin6_port` are stored properties of
+    // plain C structs. `baseAddress!` of a non-empty `sockaddr_storage` buffer cannot be nil.
     private mutating func setPort(_ port: UInt16) {
         withUnsafeMutableBytes(of: &storage) { raw in
             if Int32(raw.load(fromByteOffset: 0, as: sa_family_t.self)) == AF_INET {
