@@ -27,8 +27,14 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     /// Creates a loop (not yet running).
     public init(name: String) {
         precondition(EventLoop.threadingEnabled, "libevent pthreads support is missing")
-        // event_base_new only fails when no backend can be initialised (out of memory or fds): fatal at start-up.
-        guard let base = event_base_new() else { fatalError("event_base_new failed") }
+        // The epoll changelist coalesces the add/delete of a socket's events within one loop iteration into
+        // one epoll_ctl (evhttp re-arms read and write events on every request otherwise).
+        let config = event_config_new()
+        event_config_set_flag(config, Int32(EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST.rawValue))
+        // event_base_new_with_config only fails when no backend can be initialised (out of memory or fds):
+        // fatal at start-up.
+        guard let base = event_base_new_with_config(config) else { fatalError("event_base_new failed") }
+        event_config_free(config)
         self.base = base
         self.name = name
         let arg = Unmanaged.passUnretained(self).toOpaque()
