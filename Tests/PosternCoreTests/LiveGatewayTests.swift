@@ -30,24 +30,9 @@ extension LiveGatewayTests {
         let token = try gw.login()
         gw.standIn.expireAllAccessTokens()
         let before = gw.standIn.refreshCount
-        let statuses = StatusList()
         // 20 clients on 20 threads, connected first, then released together.
-        let gate = DispatchSemaphore(value: 0)
-        let done = DispatchGroup()
-        for _ in 0..<20 {
-            done.enter()
-            Thread.detachNewThread {
-                let client = gw.client()
-                try? client.connect()
-                gate.wait()
-                statuses.append((try? client.json("GET", "/api/v1/books", token: token).status) ?? -1)
-                done.leave()
-            }
-        }
-        Thread.sleep(forTimeInterval: 0.2)
-        for _ in 0..<20 { gate.signal() }
-        done.wait()
-        #expect(statuses.all == Array(repeating: 200, count: 20))
+        let statuses = gw.concurrently(20) { client in try client.json("GET", "/api/v1/books", token: token) }
+        #expect(statuses == Array(repeating: 200, count: 20))
         #expect(gw.standIn.refreshCount - before == 1)
         let refreshes = gw.upstream("/auth/refresh")
         #expect(refreshes.count == 1)

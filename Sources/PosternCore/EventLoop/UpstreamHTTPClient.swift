@@ -21,22 +21,8 @@ public struct UpstreamRequest: Sendable {
     }
 }
 
-/// The upstream's answer, as a value.
-public struct UpstreamResponse: Sendable {
-    /// The status code.
-    public var status: Int
-    /// The response headers.
-    public var headers: HTTPHeaders
-    /// The body.
-    public var body: Data
-
-    /// Builds a response.
-    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-}
+/// The upstream's answer: the same plain value as a response the gateway sends.
+public typealias UpstreamResponse = HTTPResponse
 
 /// How an upstream call failed at the transport level (DESIGN §1.3).
 public enum UpstreamFailure: Error, Sendable, Equatable {

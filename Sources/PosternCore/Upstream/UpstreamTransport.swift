@@ -17,8 +17,7 @@ public struct InProcessTransport: UpstreamTransport {
 
     /// Answers through the handler.
     public func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
-        let response = handler(HTTPRequest(method: request.method, target: request.target, headers: request.headers,
-                                           body: request.body, remoteAddress: "127.0.0.1"))
-        return UpstreamResponse(status: response.status, headers: response.headers, body: response.body)
+        handler(HTTPRequest(method: request.method, target: request.target, headers: request.headers,
+                            body: request.body, remoteAddress: "127.0.0.1"))
     }
 }

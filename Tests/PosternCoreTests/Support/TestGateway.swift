@@ -50,6 +50,28 @@ final class TestGateway: @unchecked Sendable {
         return token
     }
 
+    /// Runs `count` clients on their own threads, each connected first and then released together, and
+    /// returns the status each one got (-1 for a transport failure).
+    func concurrently(_ count: Int, _ request: @escaping @Sendable (RawHTTPClient) throws -> RawHTTPClient.Response) -> [Int] {
+        let statuses = StatusList()
+        let gate = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        for _ in 0..<count {
+            done.enter()
+            Thread.detachNewThread {
+                let client = self.client()
+                try? client.connect()
+                gate.wait()
+                statuses.append((try? request(client).status) ?? -1)
+                done.leave()
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+        for _ in 0..<count { gate.signal() }
+        done.wait()
+        return statuses.all
+    }
+
     /// Requests the stand-in received for paths starting with `prefix`.
     func upstream(_ prefix: String) -> [HTTPRequest] {
         standIn.received.filter { $0.path.hasPrefix(prefix) }
