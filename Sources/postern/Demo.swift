@@ -27,13 +27,7 @@ enum Demo {
     }
 
     static func run(configPath: String?) -> Int32 {
-        var config: PosternConfig
-        switch PosternConfig.loadFromProcess(configPath: configPath) {
-        case .success(let loaded): config = loaded
-        case .failure(let error):
-            CLI.fail("invalid config: \(error.problems.map(\.description).joined(separator: "; "))")
-            return 1
-        }
+        guard var config = CLI.loadConfig(configPath, command: "demo") else { return 1 }
         config.sessions.store = "memory"
         Application.ignoreSIGPIPE()
         var options = DirectusStandIn.Options()

@@ -62,7 +62,7 @@ enum CLI {
         case "bootstrap":
             return await bootstrap(configPath: configPath)
         case "healthcheck":
-            guard case .success(let config) = PosternConfig.loadFromProcess(configPath: configPath) else { return 1 }
+            guard let config = loadConfig(configPath, command: "healthcheck") else { return 1 }
             return await Application.healthcheck(config: config) ? 0 : 1
         default:
             fail("unknown command \(command)\n\(usage)")
@@ -70,14 +70,19 @@ enum CLI {
         }
     }
 
-    static func serve(configPath: String?) -> Int32 {
-        let config: PosternConfig
+    /// The validated config, or nil after printing why it is invalid.
+    static func loadConfig(_ configPath: String?, command: String) -> PosternConfig? {
         switch PosternConfig.loadFromProcess(configPath: configPath) {
-        case .success(let loaded): config = loaded
+        case .success(let config):
+            return config
         case .failure(let error):
-            fail("invalid config: \(error.problems.map(\.description).joined(separator: "; "))")
-            return 1
+            fail("\(command): invalid config: \(error.problems.map(\.description).joined(separator: "; "))")
+            return nil
         }
+    }
+
+    static func serve(configPath: String?) -> Int32 {
+        guard let config = loadConfig(configPath, command: "serve") else { return 1 }
         Application.ignoreSIGPIPE()
         do {
             let app = try Application.build(config: config)
@@ -91,13 +96,7 @@ enum CLI {
     }
 
     static func bootstrap(configPath: String?) async -> Int32 {
-        let config: PosternConfig
-        switch PosternConfig.loadFromProcess(configPath: configPath) {
-        case .success(let loaded): config = loaded
-        case .failure(let error):
-            fail("bootstrap: invalid config: \(error.problems.map(\.description).joined(separator: "; "))")
-            return 1
-        }
+        guard let config = loadConfig(configPath, command: "bootstrap") else { return 1 }
         let credentials: BootstrapCredentials
         switch PosternConfig.bootstrapCredentials() {
         case .success(let found): credentials = found

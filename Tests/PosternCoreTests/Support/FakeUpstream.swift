@@ -53,22 +53,8 @@ final class FakeUpstream: @unchecked Sendable {
     /// Starts listening (or, for `.refuse`, reserves and releases a port).
     init(_ mode: Mode) throws {
         self.mode = mode
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = 0
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            close(fd)
-            throw TestFailure("bind: errno \(errno)")
-        }
-        port = SocketTools.localPort(of: fd)
+        let (fd, port) = try SocketTools.bindLoopback(listening: false)
+        self.port = port
         if case .refuse = mode {
             close(fd)
             return
