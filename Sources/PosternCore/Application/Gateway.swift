@@ -26,7 +26,7 @@ public final class Gateway: Sendable {
         let rateLimits = rateLimits ?? RateLimits(config.rateLimits, metrics: metrics)
         trustedProxies = Set(config.rateLimits.trustedProxies)
         cors = CORSPolicy(config.cors)
-        let items = ItemGateway(directus: directus, sessions: sessions)
+        let items = DirectusItems(directus: directus, sessions: sessions)
         let limit = BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes)
         let optionalAuth = AuthenticationMiddleware(sessions: sessions, required: false, rateLimits: rateLimits)
         let requiredAuth = AuthenticationMiddleware(sessions: sessions, required: true, rateLimits: rateLimits)
@@ -182,15 +182,5 @@ public final class Gateway: Sendable {
             return given
         }
         return Crypto.hex(Crypto.randomBytes(12))
-    }
-}
-
-/// After an optional authentication, demands an identity unless the rule is public.
-struct AuthenticationRequirement: Middleware {
-    let rule: PermissionRule
-
-    func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
-        if rule != .public && context.session == nil { throw .unauthorized("missing bearer token") }
-        return try await next.respond(to: request, context: context)
     }
 }

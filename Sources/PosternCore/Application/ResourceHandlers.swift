@@ -4,7 +4,7 @@ import Foundation
 /// Permissions were decided before these run (PolicyMiddleware); handlers never check them.
 struct ResourceHandlers: Sendable {
     let mapper: ResourceMapper
-    let items: ItemGateway
+    let items: DirectusItems
 
     private var directus: DirectusClient { items.directus }
     private var notFound: GatewayError { .notFound("no such \(mapper.resource.name) item") }

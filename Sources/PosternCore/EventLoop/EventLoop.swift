@@ -227,3 +227,24 @@ public final class EventLoopGroup: Sendable {
     /// The default worker count: one per core.
     public static var defaultCount: Int { ProcessInfo.processInfo.activeProcessorCount }
 }
+
+extension EventLoop {
+    /// Runs `body` on the loop thread and waits for its result (never call from the loop thread itself).
+    func runAndWait<T>(_ body: @escaping () -> T) -> T {
+        if inLoop { return body() }
+        let done = DispatchSemaphore(value: 0)
+        let box = ResultBox<T>()
+        let call = UncheckedSendable(body)
+        execute {
+            box.value = call.value()
+            done.signal()
+        }
+        done.wait()
+        // The semaphore orders the write before this read, so the value is set.
+        return box.value!
+    }
+}
+
+private final class ResultBox<T>: @unchecked Sendable {
+    var value: T?
+}

@@ -6,10 +6,10 @@ public struct PolicyMiddleware: Middleware {
     let action: ResourceAction
     let rule: PermissionRule
     let mapper: ResourceMapper
-    let items: ItemGateway
+    let items: DirectusItems
 
     /// Creates the stage for one route.
-    init(action: ResourceAction, rule: PermissionRule, mapper: ResourceMapper, items: ItemGateway) {
+    init(action: ResourceAction, rule: PermissionRule, mapper: ResourceMapper, items: DirectusItems) {
         self.action = action
         self.rule = rule
         self.mapper = mapper

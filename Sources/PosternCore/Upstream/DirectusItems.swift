@@ -2,7 +2,7 @@ import Foundation
 
 /// Item calls to Directus on behalf of a caller: with the session's Directus token (kept fresh), or
 /// anonymously on public routes; Directus errors translated for the resource (field names, 403 vs 404).
-struct ItemGateway: Sendable {
+struct DirectusItems: Sendable {
     let directus: DirectusClient
     let sessions: SessionManager
 

@@ -1,0 +1,67 @@
+import Foundation
+
+/// One request to the upstream, as a value.
+public struct UpstreamRequest: Sendable {
+    /// The method.
+    public var method: HTTPMethod
+    /// Path plus optional `?query`, already percent-encoded.
+    public var target: String
+    /// Headers to send (Host and Content-Length are added).
+    public var headers: HTTPHeaders
+    /// The body (empty for none).
+    public var body: Data
+
+    /// Builds a request.
+    public init(method: HTTPMethod, target: String, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// The upstream's answer: the same plain value as a response the gateway sends.
+public typealias UpstreamResponse = HTTPResponse
+
+/// How an upstream call failed at the transport level (DESIGN §1.3).
+public enum UpstreamFailure: Error, Sendable, Equatable {
+    /// Could not connect (refused, DNS, TLS handshake): → 503.
+    case unreachable(String)
+    /// No answer within the timeout: → 504.
+    case timeout
+    /// The connection closed after the request was sent: → 502.
+    case closed
+    /// The answer was not valid HTTP: → 502.
+    case badResponse(String)
+}
+
+/// Where the upstream lives.
+public struct UpstreamEndpoint: Sendable, Equatable {
+    /// `http` or `https`.
+    public var tls: Bool
+    /// Host name or IP.
+    public var host: String
+    /// Port.
+    public var port: UInt16
+    /// A path prefix (no trailing slash), e.g. `` or `/directus`.
+    public var basePath: String
+
+    /// Parses `http://host[:port][/base]` or `https://…`.
+    public init?(url: String) {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else { return nil }
+        tls = scheme == "https"
+        self.host = host
+        port = UInt16(components.port ?? (tls ? 443 : 80))
+        var path = components.percentEncodedPath
+        while path.hasSuffix("/") { path.removeLast() }
+        basePath = path
+    }
+
+    /// The `Host` header value.
+    public var hostHeader: String {
+        let isDefault = (tls && port == 443) || (!tls && port == 80)
+        let h = host.contains(":") ? "[\(host)]" : host
+        return isDefault ? h : "\(h):\(port)"
+    }
+}
