@@ -6,7 +6,7 @@ CONFIG   ?= config/postern.json
 DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-docker run check bench fuzz clean
+.PHONY: deps build release test check-docker run check bench profile fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing)
 deps:
@@ -45,9 +45,15 @@ run: deps build
 check: build
 	$(POSTERN) check --config $(CONFIG)
 
-## bench: gateway vs nginx vs stand-in (scripts/bench.sh)
+## bench: gateway (A), gateway with the micro-cache (C) vs a one-worker nginx proxy (B), all in front of a
+## canned nginx Directus with 20 posts; requests/s, p50, p99, CPU/request, peak RSS, ratios (scripts/bench.sh)
 bench: deps
 	bash scripts/bench.sh
+
+## profile: the bench's A setup under perf record (callgrind if perf cannot run): top symbols, CPU µs,
+## syscalls and mallocs per request (scripts/profile.sh; data kept in .bench/)
+profile: deps
+	bash scripts/profile.sh
 
 ## fuzz: libFuzzer targets (Fuzz/Targets/) with ASan, FUZZ_SECONDS each (default 30)
 fuzz: deps

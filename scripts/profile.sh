@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# `make profile`: where the gateway's CPU goes on the `make bench` A setup (canned nginx Directus
+# upstream with 20 posts, one gateway worker, memory sessions, wrk on GET /api/v1/books).
+#
+#   1. CPU per request, unprofiled: the gateway's utime+stime (/proc/PID/stat) over a wrk run,
+#      divided by the requests wrk counted.
+#   2. perf record -g on the gateway during a second wrk run: the top symbols by self time and
+#      by children (inclusive) time, Swift names demangled. Without perf (or when the kernel
+#      refuses it), valgrind --tool=callgrind over a short, lighter wrk run instead.
+#   3. Per request: malloc calls (a uprobe on libc's malloc), syscalls and context switches
+#      (perf stat over a third run). Skipped when uprobes are not available.
+#
+# The raw data (perf.data, reports, wrk outputs) stay in .bench/profile-<time>/.
+#
+# Overrides: PROFILE_DURATION (10s) PROFILE_WARMUP (2s) PROFILE_FREQ (999 Hz) PROFILE_TOP (25)
+#            PROFILE_CALL_GRAPH (dwarf; or fp, lbr) PROFILE_TOOL (perf; or callgrind)
+#            PROFILE_WORKERS (1) BENCH_THREADS (2) BENCH_CONNECTIONS (64) and bench/lib.sh's
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+TOOL=profile
+# shellcheck source=../bench/lib.sh
+source bench/lib.sh
+
+DURATION="${PROFILE_DURATION:-10s}"
+WARMUP="${PROFILE_WARMUP:-2s}"
+FREQ="${PROFILE_FREQ:-999}"
+TOP="${PROFILE_TOP:-25}"
+CALL_GRAPH="${PROFILE_CALL_GRAPH:-dwarf}"
+PROFILER="${PROFILE_TOOL:-perf}"
+WORKERS="${PROFILE_WORKERS:-1}"
+THREADS="${BENCH_THREADS:-2}"
+CONNECTIONS="${BENCH_CONNECTIONS:-64}"
+OUT=".bench/profile-$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$OUT"
+
+prepare_tools linux-perf valgrind
+LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
+start_upstream
+URL="http://$HOST:$GATEWAY_PORT$BOOKS_PATH"
+
+# demangle: Swift symbols in a report, readable (swift demangle leaves other text alone).
+demangle() {
+    if swift demangle --help >/dev/null 2>&1; then swift demangle --simplified; else cat; fi
+}
+
+# top_lines N: the first N rows of a perf report table (its percentage lines), cut to the terminal.
+# (callgrind_annotate rows start with an instruction count instead.)
+top_lines() { grep -E '^ *([0-9]+\.[0-9]+%|[0-9,]+ \()' | head -n "$1" | cut -c1-200; }
+
+# --- 1. CPU per request, without a profiler -------------------------------------------------------
+start_gateway "$WORKERS" gateway || die "the gateway did not start"
+say "warm-up $WARMUP; then wrk -t$THREADS -c$CONNECTIONS -d$DURATION on $URL (no profiler)"
+run_wrk "$OUT/wrk-warmup.txt" "$URL" "$POSTERN_TOKEN" "$WARMUP"
+t0="$(cpu_ticks "$GATEWAY_PID")"
+run_wrk "$OUT/wrk-plain.txt" "$URL" "$POSTERN_TOKEN" "$DURATION"
+t1="$(cpu_ticks "$GATEWAY_PID")"
+PLAIN_REQUESTS="$(wrk_field "$OUT/wrk-plain.txt" requests)"
+PLAIN_RPS="$(wrk_field "$OUT/wrk-plain.txt" rps)"
+CPU_US="$(awk -v d="$((t1 - t0))" -v hz="$CLK_TCK" -v n="$PLAIN_REQUESTS" 'BEGIN { printf "%.0f", d / hz * 1e6 / n }')"
+CPU_SHARE="$(awk -v d="$((t1 - t0))" -v hz="$CLK_TCK" -v s="${DURATION%s}" 'BEGIN { printf "%.0f", d / hz / s * 100 }')"
+ERRORS=""
+if [ "$(wrk_field "$OUT/wrk-plain.txt" non2xx)" != 0 ] || [ "$(wrk_field "$OUT/wrk-plain.txt" sockerr)" != 0 ]; then
+    ERRORS="  (ERRORS in this run: $(wrk_field "$OUT/wrk-plain.txt" non2xx) non-2xx, $(wrk_field "$OUT/wrk-plain.txt" sockerr) socket)"
+    warn "the unprofiled run had errors"
+fi
+
+# --- 2. the profile -------------------------------------------------------------------------------
+PROFILE_DONE=""
+if [ "$PROFILER" = perf ] && command -v perf >/dev/null; then
+    say "perf record -F $FREQ --call-graph $CALL_GRAPH on the gateway during wrk -d$DURATION"
+    perf record -F "$FREQ" --call-graph "$CALL_GRAPH" -o "$OUT/perf.data" -p "$GATEWAY_PID" \
+        -- sleep "${DURATION%s}" > "$WORK/perf-record.log" 2>&1 &
+    PERF_PID=$!
+    started "$PERF_PID"
+    run_wrk "$OUT/wrk-perf.txt" "$URL" "$POSTERN_TOKEN" "$DURATION"
+    if wait "$PERF_PID" && [ -s "$OUT/perf.data" ]; then
+        say "perf report"
+        perf report -i "$OUT/perf.data" --stdio --no-children --sort symbol -g none --percent-limit 0.2 \
+            2>/dev/null | demangle > "$OUT/self.txt"
+        perf report -i "$OUT/perf.data" --stdio --children --sort symbol -g none --percent-limit 0.5 \
+            2>/dev/null | demangle > "$OUT/children.txt"
+        perf report -i "$OUT/perf.data" --stdio --no-children --sort dso -g none \
+            2>/dev/null > "$OUT/dso.txt"
+        PROFILE_DONE=perf
+    else
+        warn "perf record failed: $(tail -n 3 "$WORK/perf-record.log" | tr '\n' ' ')"
+        warn "falling back to valgrind --tool=callgrind"
+    fi
+    forget "$PERF_PID"
+fi
+stop_gateway
+
+if [ -z "$PROFILE_DONE" ]; then
+    command -v valgrind >/dev/null || die "neither perf nor valgrind can profile here"
+    # valgrind runs the gateway ~50x slower: fewer connections, and time to start.
+    say "callgrind: the gateway under valgrind, wrk -t1 -c8 -d$DURATION"
+    GATEWAY_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=$OUT/callgrind.out" WAIT_SECONDS=120 \
+        start_gateway "$WORKERS" gateway-callgrind || die "the gateway did not start under valgrind"
+    THREADS=1 CONNECTIONS=8 run_wrk "$OUT/wrk-callgrind.txt" "$URL" "$POSTERN_TOKEN" "$DURATION"
+    stop_gateway   # callgrind writes its file when the gateway exits
+    [ -s "$OUT/callgrind.out" ] || die "callgrind wrote no profile"
+    callgrind_annotate --inclusive=no "$OUT/callgrind.out" 2>/dev/null | demangle > "$OUT/self.txt"
+    callgrind_annotate --inclusive=yes "$OUT/callgrind.out" 2>/dev/null | demangle > "$OUT/children.txt"
+    : > "$OUT/dso.txt"
+    CALL_GRAPH="callgrind"
+    PROFILE_DONE=callgrind
+fi
+
+# --- 3. malloc calls, syscalls and context switches per request ----------------------------------
+ALLOC_LINE="allocations: not measured (no uprobes on libc's malloc here)"
+start_gateway "$WORKERS" gateway-count || die "the gateway did not start"
+run_wrk "$OUT/wrk-warmup2.txt" "$URL" "$POSTERN_TOKEN" "$WARMUP"
+LIBC="$(ldd "$POSTERN" | awk '$1 ~ /^libc\.so/ { print $3 }')"
+PROBE=""
+if [ -n "$LIBC" ] && perf probe -q -x "$LIBC" --add postern_malloc=malloc >/dev/null 2>"$WORK/probe.log"; then
+    PROBE="probe_libc:postern_malloc"
+fi
+EVENTS="task-clock,context-switches,raw_syscalls:sys_enter${PROBE:+,$PROBE}"
+say "perf stat -e $EVENTS on the gateway during wrk -d$DURATION"
+perf stat -x, -e "$EVENTS" -o "$OUT/stat.csv" -p "$GATEWAY_PID" -- sleep "${DURATION%s}" > /dev/null 2>&1 &
+STAT_PID=$!
+started "$STAT_PID"
+run_wrk "$OUT/wrk-stat.txt" "$URL" "$POSTERN_TOKEN" "$DURATION"
+wait "$STAT_PID" || warn "perf stat failed"
+forget "$STAT_PID"
+[ -n "$PROBE" ] && perf probe -q -d "$PROBE" >/dev/null 2>&1
+stop_gateway
+STAT_REQUESTS="$(wrk_field "$OUT/wrk-stat.txt" requests)"
+per_request() {   # per_request EVENT: its count in stat.csv divided by the requests of that run
+    awk -F, -v e="$1" -v n="$STAT_REQUESTS" '$3 == e && $1 ~ /^[0-9.]+$/ { printf "%.1f", $1 / n; found = 1 }
+                                              END { if (!found) print "-" }' "$OUT/stat.csv"
+}
+SYSCALLS="$(per_request raw_syscalls:sys_enter)"
+SWITCHES="$(per_request context-switches)"
+if [ -n "$PROBE" ]; then
+    ALLOC_LINE="malloc calls per request: $(per_request "$PROBE")  (uprobe on $LIBC malloc; calloc/realloc/posix_memalign not counted)"
+fi
+LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
+
+# --- report ---------------------------------------------------------------------------------------
+echo
+echo "profile of the gateway (POSTERN_WORKERS=$WORKERS, log level $LOG_LEVEL), wrk -t$THREADS -c$CONNECTIONS -d$DURATION on GET $BOOKS_PATH"
+echo "on $(nproc) cores; load average before $LOAD_BEFORE, after $LOAD_AFTER; raw data in $OUT/"
+echo
+echo "CPU per request: $CPU_US µs  (gateway utime+stime over $PLAIN_REQUESTS requests, $PLAIN_RPS requests/s, one core at $CPU_SHARE %)$ERRORS"
+echo "syscalls per request: $SYSCALLS   context switches per request: $SWITCHES"
+echo "$ALLOC_LINE"
+echo
+echo "top $TOP symbols by self time ($PROFILE_DONE, $CALL_GRAPH call graphs, $FREQ Hz):"
+echo "    Self  Symbol"
+top_lines "$TOP" < "$OUT/self.txt"
+echo
+echo "top $TOP symbols by children (inclusive) time:"
+echo "Children      Self  Symbol"
+top_lines "$TOP" < "$OUT/children.txt"
+echo
+echo "by shared object (self):"
+top_lines 8 < "$OUT/dso.txt"
