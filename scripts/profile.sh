@@ -31,6 +31,7 @@ PROFILER="${PROFILE_TOOL:-perf}"
 WORKERS="${PROFILE_WORKERS:-1}"
 THREADS="${BENCH_THREADS:-2}"
 CONNECTIONS="${BENCH_CONNECTIONS:-64}"
+[[ "$DURATION" =~ ^[0-9]+s$ && "$WARMUP" =~ ^[0-9]+s$ ]] || die "PROFILE_DURATION and PROFILE_WARMUP are whole seconds, e.g. 10s"
 OUT=".bench/profile-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$OUT"
 
@@ -44,9 +45,11 @@ demangle() {
     if swift demangle --help >/dev/null 2>&1; then swift demangle --simplified; else cat; fi
 }
 
-# top_lines N: the first N rows of a perf report table (its percentage lines), cut to the terminal.
-# (callgrind_annotate rows start with an instruction count instead.)
-top_lines() { grep -E '^ *([0-9]+\.[0-9]+%|[0-9,]+ \()' | head -n "$1" | cut -c1-200; }
+# top_lines N: the first N rows of a perf report table (its percentage lines; callgrind_annotate's
+# start with an instruction count instead), cut to 200 columns. Reads all its input (no SIGPIPE).
+top_lines() {
+    awk -v n="$1" '/^ *([0-9]+\.[0-9]+%|[0-9,]+ \()/ && shown < n { sub(/( +-)* *$/, ""); print substr($0, 1, 200); shown++ }'
+}
 
 # --- 1. CPU per request, without a profiler -------------------------------------------------------
 start_gateway "$WORKERS" gateway || die "the gateway did not start"
@@ -95,8 +98,13 @@ if [ -z "$PROFILE_DONE" ]; then
     command -v valgrind >/dev/null || die "neither perf nor valgrind can profile here"
     # valgrind runs the gateway ~50x slower: fewer connections, and time to start.
     say "callgrind: the gateway under valgrind, wrk -t1 -c8 -d$DURATION"
-    GATEWAY_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=$OUT/callgrind.out" WAIT_SECONDS=120 \
-        start_gateway "$WORKERS" gateway-callgrind || die "the gateway did not start under valgrind"
+    if ! GATEWAY_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=$OUT/callgrind.out" WAIT_SECONDS=120 \
+            start_gateway "$WORKERS" gateway-callgrind; then
+        # Valgrind 3.19 (Debian 12) dies with an internal SIGSEGV on the gateway, whatever the tool.
+        grep -q 'VALGRIND INTERNAL ERROR' "$WORK/gateway-callgrind.log" \
+            && die "valgrind $(valgrind --version | sed 's/valgrind-//') crashed running the gateway (internal error, any tool): no profile"
+        die "the gateway did not start under valgrind"
+    fi
     THREADS=1 CONNECTIONS=8 run_wrk "$OUT/wrk-callgrind.txt" "$URL" "$POSTERN_TOKEN" "$DURATION"
     stop_gateway   # callgrind writes its file when the gateway exits
     [ -s "$OUT/callgrind.out" ] || die "callgrind wrote no profile"
