@@ -13,9 +13,12 @@
 # targets are met. It is a report: it exits 0 whether or not they are (non-zero only when it
 # could not measure). A run where wrk saw non-2xx answers or socket errors is flagged.
 #
+# BENCH_ROUNDS=3 repeats B, A, C three times and adds the medians (each ratio is taken within its
+# round, so that a machine busy with something else skews both sides alike).
+#
 # Overrides: BENCH_DURATION (10s) BENCH_WARMUP (2s) BENCH_THREADS (2) BENCH_CONNECTIONS (64)
 #            BENCH_WORKERS (gateway worker counts, "1"; e.g. "1 2") BENCH_CACHE_TTL_MS (1000)
-#            BENCH_LOG_LEVEL (warning) and the ports/build switches in bench/lib.sh
+#            BENCH_ROUNDS (1) BENCH_LOG_LEVEL (warning) and the ports/build switches in bench/lib.sh
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -29,96 +32,129 @@ THREADS="${BENCH_THREADS:-2}"
 CONNECTIONS="${BENCH_CONNECTIONS:-64}"
 WORKERS_LIST="${BENCH_WORKERS:-1}"
 CACHE_TTL="${BENCH_CACHE_TTL_MS:-1000}"
+ROUNDS="${BENCH_ROUNDS:-1}"
 
 prepare_tools
 LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 start_upstream
 start_proxy
 
-ROWS=()     # "label|rps|p50|p99|cpu µs/req|rss MB|errors"
-NOTES=()
+RESULTS="$WORK/results.tsv"   # round, label, rps, p50, p99, cpu µs/req, rss MB, non-2xx, socket errors
+: > "$RESULTS"
+NOTES="$WORK/notes.txt"
+: > "$NOTES"
 
-# measure LABEL URL TOKEN PID: warm-up, then the measured wrk run; PID is the process whose CPU
-# time and peak RSS are reported.
+# measure ROUND LABEL URL TOKEN PID: warm-up, then the measured wrk run; PID is the process whose
+# CPU time and peak RSS are reported.
 measure() {
-    local label="$1" url="$2" token="$3" pid="$4" out t0 t1 requests cpu errors non2xx sockerr
-    out="$WORK/wrk-${label//[^a-zA-Z0-9]/_}.txt"
-    say "$label: warm-up $WARMUP, then wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency $url"
+    local round="$1" label="$2" url="$3" token="$4" pid="$5" out t0 t1 requests cpu non2xx sockerr
+    out="$WORK/wrk-$round-${label//[^a-zA-Z0-9]/_}.txt"
+    say "round $round, $label: warm-up $WARMUP, then wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency $url"
     run_wrk "$out.warmup" "$url" "$token" "$WARMUP"
     t0="$(cpu_ticks "$pid")"
     run_wrk "$out" "$url" "$token" "$DURATION"
     t1="$(cpu_ticks "$pid")"
     requests="$(wrk_field "$out" requests)"
-    cpu="$(awk -v d="$((t1 - t0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.0f", d / hz * 1e6 / n; else print "-" }')"
+    cpu="$(awk -v d="$((t1 - t0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.0f", d / hz * 1e6 / n; else print 0 }')"
     non2xx="$(wrk_field "$out" non2xx)"
     sockerr="$(wrk_field "$out" sockerr)"
-    errors="-"
     if [ "$non2xx" != 0 ] || [ "$sockerr" != 0 ]; then
-        errors="ERRORS: $non2xx non-2xx, $sockerr socket"
         warn "$label: the run had errors ($non2xx non-2xx answers, socket errors: $(sed -n 's/.*Socket errors: *//p' "$out"))"
     fi
-    ROWS+=("$label|$(wrk_field "$out" rps)|$(wrk_field "$out" p50)|$(wrk_field "$out" p99)|$cpu|$(peak_rss_mb "$pid")|$errors")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$label" "$(wrk_field "$out" rps)" "$(wrk_field "$out" p50)" \
+        "$(wrk_field "$out" p99)" "$cpu" "$(peak_rss_mb "$pid")" "$non2xx" "$sockerr" >> "$RESULTS"
 }
 
-measure "B nginx proxy" "http://$HOST:$PROXY_PORT$ITEMS_PATH" "$DIRECTUS_TOKEN" "$PROXY_WORKER_PID"
+# note TEXT: print TEXT now and in the report, once however many rounds say it.
+note() {
+    grep -qxF "$1" "$NOTES" && return 0
+    echo "$1"
+    echo "$1" >> "$NOTES"
+}
 
-for workers in $WORKERS_LIST; do
-    say "A: gateway, POSTERN_WORKERS=$workers, log level $LOG_LEVEL"
-    start_gateway "$workers" "gateway-a-w$workers" || die "the gateway did not start (see above)"
-    measure "A gateway w=$workers" "http://$HOST:$GATEWAY_PORT$BOOKS_PATH" "$POSTERN_TOKEN" "$GATEWAY_PID"
-    stop_gateway
-
-    say "C: gateway, POSTERN_WORKERS=$workers, POSTERN_CACHE_TTL_MS=$CACHE_TTL"
-    if ! start_gateway "$workers" "gateway-c-w$workers" POSTERN_CACHE_TTL_MS="$CACHE_TTL"; then
-        reason="$(grep -v '^[[:space:]]*$' "$WORK/gateway-c-w$workers.log" | tail -n1 | cut -c1-160)"
-        echo "C: cache not available (the gateway refused POSTERN_CACHE_TTL_MS=$CACHE_TTL: $reason)"
-        NOTES+=("C w=$workers: cache not available (gateway refused to start)")
-        continue
-    fi
-    # A second request must be served from the cache (X-Cache: HIT) for C to mean anything.
-    check_list "gateway (cache)" "http://$HOST:$GATEWAY_PORT$BOOKS_PATH" "$POSTERN_TOKEN" books
-    if ! grep -qi '^x-cache: *hit' "$LAST_HEADERS"; then
-        echo "C: cache not available (POSTERN_CACHE_TTL_MS=$CACHE_TTL accepted, but a repeated GET has no X-Cache: HIT)"
-        NOTES+=("C w=$workers: cache not available (no X-Cache: HIT)")
+for round in $(seq "$ROUNDS"); do
+    measure "$round" "B nginx proxy" "http://$HOST:$PROXY_PORT$ITEMS_PATH" "$DIRECTUS_TOKEN" "$PROXY_WORKER_PID"
+    for workers in $WORKERS_LIST; do
+        say "A: gateway, POSTERN_WORKERS=$workers, log level $LOG_LEVEL"
+        start_gateway "$workers" "gateway-a-w$workers" || die "the gateway did not start (see above)"
+        measure "$round" "A gateway w=$workers" "http://$HOST:$GATEWAY_PORT$BOOKS_PATH" "$POSTERN_TOKEN" "$GATEWAY_PID"
         stop_gateway
-        continue
-    fi
-    measure "C gateway+cache w=$workers" "http://$HOST:$GATEWAY_PORT$BOOKS_PATH" "$POSTERN_TOKEN" "$GATEWAY_PID"
-    stop_gateway
+
+        say "C: gateway, POSTERN_WORKERS=$workers, POSTERN_CACHE_TTL_MS=$CACHE_TTL"
+        if ! start_gateway "$workers" "gateway-c-w$workers" POSTERN_CACHE_TTL_MS="$CACHE_TTL"; then
+            reason="$(grep -v '^[[:space:]]*$' "$WORK/gateway-c-w$workers.log" | tail -n1 | cut -c1-160)"
+            note "C: cache not available (the gateway refused POSTERN_CACHE_TTL_MS=$CACHE_TTL: $reason)"
+            continue
+        fi
+        # A second request must be served from the cache (X-Cache: HIT) for C to mean anything.
+        check_list "gateway (cache)" "http://$HOST:$GATEWAY_PORT$BOOKS_PATH" "$POSTERN_TOKEN" books
+        if ! grep -qi '^x-cache: *hit' "$LAST_HEADERS"; then
+            note "C: cache not available (POSTERN_CACHE_TTL_MS=$CACHE_TTL accepted, but a repeated GET has no X-Cache: HIT)"
+            stop_gateway
+            continue
+        fi
+        measure "$round" "C gateway+cache w=$workers" "http://$HOST:$GATEWAY_PORT$BOOKS_PATH" "$POSTERN_TOKEN" "$GATEWAY_PID"
+        stop_gateway
+    done
 done
 LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- report ---------------------------------------------------------------------------------------
-field() { cut -d'|' -f"$2" <<<"$1"; }
-B_ROW="${ROWS[0]}"
-B_RPS="$(field "$B_ROW" 2)"
-B_P99="$(field "$B_ROW" 4)"
-
 echo
-echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency (after $WARMUP warm-up) on $(nproc) cores;" \
+echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency (after $WARMUP warm-up), $ROUNDS round(s), on $(nproc) cores;" \
      "load average before $LOAD_BEFORE, after $LOAD_AFTER"
 echo "B: GET $ITEMS_PATH   A/C: GET $BOOKS_PATH (gateway log level $LOG_LEVEL)"
-echo "CPU and peak RSS: the gateway process (A, C), the nginx proxy's worker (B)"
-printf '%-24s %10s %8s %8s %11s %9s %7s  %s\n' target requests/s "p50 ms" "p99 ms" "CPU µs/req" "RSS MB" "÷ B" errors
-for row in "${ROWS[@]}"; do
-    IFS='|' read -r label rps p50 p99 cpu rss errors <<<"$row"
-    ratio="$(awk -v a="$rps" -v b="$B_RPS" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
-    printf '%-24s %10s %8s %8s %11s %9s %7s  %s\n' "$label" "$rps" "$p50" "$p99" "$cpu" "$rss" "$ratio" "$errors"
-done
-for note in "${NOTES[@]+"${NOTES[@]}"}"; do echo "$note"; done
+echo "CPU and peak RSS (VmHWM): the gateway process (A, C), the nginx proxy's worker (B)"
+python3 - "$RESULTS" "$NOTES" <<'PY'
+import statistics, sys
+rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
+notes = [line.rstrip("\n") for line in open(sys.argv[2]) if line.strip()]
+runs = [dict(round=int(r[0]), label=r[1], rps=float(r[2] or 0), p50=float(r[3] or 0), p99=float(r[4] or 0),
+             cpu=float(r[5] or 0), rss=float(r[6] or 0), non2xx=int(r[7]), sockerr=int(r[8])) for r in rows]
+b_of = {r["round"]: r for r in runs if r["label"].startswith("B")}
+for r in runs:
+    b = b_of.get(r["round"])
+    r["ratio"] = r["rps"] / b["rps"] if b and b["rps"] else 0.0
+    r["b_p99"] = b["p99"] if b else 0.0
+    r["errors"] = "-" if r["non2xx"] == 0 and r["sockerr"] == 0 else f"ERRORS: {r['non2xx']} non-2xx, {r['sockerr']} socket"
 
-echo
-echo "targets (docs/api.md, Limits and defaults; a report, not a test):"
-verdict() { if [ "$1" = 1 ]; then echo "met"; else echo "NOT met"; fi; }
-for row in "${ROWS[@]:1}"; do
-    IFS='|' read -r label rps p50 p99 cpu rss errors <<<"$row"
-    case "$label" in C*) want=2.0 ;; *) want=1.0 ;; esac
-    ratio="$(awk -v a="$rps" -v b="$B_RPS" 'BEGIN { printf "%.2f", a / b }')"
-    ok_ratio="$(awk -v r="$ratio" -v w="$want" 'BEGIN { print (r >= w) ? 1 : 0 }')"
-    ok_p99="$(awk -v a="$p99" -v b="$B_P99" 'BEGIN { print (a <= b + 1) ? 1 : 0 }')"
-    ok_rss="$(awk -v r="$rss" 'BEGIN { print (r < 40) ? 1 : 0 }')"
-    flag=""
-    [ "$errors" = "-" ] || flag="  (run had errors: not valid)"
-    printf '  %-24s ratio %s ≥ %s: %-8s p99 %s ≤ %s + 1 ms: %-8s RSS %s MB < 40: %s%s\n' "$label" \
-        "$ratio" "$want" "$(verdict "$ok_ratio")" "$p99" "$B_P99" "$(verdict "$ok_p99")" "$rss" "$(verdict "$ok_rss")" "$flag"
-done
+head = f"{'target':<26} {'requests/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'CPU µs/req':>11} {'RSS MB':>7} {'÷ B':>6}  errors"
+def line(label, r):
+    return (f"{label:<26} {r['rps']:>10.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} {r['cpu']:>11.0f} "
+            f"{r['rss']:>7.1f} {r['ratio']:>6.2f}  {r['errors']}")
+
+rounds = sorted({r["round"] for r in runs})
+labels = list(dict.fromkeys(r["label"] for r in runs))
+print(head)
+for r in runs:
+    print(line(r["label"] if len(rounds) == 1 else f"{r['label']} #{r['round']}", r))
+summary = {}
+for label in labels:
+    mine = [r for r in runs if r["label"] == label]
+    med = {k: statistics.median(r[k] for r in mine) for k in ("rps", "p50", "p99", "cpu", "ratio", "b_p99")}
+    med["rss"] = max(r["rss"] for r in mine)
+    bad = [r["errors"] for r in mine if r["errors"] != "-"]
+    med["errors"] = "-" if not bad else f"ERRORS in {len(bad)} of {len(mine)} rounds"
+    summary[label] = med
+if len(rounds) > 1:
+    print()
+    print(f"medians of {len(rounds)} rounds (÷ B: the median of the ratios within each round; RSS: the highest)")
+    print(head)
+    for label in labels:
+        print(line(label, summary[label]))
+for n in notes:
+    print(n)
+
+print()
+print("targets (docs/api.md, Limits and defaults; a report, not a test):")
+verdict = lambda ok: "met" if ok else "NOT met"
+for label in labels:
+    if label.startswith("B"):
+        continue
+    m = summary[label]
+    want = 2.0 if label.startswith("C") else 1.0
+    flag = "" if m["errors"] == "-" else "  (errors: not valid)"
+    print(f"  {label:<24} ratio {m['ratio']:.2f} ≥ {want:.1f}: {verdict(m['ratio'] >= want):<8} "
+          f"p99 {m['p99']:.2f} ≤ {m['b_p99']:.2f} + 1 ms: {verdict(m['p99'] <= m['b_p99'] + 1):<8} "
+          f"RSS {m['rss']:.1f} MB < 40: {verdict(m['rss'] < 40)}{flag}")
+PY
