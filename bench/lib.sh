@@ -49,6 +49,7 @@ stop_pid() {   # stop_pid PID: TERM, wait up to 5 s, then KILL
 cleanup() {
     local status=$? pid log
     trap - EXIT INT TERM
+    if [ -n "${ON_EXIT:-}" ]; then $ON_EXIT >/dev/null 2>&1 || true; fi
     # Newest first: the gateway before the upstream it talks to.
     for (( i=${#STARTED_PIDS[@]}-1; i>=0; i-- )); do stop_pid "${STARTED_PIDS[$i]}"; done
     if [ "$status" -ne 0 ]; then

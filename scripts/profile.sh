@@ -8,11 +8,13 @@
 #      by children (inclusive) time, Swift names demangled. Without perf (or when the kernel
 #      refuses it), valgrind --tool=callgrind over a short, lighter wrk run instead.
 #   3. Per request: malloc calls (a uprobe on libc's malloc), syscalls and context switches
-#      (perf stat over a third run). Skipped when uprobes are not available.
+#      (perf stat over a third run), then the mallocs per request under each caller (a sample of
+#      malloc call stacks). The malloc parts are skipped when uprobes are not available.
 #
 # The raw data (perf.data, reports, wrk outputs) stay in .bench/profile-<time>/.
 #
 # Overrides: PROFILE_DURATION (10s) PROFILE_WARMUP (2s) PROFILE_FREQ (999 Hz) PROFILE_TOP (25)
+#            PROFILE_TOP_CHILDREN (40) PROFILE_MALLOC_PERIOD (200: one malloc stack in 200)
 #            PROFILE_CALL_GRAPH (dwarf; or fp, lbr) PROFILE_TOOL (perf; or callgrind)
 #            PROFILE_WORKERS (1) BENCH_THREADS (2) BENCH_CONNECTIONS (64) and bench/lib.sh's
 set -euo pipefail
@@ -26,6 +28,8 @@ DURATION="${PROFILE_DURATION:-10s}"
 WARMUP="${PROFILE_WARMUP:-2s}"
 FREQ="${PROFILE_FREQ:-999}"
 TOP="${PROFILE_TOP:-25}"
+TOP_CHILDREN="${PROFILE_TOP_CHILDREN:-40}"
+MALLOC_PERIOD="${PROFILE_MALLOC_PERIOD:-200}"
 CALL_GRAPH="${PROFILE_CALL_GRAPH:-dwarf}"
 PROFILER="${PROFILE_TOOL:-perf}"
 WORKERS="${PROFILE_WORKERS:-1}"
@@ -115,7 +119,7 @@ if [ -z "$PROFILE_DONE" ]; then
     PROFILE_DONE=callgrind
 fi
 
-# --- 3. malloc calls, syscalls and context switches per request ----------------------------------
+# --- 3. malloc calls, syscalls and context switches per request; where the mallocs come from -----
 ALLOC_LINE="allocations: not measured (no uprobes on libc's malloc here)"
 start_gateway "$WORKERS" gateway-count || die "the gateway did not start"
 run_wrk "$OUT/wrk-warmup2.txt" "$URL" "$POSTERN_TOKEN" "$WARMUP"
@@ -123,6 +127,8 @@ LIBC="$(ldd "$POSTERN" | awk '$1 ~ /^libc\.so/ { print $3 }')"
 PROBE=""
 if [ -n "$LIBC" ] && perf probe -q -x "$LIBC" --add postern_malloc=malloc >/dev/null 2>"$WORK/probe.log"; then
     PROBE="probe_libc:postern_malloc"
+    # The probe is global (though only counted for the processes perf watches): never leave it behind.
+    ON_EXIT="perf probe -q -d $PROBE"
 fi
 EVENTS="task-clock,context-switches,raw_syscalls:sys_enter${PROBE:+,$PROBE}"
 say "perf stat -e $EVENTS on the gateway during wrk -d$DURATION"
@@ -132,8 +138,6 @@ started "$STAT_PID"
 run_wrk "$OUT/wrk-stat.txt" "$URL" "$POSTERN_TOKEN" "$DURATION"
 wait "$STAT_PID" || warn "perf stat failed"
 forget "$STAT_PID"
-[ -n "$PROBE" ] && perf probe -q -d "$PROBE" >/dev/null 2>&1
-stop_gateway
 STAT_REQUESTS="$(wrk_field "$OUT/wrk-stat.txt" requests)"
 per_request() {   # per_request EVENT: its count in stat.csv divided by the requests of that run
     awk -F, -v e="$1" -v n="$STAT_REQUESTS" '$3 == e && $1 ~ /^[0-9.]+$/ { printf "%.1f", $1 / n; found = 1 }
@@ -141,9 +145,26 @@ per_request() {   # per_request EVENT: its count in stat.csv divided by the requ
 }
 SYSCALLS="$(per_request raw_syscalls:sys_enter)"
 SWITCHES="$(per_request context-switches)"
+MALLOCS=""
 if [ -n "$PROBE" ]; then
-    ALLOC_LINE="malloc calls per request: $(per_request "$PROBE")  (uprobe on $LIBC malloc; calloc/realloc/posix_memalign not counted)"
+    MALLOCS="$(per_request "$PROBE")"
+    ALLOC_LINE="malloc calls per request: $MALLOCS  (uprobe on $LIBC malloc; calloc/realloc/posix_memalign not counted)"
+    # One malloc in MALLOC_PERIOD with its call stack: the callers' shares of the mallocs.
+    say "perf record -e $PROBE -c $MALLOC_PERIOD (malloc call stacks) during wrk -d4s"
+    perf record -e "$PROBE" -c "$MALLOC_PERIOD" --call-graph dwarf,16384 -o "$OUT/malloc.data" -p "$GATEWAY_PID" \
+        -- sleep 4 > "$WORK/malloc-record.log" 2>&1 &
+    MREC_PID=$!
+    started "$MREC_PID"
+    run_wrk "$OUT/wrk-malloc.txt" "$URL" "$POSTERN_TOKEN" 4s
+    if wait "$MREC_PID"; then
+        perf report -i "$OUT/malloc.data" --stdio --children --sort symbol -g none --percent-limit 1 \
+            2>/dev/null | demangle > "$OUT/malloc-callers.txt"
+    fi
+    forget "$MREC_PID"
+    perf probe -q -d "$PROBE" >/dev/null 2>&1 || true
+    ON_EXIT=""
 fi
+stop_gateway
 LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- report ---------------------------------------------------------------------------------------
@@ -159,9 +180,16 @@ echo "top $TOP symbols by self time ($PROFILE_DONE, $CALL_GRAPH call graphs, $FR
 echo "    Self  Symbol"
 top_lines "$TOP" < "$OUT/self.txt"
 echo
-echo "top $TOP symbols by children (inclusive) time:"
+echo "top $TOP_CHILDREN symbols by children (inclusive) time:"
 echo "Children      Self  Symbol"
-top_lines "$TOP" < "$OUT/children.txt"
+top_lines "$TOP_CHILDREN" < "$OUT/children.txt"
+if [ -s "$OUT/malloc-callers.txt" ]; then
+    echo
+    echo "malloc calls per request under each frame (inclusive; sampled one in $MALLOC_PERIOD, event-loop frames left out):"
+    top_lines 400 < "$OUT/malloc-callers.txt" | awk -v per="$MALLOCS" '
+        { pct = $1; sub(/%/, "", pct); pct += 0 }
+        pct < 95 && shown < 40 { sub(/^ *[0-9.]+% +[0-9.]+% +/, ""); printf "%8.1f  %s\n", pct / 100 * per, $0; shown++ }'
+fi
 echo
 echo "by shared object (self):"
 top_lines 8 < "$OUT/dso.txt"
