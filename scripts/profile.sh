@@ -16,7 +16,8 @@
 # Overrides: PROFILE_DURATION (10s) PROFILE_WARMUP (2s) PROFILE_FREQ (999 Hz) PROFILE_TOP (25)
 #            PROFILE_TOP_CHILDREN (40) PROFILE_MALLOC_PERIOD (200: one malloc stack in 200)
 #            PROFILE_CALL_GRAPH (dwarf; or fp, lbr) PROFILE_TOOL (perf; or callgrind)
-#            PROFILE_WORKERS (1) BENCH_THREADS (2) BENCH_CONNECTIONS (64) and bench/lib.sh's
+#            PROFILE_WORKERS (1) BENCH_THREADS (2) BENCH_CONNECTIONS (64), and the BENCH_* ports
+#            and build switches of bench/lib.sh
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,7 +40,7 @@ CONNECTIONS="${BENCH_CONNECTIONS:-64}"
 OUT=".bench/profile-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$OUT"
 
-prepare_tools linux-perf valgrind
+prepare_tools linux-perf
 LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 start_upstream
 URL="http://$HOST:$GATEWAY_PORT$BOOKS_PATH"
@@ -99,6 +100,7 @@ fi
 stop_gateway
 
 if [ -z "$PROFILE_DONE" ]; then
+    bash scripts/deps.sh valgrind
     command -v valgrind >/dev/null || die "neither perf nor valgrind can profile here"
     # valgrind runs the gateway ~50x slower: fewer connections, and time to start.
     say "callgrind: the gateway under valgrind, wrk -t1 -c8 -d$DURATION"
@@ -125,6 +127,7 @@ start_gateway "$WORKERS" gateway-count || die "the gateway did not start"
 run_wrk "$OUT/wrk-warmup2.txt" "$URL" "$POSTERN_TOKEN" "$WARMUP"
 LIBC="$(ldd "$POSTERN" | awk '$1 ~ /^libc\.so/ { print $3 }')"
 PROBE=""
+perf probe -q -d probe_libc:postern_malloc >/dev/null 2>&1 || true   # ours, left by an interrupted run
 if [ -n "$LIBC" ] && perf probe -q -x "$LIBC" --add postern_malloc=malloc >/dev/null 2>"$WORK/probe.log"; then
     PROBE="probe_libc:postern_malloc"
     # The probe is global (though only counted for the processes perf watches): never leave it behind.
@@ -138,6 +141,7 @@ started "$STAT_PID"
 run_wrk "$OUT/wrk-stat.txt" "$URL" "$POSTERN_TOKEN" "$DURATION"
 wait "$STAT_PID" || warn "perf stat failed"
 forget "$STAT_PID"
+touch "$OUT/stat.csv"
 STAT_REQUESTS="$(wrk_field "$OUT/wrk-stat.txt" requests)"
 per_request() {   # per_request EVENT: its count in stat.csv divided by the requests of that run
     awk -F, -v e="$1" -v n="$STAT_REQUESTS" '$3 == e && $1 ~ /^[0-9.]+$/ { printf "%.1f", $1 / n; found = 1 }
@@ -176,7 +180,11 @@ echo "CPU per request: $CPU_US µs  (gateway utime+stime over $PLAIN_REQUESTS re
 echo "syscalls per request: $SYSCALLS   context switches per request: $SWITCHES"
 echo "$ALLOC_LINE"
 echo
-echo "top $TOP symbols by self time ($PROFILE_DONE, $CALL_GRAPH call graphs, $FREQ Hz):"
+if [ "$PROFILE_DONE" = perf ]; then
+    echo "top $TOP symbols by self time (perf, $CALL_GRAPH call graphs, $FREQ Hz):"
+else
+    echo "top $TOP symbols by self time (callgrind, instructions):"
+fi
 echo "    Self  Symbol"
 top_lines "$TOP" < "$OUT/self.txt"
 echo
