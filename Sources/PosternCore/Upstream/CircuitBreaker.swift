@@ -83,14 +83,14 @@ struct GuardedTransport: UpstreamTransport {
         let start = ContinuousClock.now
         defer {
             let elapsed = ContinuousClock.now - start
-            RequestTrace.current?.addUpstream(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            RequestTrace.current?.addUpstream(elapsed.seconds)
         }
         do {
             let response = try await inner.send(request, timeout: timeout)
             breaker.succeeded()
             let elapsed = ContinuousClock.now - start
             metrics.upstream(method: request.method.description,
-                             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+                             seconds: elapsed.seconds)
             return response
         } catch {
             switch error {
