@@ -75,7 +75,7 @@ import Testing
     func rejectsGarbageList(body: String) {
         let error = gatewayError { _ = try shippedMapper("books").renderer.renderList(directusBody: Data(body.utf8)) }
         #expect(error?.status == 502)
-        #expect(error?.code == "upstream_error")
+        #expect(error?.code == .upstreamError)
     }
 
     @Test(arguments: [
@@ -85,7 +85,7 @@ import Testing
     func rejectsGarbageItem(body: String) {
         let error = gatewayError { _ = try shippedMapper("posts").renderer.renderItem(directusBody: Data(body.utf8)) }
         #expect(error?.status == 502)
-        #expect(error?.code == "upstream_error")
+        #expect(error?.code == .upstreamError)
     }
 }
 
@@ -152,7 +152,7 @@ import Testing
     func rejectsBadBodies(resource: String, body: String, mode: ResourceMapper.WriteMode, message: String) {
         let error = gatewayError { _ = try write(resource, body, mode) }
         #expect(error?.status == 400)
-        #expect(error?.code == "invalid_request")
+        #expect(error?.code == .invalidRequest)
         #expect(error?.message == message)
     }
 }

@@ -55,7 +55,7 @@ public final class AccessLog: @unchecked Sendable {
         guard lineLevel.rawValue >= level.rawValue else { return }
         var members: [(String, JSONValue)] = [
             ("time", .string(AccessLog.timestamp())), ("level", .string(lineLevel == .error ? "error" : "debug")),
-            ("msg", .string(error.message)), ("code", .string(error.code)), ("request_id", .string(context.requestID)),
+            ("msg", .string(error.message)), ("code", .string(error.code.rawValue)), ("request_id", .string(context.requestID)),
         ]
         if let cause = error.cause { members.append(("cause", .string(cause))) }
         write(.object(members))

@@ -60,7 +60,7 @@ struct TargetLengthMiddleware: Middleware {
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
         guard request.path.utf8.count + request.query.utf8.count <= TargetLengthMiddleware.maxBytes else {
-            return ErrorRenderer.render(GatewayError(status: 414, code: "uri_too_long", message: "request target too long"),
+            return ErrorRenderer.render(GatewayError(status: 414, code: .uriTooLong, message: "request target too long"),
                                         context: context)
         }
         return try await next.respond(to: request, context: context)

@@ -5,7 +5,7 @@ public enum ErrorRenderer {
     /// `{"error","code","request_id"}` plus, on resource routes, `"<resource>":[]` and `"total":0`.
     public static func render(_ error: GatewayError, context: RequestContext) -> HTTPResponse {
         var members: [(String, JSONValue)] = [
-            ("error", .string(error.message)), ("code", .string(error.code)), ("request_id", .string(context.requestID)),
+            ("error", .string(error.message)), ("code", .string(error.code.rawValue)), ("request_id", .string(context.requestID)),
         ]
         if let resource = context.resourceName {
             members.append((resource, .array([])))
