@@ -147,7 +147,7 @@ extension SessionManagerTests {
         standIn.expireAllAccessTokens()
         let session = try manager.authenticate(token: issued.accessToken)
         let call = Task {
-            try await manager.withDirectusToken(session, context: ctx) { (token) async throws(PosternCore.DirectusError) -> Data in
+            try await manager.withDirectusToken(session, context: ctx) { (token) async throws(DirectusError) -> Data in
                 try await directus.listItems(path: "/items/posts", query: [("limit", "1")], token: token, context: ctx)
             }
         }
