@@ -1,4 +1,4 @@
-# Postern — developer and CI entry points (DESIGN §5).
+# Postern — developer and CI entry points.
 
 SWIFT    ?= swift
 POSTERN  := .build/debug/postern

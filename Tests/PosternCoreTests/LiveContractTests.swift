@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 
-/// The public contract's cross-cutting rules (DESIGN §1, §1.3, §2, §3.2) through real sockets, against the stand-in.
+/// The public contract's cross-cutting rules (docs/api.md: Conventions, Errors, Tokens and sessions, Limits and defaults) through real sockets, against the stand-in.
 @Suite(.serialized) struct LiveContractTests {
     static let credentials = #"{"email":"x@y.com","password":"123456"}"#
 

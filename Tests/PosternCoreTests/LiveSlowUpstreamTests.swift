@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 
-/// A slow Directus against the client connection's inactivity timer (DESIGN §3.2): a client waiting for
+/// A slow Directus against the client connection's inactivity timer (docs/api.md, Limits and defaults): a client waiting for
 /// its answer is not "inactive", so the answer must arrive even when Directus takes longer than that timer.
 @Suite(.serialized) struct LiveSlowUpstreamTests {
     @Test func slowUpstreamAnswerOutlivesTheInactivityTimeout() throws {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 
-/// What the gateway answers when Directus misbehaves on the wire (DESIGN §1.3), through real sockets:
+/// What the gateway answers when Directus misbehaves on the wire (docs/api.md, Errors), through real sockets:
 /// the gateway on port 0 in front of a raw-TCP `FakeUpstream`.
 @Suite(.serialized) struct LiveUpstreamFailureTests {
     /// One way Directus can fail, and the answer a client must get for a login.

@@ -9,7 +9,7 @@ public struct StartError: Error, CustomStringConvertible, Sendable {
     public init(_ description: String) { self.description = description }
 }
 
-/// The composition root: config in, a running gateway out (STYLE #11). `main` and tests use the same builder.
+/// The composition root: config in, a running gateway out. `main` and tests use the same builder.
 public final class Application: @unchecked Sendable {
     /// The validated configuration.
     public let config: PosternConfig

@@ -1,6 +1,6 @@
 import Foundation
 
-/// `/api/v1/user…`: login, refresh, register, logout, me (DESIGN §1.1).
+/// `/api/v1/user…`: login, refresh, register, logout, me (docs/api.md, Users).
 struct UserHandlers: Sendable {
     let directus: DirectusClient
     let sessions: SessionManager

@@ -80,7 +80,7 @@ public struct DirectusBootstrap: Sendable {
             record(name, outcome)
         }
 
-        // Registration (DESIGN §1.1): Public create on directus_users (email, password, role preset).
+        // Registration (docs/api.md, Users): Public create on directus_users (email, password, role preset).
         let publicPolicyID = try await publicPolicy(admin)
         for (name, outcome) in try await reconcile(admin, policy: publicPolicyID,
                                                    rules: [BootstrapPlan.publicRegistration(role: roleID)],

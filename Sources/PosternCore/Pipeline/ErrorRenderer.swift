@@ -1,6 +1,6 @@
 import Foundation
 
-/// The one place that turns errors into responses (DESIGN §1.3).
+/// The one place that turns errors into responses (docs/api.md, Errors).
 public enum ErrorRenderer {
     /// `{"error","code","request_id"}` plus, on resource routes, `"<resource>":[]` and `"total":0`.
     public static func render(_ error: GatewayError, context: RequestContext) -> HTTPResponse {

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The one place permission rules are evaluated (DESIGN §3, STYLE #8): no identity → 401,
-/// denied → 403, not visible → 404. Runs before anything is written upstream.
+/// The one place permission rules are evaluated (docs/api.md, Resources): no identity → 401, denied → 403,
+/// not visible → 404. Runs before anything is written upstream; handlers act on its `Authorization`.
 public struct PolicyMiddleware: Middleware {
     let action: ResourceAction
     let rule: PermissionRule
