@@ -12,9 +12,13 @@ struct RouteTable: Sendable {
 
     /// The stages shared by the routes of one table.
     struct Stages: Sendable {
+        /// The body-size limit.
         let limit: BodyLimitMiddleware
+        /// Authentication that lets anonymous callers through (public rules).
         let optionalAuth: AuthenticationMiddleware
+        /// Authentication that demands a valid token.
         let requiredAuth: AuthenticationMiddleware
+        /// Directus item calls on behalf of the caller.
         let items: DirectusItems
     }
 

@@ -109,6 +109,7 @@ final class ServerWorker: @unchecked Sendable {
         return connectionCount
     }
 
+    /// Connections seen on this loop since start.
     var connectionsSeen: Int {
         counter.lock()
         defer { counter.unlock() }

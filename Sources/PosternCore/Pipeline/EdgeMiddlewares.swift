@@ -6,9 +6,12 @@ import Foundation
 
 /// Records every answer in the metrics and the access log, with the request's trace bound for the stages below.
 struct ObservationMiddleware: Middleware {
+    /// The metrics registry this stage uses.
     let metrics: Metrics
+    /// The access log this stage uses.
     let log: AccessLog
 
+    /// Runs the stage around `next`.
     func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
         let trace = RequestTrace()
         let response = await RequestTrace.$current.withValue(trace) { () async -> HTTPResponse in
@@ -33,6 +36,7 @@ struct ObservationMiddleware: Middleware {
 
 /// Headers on every answer: the request id, `nosniff`, and `Cache-Control: no-store` under `/api/`.
 struct ResponseHeadersMiddleware: Middleware {
+    /// Runs the stage around `next`.
     func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
         var response = try await next.respond(to: request, context: context)
         response.headers.set("X-Request-Id", context.requestID)
@@ -44,8 +48,10 @@ struct ResponseHeadersMiddleware: Middleware {
 
 /// Adds the CORS headers of an allowed origin to every answer.
 struct CORSHeadersMiddleware: Middleware {
+    /// The CORS policy this stage uses.
     let cors: CORSPolicy
 
+    /// Runs the stage around `next`.
     func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
         var response = try await next.respond(to: request, context: context)
         cors.decorate(&response, origin: request.headers["Origin"])
@@ -58,6 +64,7 @@ struct TargetLengthMiddleware: Middleware {
     /// Longest accepted request target, in bytes.
     static let maxBytes = 8192
 
+    /// Runs the stage around `next`.
     func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
         guard request.path.utf8.count + request.query.utf8.count <= TargetLengthMiddleware.maxBytes else {
             return ErrorRenderer.render(GatewayError(status: 414, code: .uriTooLong, message: "request target too long"),
@@ -69,8 +76,10 @@ struct TargetLengthMiddleware: Middleware {
 
 /// Answers CORS preflights before routing and authentication.
 struct CORSPreflightMiddleware: Middleware {
+    /// The CORS policy this stage uses.
     let cors: CORSPolicy
 
+    /// Runs the stage around `next`.
     func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
         if cors.isPreflight(request) { return cors.preflight(request) }
         return try await next.respond(to: request, context: context)
@@ -79,8 +88,10 @@ struct CORSPreflightMiddleware: Middleware {
 
 /// Renders the errors of the stages below as JSON answers, and logs them.
 struct ErrorRenderingMiddleware: Middleware {
+    /// The access log this stage uses.
     let log: AccessLog
 
+    /// Runs the stage around `next`.
     func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
         do throws(GatewayError) {
             return try await next.respond(to: request, context: context)
@@ -93,8 +104,10 @@ struct ErrorRenderingMiddleware: Middleware {
 
 /// A responder that answers with an error, rendered (for 404 and 405, which are not logged as errors).
 struct RenderedErrorResponder: Responder {
+    /// The error it answers with.
     let error: GatewayError
 
+    /// Answers with the rendered error.
     func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         ErrorRenderer.render(error, context: context)
     }
