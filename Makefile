@@ -1,4 +1,4 @@
-# Postern — developer and CI entry points (DESIGN §5).
+# Postern — developer and CI entry points.
 
 SWIFT    ?= swift
 POSTERN  := .build/debug/postern
@@ -6,7 +6,7 @@ CONFIG   ?= config/postern.json
 DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-docker run check bench profile fuzz clean
+.PHONY: deps build release test check-layers check-docker run check bench profile fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing)
 deps:
@@ -20,9 +20,13 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-## test: everything CI runs (the Docker checks first, so that swift test's summary closes the output)
-test: deps check-docker
+## test: everything CI runs (the layer and Docker checks first, so that swift test's summary closes the output)
+test: deps check-layers check-docker
 	$(SWIFT) test
+
+## check-layers: no type of Sources/PosternCore/Application/ is used from Policy/, Pipeline/, Upstream/ or Auth/
+check-layers:
+	bash scripts/check-layers.sh
 
 ## check-docker: the Dockerfile's runtime packages cover `ldd` of the release binary built with the
 ## Dockerfile's flags (scripts/check-runtime-libs.sh); docker-compose.yml is valid (when a Compose v2

@@ -15,7 +15,7 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     for mapper in Fuzz.mappers {
         let gateway = error.gatewayError(fieldName: mapper.resourceFieldName(forDirectus:))
         Fuzz.check(allowed.contains(gateway.status), "unexpected status \(gateway.status) for \(error)")
-        Fuzz.check(!gateway.code.isEmpty && !gateway.message.isEmpty, "empty code or message")
+        Fuzz.check(!gateway.code.rawValue.isEmpty && !gateway.message.isEmpty, "empty code or message")
         _ = ErrorBodyCheck.render(gateway)
     }
     return 0
@@ -24,7 +24,7 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 /// Renders the error body as a client would get it; it must be JSON.
 enum ErrorBodyCheck {
     static func render(_ error: GatewayError) -> Bool {
-        let body = JSONValue.object([("error", .string(error.message)), ("code", .string(error.code))]).serialized()
+        let body = JSONValue.object([("error", .string(error.message)), ("code", .string(error.code.rawValue))]).serialized()
         Fuzz.check((try? JSONValue.parse(body)) != nil, "error body is not JSON")
         return true
     }

@@ -139,9 +139,9 @@ extension DirectusStandIn {
         let method = context.request.method
         // `/policies` and `/access` appear in v11.0.0.
         if (head == "policies" || head == "access"), (Int(options.version.prefix { $0.isNumber }) ?? 11) < 11 {
-            throw DirectusError.routeNotFound(context.request.path)
+            throw StandInError.routeNotFound(context.request.path)
         }
-        guard caller.admin else { throw DirectusError.forbidden }
+        guard caller.admin else { throw StandInError.forbidden }
         return try lock.withLock { () throws -> HTTPResponse in
             switch (method, head, segments.count) {
             case (.get, "collections", 1):
@@ -152,37 +152,37 @@ extension DirectusStandIn {
                                                       ("schema", .object([("name", .string(segments[1]))]))]))
                 }
                 guard let row = state.admin.collections.first(where: { $0["collection"]?.stringValue == segments[1] }) else {
-                    throw DirectusError.forbidden
+                    throw StandInError.forbidden
                 }
                 return Self.dataResponse(row)
             case (.post, "collections", 1):
                 return Self.dataResponse(try Self.createCollection(try Self.object(body), in: &state.admin))
             case (.get, "fields", 2):
                 guard state.admin.collections.contains(where: { $0["collection"]?.stringValue == segments[1] }) else {
-                    throw DirectusError.forbidden
+                    throw StandInError.forbidden
                 }
                 return Self.dataResponse(.array(state.admin.fields.filter { $0["collection"]?.stringValue == segments[1] }))
             case (.get, "fields", 3):
-                guard let row = Self.field(segments[1], segments[2], in: state.admin) else { throw DirectusError.forbidden }
+                guard let row = Self.field(segments[1], segments[2], in: state.admin) else { throw StandInError.forbidden }
                 return Self.dataResponse(row)
             case (.post, "fields", 2):
                 return Self.dataResponse(try Self.createField(body, collection: segments[1], in: &state.admin))
             case (.get, "relations", 1):
                 return list(state.admin.relations, context)
             case (.get, "relations", 2):
-                guard state.admin.hasTable(segments[1]) else { throw DirectusError.forbidden }
+                guard state.admin.hasTable(segments[1]) else { throw StandInError.forbidden }
                 return Self.dataResponse(.array(state.admin.relations.filter { $0["collection"]?.stringValue == segments[1] }))
             case (.get, "relations", 3):
                 guard let row = state.admin.relations.first(where: {
                     $0["collection"]?.stringValue == segments[1] && $0["field"]?.stringValue == segments[2]
-                }) else { throw DirectusError.forbidden }
+                }) else { throw StandInError.forbidden }
                 return Self.dataResponse(row)
             case (.post, "relations", 1):
                 return Self.dataResponse(try Self.createRelation(try Self.object(body), in: &state.admin))
             case (.get, "roles", 1), (.get, "policies", 1), (.get, "access", 1), (.get, "permissions", 1):
                 return list(rows(head), context)
             case (.get, "roles", 2), (.get, "policies", 2), (.get, "access", 2), (.get, "permissions", 2):
-                guard let row = rows(head).first(where: { Self.key($0["id"]) == segments[1] }) else { throw DirectusError.forbidden }
+                guard let row = rows(head).first(where: { Self.key($0["id"]) == segments[1] }) else { throw StandInError.forbidden }
                 return Self.dataResponse(row)
             case (.post, "roles", 1):
                 return Self.dataResponse(decorate(try createRole(try Self.object(body)), table: "roles"))
@@ -202,7 +202,7 @@ extension DirectusStandIn {
                 state.admin.settings = Self.merge(state.admin.settings, changes)
                 return Self.dataResponse(state.admin.settings)
             default:
-                throw DirectusError.routeNotFound(context.request.path)
+                throw StandInError.routeNotFound(context.request.path)
             }
         }
     }
@@ -235,14 +235,14 @@ extension DirectusStandIn {
     /// `POST /collections`: a table (with `schema`) or a folder (without), its fields, an `id` when none is a key.
     static func createCollection(_ body: JSONValue, in admin: inout AdminState) throws -> JSONValue {
         guard let name = body["collection"]?.stringValue, !name.isEmpty else {
-            throw DirectusError.invalidPayload("\"collection\" is required")
+            throw StandInError.invalidPayload("\"collection\" is required")
         }
-        if name.hasPrefix("directus_") { throw DirectusError.invalidPayload("Collections can't start with \"directus_\"") }
+        if name.hasPrefix("directus_") { throw StandInError.invalidPayload("Collections can't start with \"directus_\"") }
         if admin.collections.contains(where: { $0["collection"]?.stringValue == name }) {
-            throw DirectusError.invalidPayload("Collection \"\(name)\" already exists")
+            throw StandInError.invalidPayload("Collection \"\(name)\" already exists")
         }
         if let fields = body["fields"], fields.arrayValue == nil {
-            throw DirectusError.invalidPayload("\"fields\" must be an array")
+            throw StandInError.invalidPayload("\"fields\" must be an array")
         }
         let isTable = body["schema"].map { !$0.isNull } ?? false
         let row = JSONValue.object([
@@ -268,10 +268,10 @@ extension DirectusStandIn {
 
     /// `POST /fields/:collection`: one field object.
     static func createField(_ body: JSONValue?, collection: String, in admin: inout AdminState) throws -> JSONValue {
-        guard admin.hasTable(collection) else { throw DirectusError.forbidden }
+        guard admin.hasTable(collection) else { throw StandInError.forbidden }
         let row = try checkedField(try object(body), collection: collection)
         if let name = row["field"]?.stringValue, field(collection, name, in: admin) != nil {
-            throw DirectusError.invalidPayload("Field \"\(name)\" already exists in collection \"\(collection)\"")
+            throw StandInError.invalidPayload("Field \"\(name)\" already exists in collection \"\(collection)\"")
         }
         admin.fields.append(row)
         return row
@@ -279,12 +279,12 @@ extension DirectusStandIn {
 
     /// A field definition validated like the fields controller's Joi schema, with its collection.
     private static func checkedField(_ body: JSONValue, collection: String) throws -> JSONValue {
-        guard body.objectValue != nil else { throw DirectusError.invalidPayload("\"value\" must be of type object") }
-        guard let name = body["field"]?.stringValue, !name.isEmpty else { throw DirectusError.invalidPayload("\"field\" is required") }
+        guard body.objectValue != nil else { throw StandInError.invalidPayload("\"value\" must be of type object") }
+        guard let name = body["field"]?.stringValue, !name.isEmpty else { throw StandInError.invalidPayload("\"field\" is required") }
         let types: Set<String> = ["alias", "bigInteger", "boolean", "date", "dateTime", "decimal", "float", "integer", "json",
                                   "string", "text", "time", "timestamp", "binary", "uuid", "hash", "csv"]
         guard let type = body["type"]?.stringValue, types.contains(type) else {
-            throw DirectusError.invalidPayload("\"type\" must be one of [\(types.sorted().joined(separator: ", "))]")
+            throw StandInError.invalidPayload("\"type\" must be one of [\(types.sorted().joined(separator: ", "))]")
         }
         return .object([("collection", .string(collection)), ("field", .string(name)), ("type", .string(type)),
                         ("meta", body["meta"] ?? .null), ("schema", body["schema"] ?? .object([]))])
@@ -298,17 +298,17 @@ extension DirectusStandIn {
     /// `POST /relations`: an m2o from an existing field to an existing collection (one per field).
     static func createRelation(_ body: JSONValue, in admin: inout AdminState) throws -> JSONValue {
         guard let collection = body["collection"]?.stringValue, let name = body["field"]?.stringValue else {
-            throw DirectusError.invalidPayload("\"collection\" and \"field\" are required")
+            throw StandInError.invalidPayload("\"collection\" and \"field\" are required")
         }
-        guard admin.hasTable(collection), field(collection, name, in: admin) != nil else { throw DirectusError.forbidden }
+        guard admin.hasTable(collection), field(collection, name, in: admin) != nil else { throw StandInError.forbidden }
         let related = body["related_collection"]?.stringValue
-        if let related, !admin.hasTable(related), !systemCollections.contains(related) { throw DirectusError.forbidden }
+        if let related, !admin.hasTable(related), !systemCollections.contains(related) { throw StandInError.forbidden }
         if admin.relations.contains(where: { $0["collection"]?.stringValue == collection && $0["field"]?.stringValue == name }) {
-            throw DirectusError.invalidPayload("Field \"\(name)\" in collection \"\(collection)\" already has an associated relationship")
+            throw StandInError.invalidPayload("Field \"\(name)\" in collection \"\(collection)\" already has an associated relationship")
         }
         let onDelete = body["schema"]?["on_delete"]?.stringValue ?? "NO ACTION"
         let actions: Set<String> = ["NO ACTION", "SET NULL", "SET DEFAULT", "CASCADE", "RESTRICT"]
-        guard actions.contains(onDelete) else { throw DirectusError.invalidPayload("\"schema.on_delete\" is not valid") }
+        guard actions.contains(onDelete) else { throw StandInError.invalidPayload("\"schema.on_delete\" is not valid") }
         let id = admin.nextRelationID
         admin.nextRelationID += 1
         let row = JSONValue.object([
@@ -330,7 +330,7 @@ extension DirectusStandIn {
     /// `POST /roles`. Call with the lock held.
     private func createRole(_ body: JSONValue) throws -> JSONValue {
         guard let name = body["name"]?.stringValue, !name.isEmpty else {
-            throw DirectusError.failedValidation(field: "name", type: "required", message: "Value is required.")
+            throw StandInError.failedValidation(field: "name", type: "required", message: "Value is required.")
         }
         let row = JSONValue.object([("id", .string(body["id"]?.stringValue ?? Self.uuid())), ("name", .string(name)),
                                     ("icon", body["icon"] ?? .string("supervised_user_circle")),
@@ -342,7 +342,7 @@ extension DirectusStandIn {
     /// `POST /policies` (nested `roles: [{role}]` creates access rows). Call with the lock held.
     private func createPolicy(_ body: JSONValue) throws -> JSONValue {
         guard let name = body["name"]?.stringValue, !name.isEmpty else {
-            throw DirectusError.failedValidation(field: "name", type: "required", message: "Value is required.")
+            throw StandInError.failedValidation(field: "name", type: "required", message: "Value is required.")
         }
         var row = Self.policyRow(id: body["id"]?.stringValue ?? Self.uuid(), name: name,
                                  icon: body["icon"]?.stringValue ?? "badge",
@@ -359,7 +359,7 @@ extension DirectusStandIn {
     /// `POST /access`: `policy` is NOT NULL; role, user and policy must exist. Call with the lock held.
     private func createAccess(_ body: JSONValue) throws -> JSONValue {
         guard let policy = body["policy"]?.stringValue else {
-            throw DirectusError(status: 400, code: "NOT_NULL_VIOLATION",
+            throw StandInError(status: 400, code: "NOT_NULL_VIOLATION",
                                 message: "Value for field \"policy\" in collection \"directus_access\" can't be null.",
                                 extensions: [("collection", .string("directus_access")), ("field", .string("policy"))])
         }
@@ -368,7 +368,7 @@ extension DirectusStandIn {
         guard state.admin.policies.contains(where: { $0["id"]?.stringValue == policy }),
               role.map({ r in state.admin.roles.contains { $0["id"]?.stringValue == r } }) ?? true,
               user.map({ state.users[$0] != nil }) ?? true else {
-            throw DirectusError(status: 400, code: "INVALID_FOREIGN_KEY", message: "Invalid foreign key.",
+            throw StandInError(status: 400, code: "INVALID_FOREIGN_KEY", message: "Invalid foreign key.",
                                 extensions: [("collection", .string("directus_access"))])
         }
         let row = JSONValue.object([("id", .string(Self.uuid())), ("role", role.map(JSONValue.string) ?? .null),
@@ -384,22 +384,22 @@ extension DirectusStandIn {
         var rows: [JSONValue] = []
         var next = admin.nextPermissionID
         for item in input {
-            guard item.objectValue != nil else { throw DirectusError.invalidPayload("\"value\" must be of type object") }
+            guard item.objectValue != nil else { throw StandInError.invalidPayload("\"value\" must be of type object") }
             guard let policy = item["policy"]?.stringValue else {
-                throw DirectusError(status: 400, code: "NOT_NULL_VIOLATION",
+                throw StandInError(status: 400, code: "NOT_NULL_VIOLATION",
                                     message: "Value for field \"policy\" in collection \"directus_permissions\" can't be null.",
                                     extensions: [("collection", .string("directus_permissions")), ("field", .string("policy"))])
             }
             guard admin.policies.contains(where: { $0["id"]?.stringValue == policy }) else {
-                throw DirectusError(status: 400, code: "INVALID_FOREIGN_KEY", message: "Invalid foreign key.",
+                throw StandInError(status: 400, code: "INVALID_FOREIGN_KEY", message: "Invalid foreign key.",
                                     extensions: [("collection", .string("directus_permissions")), ("field", .string("policy"))])
             }
             guard let collection = item["collection"]?.stringValue else {
-                throw DirectusError.failedValidation(field: "collection", type: "required", message: "Value is required.")
+                throw StandInError.failedValidation(field: "collection", type: "required", message: "Value is required.")
             }
             let actions: Set<String> = ["create", "read", "update", "delete", "share"]
             guard let action = item["action"]?.stringValue, actions.contains(action) else {
-                throw DirectusError.failedValidation(field: "action", type: "in", message: "Value has to be one of create, read, update, delete, share.")
+                throw StandInError.failedValidation(field: "action", type: "in", message: "Value has to be one of create, read, update, delete, share.")
             }
             rows.append(.object([("id", .int(next)), ("policy", .string(policy)), ("collection", .string(collection)),
                                  ("action", .string(action)), ("fields", fieldArray(item["fields"])),
@@ -415,7 +415,7 @@ extension DirectusStandIn {
     /// `PATCH /permissions/:id`. Call with the lock held.
     private func updatePermission(_ id: String, _ body: JSONValue) throws -> JSONValue {
         guard let index = state.admin.permissions.firstIndex(where: { Self.key($0["id"]) == id }) else {
-            throw DirectusError.forbidden
+            throw StandInError.forbidden
         }
         let editable: Set<String> = ["collection", "action", "fields", "permissions", "validation", "presets"]
         var changes = (body.objectValue ?? []).filter { editable.contains($0.0) }

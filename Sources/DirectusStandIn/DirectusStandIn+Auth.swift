@@ -18,7 +18,7 @@ extension DirectusStandIn {
             }
         }
         if fromQuery != nil, fromHeader != nil {
-            throw DirectusError.invalidPayload("The request uses more than one method for including an access token")
+            throw StandInError.invalidPayload("The request uses more than one method for including an access token")
         }
         guard let token = fromQuery ?? fromHeader ?? context.cookie("directus_session_token") else { return .anonymous }
 
@@ -37,19 +37,19 @@ extension DirectusStandIn {
         }
         switch verdict {
         case .expired:
-            throw DirectusError.tokenExpired
+            throw StandInError.tokenExpired
         case .invalid:
-            throw DirectusError.invalidToken
+            throw StandInError.invalidToken
         case .notDirectus:
             let user = lock.withLock { state.users.values.first { $0.token == token && $0.status == "active" } }
-            guard let user else { throw DirectusError.invalidCredentials }
+            guard let user else { throw StandInError.invalidCredentials }
             return Caller(userID: user.id, role: user.role, admin: user.admin)
         case .valid(let claims, let signature):
             try lock.withLock {
-                if state.expiredAccess[signature] != nil { throw DirectusError.tokenExpired }
+                if state.expiredAccess[signature] != nil { throw StandInError.tokenExpired }
                 if let session = claims.session {
                     guard let row = state.sessions[session], row.expires > context.now else {
-                        throw DirectusError.invalidCredentials
+                        throw StandInError.invalidCredentials
                     }
                 }
             }
@@ -129,15 +129,15 @@ extension DirectusStandIn {
         let password = try Self.joiString(payload, "password", required: true)
         let mode = try Self.joiString(payload, "mode", required: false) ?? "json"
         guard ["cookie", "json", "session"].contains(mode) else {
-            throw DirectusError.invalidPayload("\"mode\" must be one of [cookie, json, session]")
+            throw StandInError.invalidPayload("\"mode\" must be one of [cookie, json, session]")
         }
         _ = try Self.joiString(payload, "otp", required: false)
         // Both were required above; the optionals are only for the shared validator.
-        guard let email, let password else { throw DirectusError.invalidCredentials }
+        guard let email, let password else { throw StandInError.invalidCredentials }
 
         return try lock.withLock {
             guard let user = state.user(email: email), user.status == "active", user.password == password else {
-                throw DirectusError.invalidCredentials
+                throw StandInError.invalidCredentials
             }
             let refresh = Self.randomToken(length: 64)
             let ttl = mode == "session" ? options.sessionCookieTTL : options.refreshTokenTTL
@@ -167,7 +167,7 @@ extension DirectusStandIn {
         default: token = nil
         }
         guard let token, !token.isEmpty else {
-            throw DirectusError.invalidPayload("The refresh token is required in either the payload or cookie")
+            throw StandInError.invalidPayload("The refresh token is required in either the payload or cookie")
         }
         return (token, mode)
     }
@@ -176,17 +176,17 @@ extension DirectusStandIn {
     func refresh(_ context: Context, body: JSONValue?) throws -> HTTPResponse {
         let (token, mode) = try refreshToken(context, body: body)
         return try lock.withLock {
-            guard let session = state.sessions[token] else { throw DirectusError.invalidCredentials }
+            guard let session = state.sessions[token] else { throw StandInError.invalidCredentials }
             guard session.expires > context.now else {
                 state.sessions[token] = nil
-                throw DirectusError.invalidCredentials
+                throw StandInError.invalidCredentials
             }
-            guard let user = state.users[session.userID] else { throw DirectusError.invalidCredentials }
+            guard let user = state.users[session.userID] else { throw StandInError.invalidCredentials }
             if user.status == "suspended" {
                 state.sessions[token] = nil
-                throw DirectusError(status: 401, code: "USER_SUSPENDED", message: "User suspended.")
+                throw StandInError(status: 401, code: "USER_SUSPENDED", message: "User suspended.")
             }
-            guard user.status == "active" else { throw DirectusError.invalidCredentials }
+            guard user.status == "active" else { throw StandInError.invalidCredentials }
             let next = Self.randomToken(length: 64)
             let ttl = mode == "session" ? options.sessionCookieTTL : options.refreshTokenTTL
             state.sessions[token] = nil
@@ -215,19 +215,19 @@ extension DirectusStandIn {
     /// The members of `body`, which must be an object (a missing body is `{}`).
     static func object(_ body: JSONValue?) throws -> JSONValue {
         guard let body else { return .object([]) }
-        guard body.objectValue != nil else { throw DirectusError.invalidPayload("\"value\" must be of type object") }
+        guard body.objectValue != nil else { throw StandInError.invalidPayload("\"value\" must be of type object") }
         return body
     }
 
     /// Validates `payload[key]` like `Joi.string()` (`.email()`, `.required()`), returning it.
     static func joiString(_ payload: JSONValue, _ key: String, required: Bool, email: Bool = false) throws -> String? {
         guard let value = payload[key] else {
-            if required { throw DirectusError.invalidPayload("\"\(key)\" is required") }
+            if required { throw StandInError.invalidPayload("\"\(key)\" is required") }
             return nil
         }
-        guard let text = value.stringValue else { throw DirectusError.invalidPayload("\"\(key)\" must be a string") }
-        if text.isEmpty { throw DirectusError.invalidPayload("\"\(key)\" is not allowed to be empty") }
-        if email, !isValidEmail(text) { throw DirectusError.invalidPayload("\"\(key)\" must be a valid email") }
+        guard let text = value.stringValue else { throw StandInError.invalidPayload("\"\(key)\" must be a string") }
+        if text.isEmpty { throw StandInError.invalidPayload("\"\(key)\" is not allowed to be empty") }
+        if email, !isValidEmail(text) { throw StandInError.invalidPayload("\"\(key)\" must be a valid email") }
         return text
     }
 

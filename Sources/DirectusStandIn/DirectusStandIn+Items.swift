@@ -26,9 +26,9 @@ extension DirectusStandIn {
     func items(_ context: Context, collection: String, id: String?, body: JSONValue?, caller: Caller) throws -> HTTPResponse {
         let method = context.request.method
         let query = try ItemQuery.parse(context.queryItems)
-        guard collection == "posts" else { throw DirectusError.forbiddenCollection(collection) }
+        guard collection == "posts" else { throw StandInError.forbiddenCollection(collection) }
         let access = access(caller)
-        guard access != .none else { throw DirectusError.forbiddenCollection(collection) }
+        guard access != .none else { throw StandInError.forbiddenCollection(collection) }
         let plan = try ReadPlan(query: query, caller: caller, now: context.now)
 
         switch (method, id) {
@@ -36,7 +36,7 @@ extension DirectusStandIn {
             return list(plan)
         case (.get, let id?):
             guard let key = Int64(id), let post = lock.withLock({ state.postIndex(key).map { state.posts[$0] } }) else {
-                throw DirectusError.forbidden
+                throw StandInError.forbidden
             }
             if plan.selectsWholeRow {
                 var out = Array(#"{"data":"#.utf8)
@@ -57,7 +57,7 @@ extension DirectusStandIn {
         case (.delete, nil):
             return try delete(keys: try Self.batchKeys(body), caller: caller, access: access)
         default:
-            throw DirectusError.routeNotFound(context.request.path)
+            throw StandInError.routeNotFound(context.request.path)
         }
     }
 
@@ -177,23 +177,23 @@ extension DirectusStandIn {
         let date = Self.isoTimestamp(now)
         var drafts: [(id: Int64?, post: Post)] = []
         for row in rows {
-            guard let members = row.objectValue else { throw DirectusError.invalidPayload("\"value\" must be of type object") }
+            guard let members = row.objectValue else { throw StandInError.invalidPayload("\"value\" must be of type object") }
             if access == .appUser, let extra = members.first(where: { !Self.writableFields.contains($0.0) }) {
-                throw DirectusError.forbiddenField(extra.0, collection: "posts")
+                throw StandInError.forbiddenField(extra.0, collection: "posts")
             }
             var explicitID: Int64?
             if access == .admin, let id = row["id"], !id.isNull {
                 guard let key = id.intValue ?? id.stringValue.flatMap({ Int64($0) }) else {
-                    throw DirectusError.invalidPayload("Invalid value for field \"id\"")
+                    throw StandInError.invalidPayload("Invalid value for field \"id\"")
                 }
                 explicitID = key
             }
             guard let titleValue = row["title"] else {
-                throw DirectusError.failedValidation(field: "title", type: "required", message: "Value is required.")
+                throw StandInError.failedValidation(field: "title", type: "required", message: "Value is required.")
             }
             let title = try Self.text(titleValue, field: "title")
             guard let title else {
-                throw DirectusError.failedValidation(field: "title", type: "nnull", message: "Value can't be null.")
+                throw StandInError.failedValidation(field: "title", type: "nnull", message: "Value can't be null.")
             }
             let content = try row["content"].flatMap { try Self.text($0, field: "content") }
             drafts.append((explicitID, Post(id: 0, title: title, content: content, userCreated: caller.userID,
@@ -203,7 +203,7 @@ extension DirectusStandIn {
             var seen = Set<Int64>()
             for draft in drafts {
                 if let id = draft.id, state.postIndex(id) != nil || !seen.insert(id).inserted {
-                    throw DirectusError(status: 400, code: "RECORD_NOT_UNIQUE",
+                    throw StandInError(status: 400, code: "RECORD_NOT_UNIQUE",
                                         message: "Value \"\(id)\" for field \"id\" in collection \"posts\" has to be unique.",
                                         extensions: [("collection", .string("posts")), ("field", .string("id")),
                                                      ("value", .string(String(id)))])
@@ -225,35 +225,35 @@ extension DirectusStandIn {
         case .null: return nil
         case .string(let s): return s
         case .int, .double, .bool: return value.text
-        case .array, .object: throw DirectusError.invalidPayload("Invalid value for field \"\(field)\"")
+        case .array, .object: throw StandInError.invalidPayload("Invalid value for field \"\(field)\"")
         }
     }
 
     // MARK: - Update and delete
 
     private func batchUpdate(_ body: JSONValue?, caller: Caller, access: Access, plan: ReadPlan, now: Double) throws -> HTTPResponse {
-        guard let body else { throw DirectusError.invalidPayload("\"value\" must be of type object") }
+        guard let body else { throw StandInError.invalidPayload("\"value\" must be of type object") }
         if let keys = body["keys"]?.arrayValue, let data = body["data"], data.objectValue != nil {
             return try update(keys: keys.map { $0.stringValue ?? $0.text }, data: data, batch: true,
                               caller: caller, access: access, plan: plan, now: now)
         }
-        throw DirectusError.invalidPayload("\"keys\" is required")
+        throw StandInError.invalidPayload("\"keys\" is required")
     }
 
     private static func batchKeys(_ body: JSONValue?) throws -> [String] {
         if let keys = body?.arrayValue ?? body?["keys"]?.arrayValue {
             return keys.map { $0.stringValue ?? $0.text }
         }
-        throw DirectusError.invalidPayload("\"keys\" is required")
+        throw StandInError.invalidPayload("\"keys\" is required")
     }
 
     private func update(keys: [String], data: JSONValue, batch: Bool, caller: Caller, access: Access,
                         plan: ReadPlan, now: Double) throws -> HTTPResponse {
-        guard let members = data.objectValue else { throw DirectusError.invalidPayload("\"value\" must be of type object") }
+        guard let members = data.objectValue else { throw StandInError.invalidPayload("\"value\" must be of type object") }
         let fieldList = members.map { "\"\($0.0)\"" }.joined(separator: ", ")
         let denied = members.isEmpty
-            ? DirectusError.forbidden("You don't have permission to perform \"update\" for collection \"posts\" or it does not exist.")
-            : DirectusError.forbidden("You don't have permissions to perform \"update\" for the field(s) \(fieldList) in collection \"posts\" or it does not exist.")
+            ? StandInError.forbidden("You don't have permission to perform \"update\" for collection \"posts\" or it does not exist.")
+            : StandInError.forbidden("You don't have permissions to perform \"update\" for the field(s) \(fieldList) in collection \"posts\" or it does not exist.")
         let date = Self.isoTimestamp(now)
         let updated: [Post] = try lock.withLock {
             var indexes: [Int] = []
@@ -266,13 +266,13 @@ extension DirectusStandIn {
                 indexes.append(index)
             }
             if access == .appUser, let extra = members.first(where: { !Self.writableFields.contains($0.0) }) {
-                throw DirectusError.forbiddenField(extra.0, collection: "posts")
+                throw StandInError.forbiddenField(extra.0, collection: "posts")
             }
             var title: String??
             var content: String??
             if let value = data["title"] {
                 guard let text = try Self.text(value, field: "title") else {
-                    throw DirectusError.failedValidation(field: "title", type: "nnull", message: "Value can't be null.")
+                    throw StandInError.failedValidation(field: "title", type: "nnull", message: "Value can't be null.")
                 }
                 title = .some(text)
             }
@@ -296,7 +296,7 @@ extension DirectusStandIn {
     }
 
     private func delete(keys: [String], caller: Caller, access: Access) throws -> HTTPResponse {
-        let denied = DirectusError.forbidden("You don't have permission to perform \"delete\" for collection \"posts\" or it does not exist.")
+        let denied = StandInError.forbidden("You don't have permission to perform \"delete\" for collection \"posts\" or it does not exist.")
         try lock.withLock {
             var ids: Set<Int64> = []
             for key in keys {

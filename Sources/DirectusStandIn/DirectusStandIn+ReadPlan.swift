@@ -57,7 +57,7 @@ extension DirectusStandIn {
             for raw in query.sort ?? [] {
                 let descending = raw.hasPrefix("-")
                 let name = descending ? String(raw.dropFirst()) : raw
-                guard let field = PostField(rawValue: name) else { throw DirectusError.forbiddenField(name, collection: "posts") }
+                guard let field = PostField(rawValue: name) else { throw StandInError.forbiddenField(name, collection: "posts") }
                 sort.append((field, descending))
             }
             if let filter = query.filter {
@@ -78,22 +78,22 @@ extension DirectusStandIn {
                 return
             }
             guard let dot = raw.firstIndex(of: ".") else {
-                guard let field = PostField(rawValue: raw) else { throw DirectusError.forbiddenField(raw, collection: "posts") }
+                guard let field = PostField(rawValue: raw) else { throw StandInError.forbiddenField(raw, collection: "posts") }
                 if !fields.contains(where: { $0.field == field }) { fields.append(.plain(field)) }
                 return
             }
             let head = String(raw[..<dot])
             let rest = String(raw[raw.index(after: dot)...])
             guard let field = PostField(rawValue: head), field.isUserRelation else {
-                throw DirectusError.forbiddenField(raw, collection: "posts")
+                throw StandInError.forbiddenField(raw, collection: "posts")
             }
             // The App User role has no read permission on `directus_users`: the whole request is refused.
-            guard caller.admin else { throw DirectusError.forbiddenCollection("directus_users", queriedIn: head) }
+            guard caller.admin else { throw StandInError.forbiddenCollection("directus_users", queriedIn: head) }
             let subfields: [String]
             if rest == "*" {
                 subfields = User.allFields
             } else {
-                guard User.allFields.contains(rest) else { throw DirectusError.forbiddenField(rest, collection: "directus_users") }
+                guard User.allFields.contains(rest) else { throw StandInError.forbiddenField(rest, collection: "directus_users") }
                 subfields = [rest]
             }
             needsUsers = true
@@ -166,38 +166,38 @@ extension DirectusStandIn {
         private static let flagOperators: Set<String> = ["_null", "_nnull", "_empty", "_nempty"]
 
         private static func compile(_ filter: JSONValue, caller: Caller, now: Double) throws -> Predicate {
-            guard let members = filter.objectValue else { throw DirectusError.invalidQuery("Invalid filter object") }
+            guard let members = filter.objectValue else { throw StandInError.invalidQuery("Invalid filter object") }
             var parts: [Predicate] = []
             for (key, value) in members {
                 if key == "_and" || key == "_or" {
-                    guard let list = value.arrayValue else { throw DirectusError.invalidQuery("\"\(key)\" has to be an array") }
+                    guard let list = value.arrayValue else { throw StandInError.invalidQuery("\"\(key)\" has to be an array") }
                     let compiled = try list.map { try compile($0, caller: caller, now: now) }
                     parts.append(key == "_and" ? .all(compiled) : .any(compiled))
                     continue
                 }
                 if let dot = key.firstIndex(of: "."), let head = PostField(rawValue: String(key[..<dot])),
                    head.isUserRelation, !caller.admin {
-                    throw DirectusError.forbiddenCollection("directus_users", queriedIn: head.rawValue)
+                    throw StandInError.forbiddenCollection("directus_users", queriedIn: head.rawValue)
                 }
-                guard let field = PostField(rawValue: key) else { throw DirectusError.forbiddenField(key, collection: "posts") }
+                guard let field = PostField(rawValue: key) else { throw StandInError.forbiddenField(key, collection: "posts") }
                 guard let operators = value.objectValue else {
-                    throw DirectusError.invalidQuery("Invalid filter object for field \"\(key)\"")
+                    throw StandInError.invalidQuery("Invalid filter object for field \"\(key)\"")
                 }
                 for (op, rawOperand) in operators {
                     let operand = normalize(substitute(rawOperand, caller: caller, now: now), for: field)
                     if primitiveOperators.contains(op) {
                         if operand == .string("") {
-                            throw DirectusError.invalidQuery("You can't filter for an empty string in \"\(op)\". Use \"_empty\" or \"_nempty\" instead")
+                            throw StandInError.invalidQuery("You can't filter for an empty string in \"\(op)\". Use \"_empty\" or \"_nempty\" instead")
                         }
                     } else if listOperators.contains(op) {
                         guard let list = operand.arrayValue else {
-                            throw DirectusError.invalidQuery("\"\(op)\" has to be an array of values")
+                            throw StandInError.invalidQuery("\"\(op)\" has to be an array of values")
                         }
                         if op.hasSuffix("between"), list.count != 2 {
-                            throw DirectusError.invalidQuery("\"\(op)\" has to be an array of two values")
+                            throw StandInError.invalidQuery("\"\(op)\" has to be an array of two values")
                         }
                     } else if !flagOperators.contains(op) {
-                        throw DirectusError.invalidQuery("\"\(op)\" is not allowed")
+                        throw StandInError.invalidQuery("\"\(op)\" is not allowed")
                     }
                     parts.append(.test(field, op, operand))
                 }

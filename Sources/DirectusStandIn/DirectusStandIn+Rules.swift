@@ -19,7 +19,7 @@ extension DirectusStandIn {
             return (admin.hasTable(collection),
                     has("create", own: false) && has("read", own: false) && has("update", own: true) && has("delete", own: true))
         }
-        guard exists else { throw DirectusError.forbiddenCollection(collection) }
+        guard exists else { throw StandInError.forbiddenCollection(collection) }
         if caller.admin { return caller }
         return Caller(userID: caller.userID, role: appUser ? Self.appUserRoleID : nil, admin: false)
     }
@@ -31,13 +31,13 @@ extension DirectusStandIn {
         let rule = lock.withLock {
             state.admin.rules("directus_users", "create", policies: state.admin.publicPolicies).first
         }
-        guard let rule else { throw DirectusError.forbiddenCollection("directus_users") }
+        guard let rule else { throw StandInError.forbiddenCollection("directus_users") }
         let allowed = Set(DirectusPermissionRow.fieldListForStandIn(rule["fields"]))
         let rows = body?.arrayValue ?? [body ?? .object([])]
         if !allowed.contains("*") {
             for row in rows {
                 if let extra = row.objectValue?.first(where: { !allowed.contains($0.0) }) {
-                    throw DirectusError.forbiddenField(extra.0, collection: "directus_users")
+                    throw StandInError.forbiddenField(extra.0, collection: "directus_users")
                 }
             }
         }
@@ -58,7 +58,7 @@ extension DirectusStandIn {
     func registerUnderSettings(body: JSONValue?) throws -> HTTPResponse {
         let settings = lock.withLock { state.admin.settings }
         // With `publicRegistration` off, `register` refuses by itself (after validating the payload).
-        if settings["public_registration"] != .bool(true), options.publicRegistration { throw DirectusError.forbidden }
+        if settings["public_registration"] != .bool(true), options.publicRegistration { throw StandInError.forbidden }
         let email = body?["email"]?.stringValue
         let existed = email.map { address in lock.withLock { state.user(email: address) != nil } } ?? true
         let response = try register(body: body)

@@ -5,7 +5,7 @@ extension DirectusStandIn {
     /// `POST /users`: admin create, or the tutorial's Public create (email and password only, role preset).
     func createUsers(_ context: Context, body: JSONValue?, caller: Caller) throws -> HTTPResponse {
         let publicCreate = caller.userID == nil && options.publicUserCreate
-        guard caller.admin || publicCreate else { throw DirectusError.forbiddenCollection("directus_users") }
+        guard caller.admin || publicCreate else { throw StandInError.forbiddenCollection("directus_users") }
         let payload = body ?? .object([])
         let batch = payload.arrayValue != nil
         let rows = payload.arrayValue ?? [payload]
@@ -15,16 +15,16 @@ extension DirectusStandIn {
         var users: [User] = []
         for row in rows {
             guard let members = row.objectValue else {
-                throw DirectusError.invalidPayload("\"value\" must be of type object")
+                throw StandInError.invalidPayload("\"value\" must be of type object")
             }
             if publicCreate, let extra = members.first(where: { $0.0 != "email" && $0.0 != "password" }) {
-                throw DirectusError.forbiddenField(extra.0, collection: "directus_users")
+                throw StandInError.forbiddenField(extra.0, collection: "directus_users")
             }
             var user = User(id: Self.uuid(), email: nil, password: nil, firstName: nil, lastName: nil,
                             role: publicCreate ? Self.appUserRoleID : nil, status: "active", admin: false, token: nil)
             for (key, value) in members where adminFields.contains(key) {
                 guard value.stringValue != nil || value.isNull else {
-                    throw DirectusError.invalidPayload("\"\(key)\" must be a string")
+                    throw StandInError.invalidPayload("\"\(key)\" must be a string")
                 }
                 let text = value.stringValue
                 switch key {
@@ -42,7 +42,7 @@ extension DirectusStandIn {
         }
         for user in users {
             if let email = user.email, !Self.isValidEmail(email) {
-                throw DirectusError.failedValidation(field: "email", type: "email",
+                throw StandInError.failedValidation(field: "email", type: "email",
                                                      message: "Value has to be a valid email address.")
             }
         }
@@ -52,7 +52,7 @@ extension DirectusStandIn {
                 guard let email = user.email else { continue }
                 if state.user(email: email) != nil || !seen.insert(email.lowercased()).inserted {
                     let value = "[\(email)]"
-                    throw DirectusError(status: 400, code: "RECORD_NOT_UNIQUE",
+                    throw StandInError(status: 400, code: "RECORD_NOT_UNIQUE",
                                         message: "Value \"\(value)\" for field \"email\" in collection \"directus_users\" has to be unique.",
                                         extensions: [("collection", .string("directus_users")), ("field", .string("email")),
                                                      ("value", .string(value))])
@@ -68,15 +68,15 @@ extension DirectusStandIn {
 
     /// `GET /users`: admins only (the App User role has no read permission on `directus_users`).
     func listUsers(_ caller: Caller) throws -> HTTPResponse {
-        guard caller.admin else { throw DirectusError.forbiddenCollection("directus_users") }
+        guard caller.admin else { throw StandInError.forbiddenCollection("directus_users") }
         let users = lock.withLock { Array(state.users.values) }.sorted { ($0.email ?? "") < ($1.email ?? "") }
         return Self.dataResponse(.array(users.map(\.json)))
     }
 
     /// `GET /users/me`: 401 when anonymous, else the caller's own row.
     func me(_ caller: Caller) throws -> HTTPResponse {
-        guard let id = caller.userID else { throw DirectusError.invalidCredentials }
-        guard let user = lock.withLock({ state.users[id] }) else { throw DirectusError.forbidden }
+        guard let id = caller.userID else { throw StandInError.invalidCredentials }
+        guard let user = lock.withLock({ state.users[id] }) else { throw StandInError.forbidden }
         return Self.dataResponse(user.json)
     }
 
@@ -90,14 +90,14 @@ extension DirectusStandIn {
         let verificationURL = try Self.joiString(payload, "verification_url", required: false)
         let known: Set<String> = ["email", "password", "first_name", "last_name", "verification_url"]
         if let extra = payload.objectValue?.first(where: { !known.contains($0.0) }) {
-            throw DirectusError.invalidPayload("\"\(extra.0)\" is not allowed")
+            throw StandInError.invalidPayload("\"\(extra.0)\" is not allowed")
         }
-        guard options.publicRegistration else { throw DirectusError.forbidden }
+        guard options.publicRegistration else { throw StandInError.forbidden }
         if let verificationURL {
-            throw DirectusError.invalidPayload("URL \"\(verificationURL)\" can't be used to verify registered users")
+            throw StandInError.invalidPayload("URL \"\(verificationURL)\" can't be used to verify registered users")
         }
         // Both were required by the validator above.
-        guard let email, let password else { throw DirectusError.invalidCredentials }
+        guard let email, let password else { throw StandInError.invalidCredentials }
         lock.withLock {
             guard state.user(email: email) == nil else { return }
             state.put(User(id: Self.uuid(), email: email, password: password, firstName: firstName, lastName: lastName,

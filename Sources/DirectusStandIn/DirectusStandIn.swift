@@ -166,10 +166,10 @@ public final class DirectusStandIn: @unchecked Sendable {
         let context = Context(request: request, now: clock().timeIntervalSince1970)
         do {
             return try route(context)
-        } catch let error as DirectusError {
+        } catch let error as StandInError {
             return error.response
         } catch {
-            return DirectusError.internalError.response
+            return StandInError.internalError.response
         }
     }
 
@@ -252,7 +252,7 @@ public final class DirectusStandIn: @unchecked Sendable {
             return try items(context, collection: segments[1], id: segments[2], body: body,
                              caller: try itemCaller(caller, collection: segments[1]))
         default:
-            throw DirectusError.routeNotFound(request.path)
+            throw StandInError.routeNotFound(request.path)
         }
     }
 
@@ -281,17 +281,17 @@ public final class DirectusStandIn: @unchecked Sendable {
               type.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
         else { return nil }
         guard request.body.count <= options.maxPayloadBytes else {
-            throw DirectusError.invalidPayload("request entity too large")
+            throw StandInError.invalidPayload("request entity too large")
         }
         let value: JSONValue
         do {
             value = try JSONValue.parse(request.body)
         } catch {
-            throw DirectusError.invalidPayload("Unexpected token in JSON: \(error.description)")
+            throw StandInError.invalidPayload("Unexpected token in JSON: \(error.description)")
         }
         // express.json is strict: only objects and arrays at the top level.
         guard value.objectValue != nil || value.arrayValue != nil else {
-            throw DirectusError.invalidPayload("Unexpected token in JSON at position 0")
+            throw StandInError.invalidPayload("Unexpected token in JSON at position 0")
         }
         return value
     }

@@ -44,7 +44,7 @@ struct ItemQuery: Sendable {
             case "filter":
                 if path.isEmpty {
                     guard let parsed = try? JSONValue.parse(value), parsed.objectValue != nil || parsed.arrayValue != nil else {
-                        throw DirectusError.invalidQuery("Invalid JSON for filter object")
+                        throw StandInError.invalidQuery("Invalid JSON for filter object")
                     }
                     query.filter = parsed
                 } else {
@@ -66,7 +66,7 @@ struct ItemQuery: Sendable {
                 switch entry {
                 case "*": query.meta += ["total_count", "filter_count"]
                 case "total_count", "filter_count": query.meta.append(entry)
-                default: throw DirectusError.invalidQuery("\"meta[\(index)]\" must be one of [total_count, filter_count]")
+                default: throw StandInError.invalidQuery("\"meta[\(index)]\" must be one of [total_count, filter_count]")
                 }
             }
         }
@@ -78,12 +78,12 @@ struct ItemQuery: Sendable {
         guard let raw else { return nil }
         let trimmed = trim(raw)
         if trimmed.isEmpty { return 0 }
-        guard let number = Double(trimmed), number.isFinite else { throw DirectusError.invalidQuery("\"\(name)\" must be a number") }
+        guard let number = Double(trimmed), number.isFinite else { throw StandInError.invalidQuery("\"\(name)\" must be a number") }
         guard number == number.rounded(), abs(number) < 9e15 else {
-            throw DirectusError.invalidQuery("\"\(name)\" must be an integer")
+            throw StandInError.invalidQuery("\"\(name)\" must be an integer")
         }
         guard Int(number) >= minimum else {
-            throw DirectusError.invalidQuery("\"\(name)\" must be greater than or equal to \(minimum)")
+            throw StandInError.invalidQuery("\"\(name)\" must be greater than or equal to \(minimum)")
         }
         return Int(number)
     }

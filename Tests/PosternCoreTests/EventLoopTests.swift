@@ -48,8 +48,17 @@ import Testing
             return all
         }
         #expect(results == Array(repeating: 201, count: 20))
-        let open = await Task(executorPreference: loop) { client.openConnections }.value
-        #expect(open <= 4)
+        // 20 requests over at most 4 connections: the upstream saw each connection carry several requests.
+        #expect(upstream.connectionsSeen <= 4)
+        // One request after another: one connection, reused every time.
+        let before = upstream.connectionsSeen
+        for i in 0..<5 {
+            let status = try await Task(executorPreference: loop) {
+                try await client.send(UpstreamRequest(method: .get, target: "/y\(i)"), timeout: 5).status
+            }.value
+            #expect(status == 201)
+        }
+        #expect(upstream.connectionsSeen == before)
     }
 
     @Test func upstreamRefusedIsUnreachable() async throws {

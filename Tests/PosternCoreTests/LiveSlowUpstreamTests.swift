@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 
-/// A slow Directus against the client connection's inactivity timer (DESIGN §3.2): a client waiting for
+/// A slow Directus against the client connection's inactivity timer (docs/api.md, Limits and defaults): a client waiting for
 /// its answer is not "inactive", so the answer must arrive even when Directus takes longer than that timer.
 @Suite(.serialized) struct LiveSlowUpstreamTests {
     @Test func slowUpstreamAnswerOutlivesTheInactivityTimeout() throws {
@@ -14,10 +14,9 @@ import Testing
             config.limits.inactivityTimeoutSeconds = 1
         }
         defer { gw.stop() }
-        let started = Date()
         let r = try gw.client().json("POST", "/api/v1/user/login", #"{"email":"x@y.com","password":"123456"}"#)
+        // 502 (Directus's answer was not JSON) and not 504: the gateway waited for Directus's late answer.
         #expect(r.status == 502, "\(r.text)")
-        #expect(Date().timeIntervalSince(started) < 3)
     }
 
     @Test func upstreamTimeoutLongerThanInactivityStillAnswers504() throws {
@@ -48,10 +47,10 @@ extension LiveSlowUpstreamTests {
             try client.sendRaw(Array("POST /api/v1/user/login HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8))
             client.close()
         }
-        let deadline = Date().addingTimeInterval(3)
-        while fake.received.count < 5 && Date() < deadline { usleep(10_000) }
-        usleep(500_000)  // the delayed answers arrive for clients that are gone
-        #expect(try gw.client().request("GET", "/healthz").status == 200)
-        #expect(gw.app.group.loops.count == 2)
+        // Each request ends (its access-log line is written) when its delayed answer arrives, client gone or not.
+        let deadline = Date().addingTimeInterval(5)
+        while gw.finishedRequests(route: "/api/v1/user/login").count < 5 && Date() < deadline { usleep(10_000) }
+        #expect(gw.finishedRequests(route: "/api/v1/user/login").map(\.status) == [502, 502, 502, 502, 502])
+        #expect(try gw.client().json("POST", "/api/v1/user/login", #"{"email":"x@y.com","password":"123456"}"#).status == 502)
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 
-/// What the gateway answers when Directus misbehaves on the wire (DESIGN §1.3), through real sockets:
+/// What the gateway answers when Directus misbehaves on the wire (docs/api.md, Errors), through real sockets:
 /// the gateway on port 0 in front of a raw-TCP `FakeUpstream`.
 @Suite(.serialized) struct LiveUpstreamFailureTests {
     /// One way Directus can fail, and the answer a client must get for a login.
@@ -206,7 +206,9 @@ import Testing
         for i in 0..<3 {
             let r = try client.json("POST", "/api/v1/user/login", #"{"email":"x@y.com","password":"123456"}"#)
             #expect(r.status == 200, "login \(i): \(r.text)")
-            usleep(100_000)  // let the gateway see the hang-up before the next call
+            // The fake has hung up; the gateway's loops have then handled that close before the next call.
+            #expect(fake.waitForHangUp())
+            gw.drainGatewayLoops()
         }
         #expect(fake.received.count == 3)
     }

@@ -93,7 +93,7 @@ func gatewayError(_ body: () throws -> Void) -> GatewayError? {
     func rejectsBadValues(resource: String, query: String, parameter: String) {
         let error = gatewayError { _ = try shippedMapper(resource).listQuery(QueryString.parse(query)) }
         #expect(error?.status == 400)
-        #expect(error?.code == "invalid_request")
+        #expect(error?.code == .invalidRequest)
         #expect(error?.message.contains("\"\(parameter)\"") == true, "\(error?.message ?? "no error")")
     }
 

@@ -9,7 +9,7 @@ public struct StartError: Error, CustomStringConvertible, Sendable {
     public init(_ description: String) { self.description = description }
 }
 
-/// The composition root: config in, a running gateway out (STYLE #11). `main` and tests use the same builder.
+/// The composition root: config in, a running gateway out. `main` and tests use the same builder.
 public final class Application: @unchecked Sendable {
     /// The validated configuration.
     public let config: PosternConfig
@@ -17,8 +17,9 @@ public final class Application: @unchecked Sendable {
     public let gateway: Gateway
     /// The session manager.
     public var sessions: SessionManager { gateway.sessions }
-    /// The event loops.
-    public let group: EventLoopGroup
+    /// The worker event loops: made by `build` when the upstream transport needs them, else by `start()`,
+    /// so that an application built for in-process tests starts no threads.
+    public private(set) var group: EventLoopGroup?
     private let log: AccessLog
     private var server: HTTPServer?
     private var admin: HTTPServer?
@@ -33,22 +34,24 @@ public final class Application: @unchecked Sendable {
     /// The admin port once started.
     public var adminPort: UInt16 { admin?.port ?? 0 }
 
-    /// Builds everything from `config`. `transport` and `store` replace the real ones in tests.
+    /// Builds everything from `config`. `transport` and `store` replace the real ones in tests; with a
+    /// `transport`, nothing runs until `start()` (`gateway.handle` answers in process).
     public static func build(config: PosternConfig, transport: (any UpstreamTransport)? = nil, store: (any SessionStore)? = nil,
                              logSink: @escaping @Sendable (String) -> Void = AccessLog.stdout) throws(StartError) -> Application {
         let problems = config.problems()
         if let first = problems.first { throw StartError("invalid config: \(first)") }
         let log = AccessLog(level: AccessLog.Level(config.logLevel), sink: logSink)
-        let group = EventLoopGroup(count: config.effectiveWorkers)
+        var group: EventLoopGroup?
         let upstream: any UpstreamTransport
         if let transport {
             upstream = transport
         } else {
             guard let endpoint = UpstreamEndpoint(url: config.directus.url) else {
-                group.shutdown()
                 throw StartError("directus.url is not an http(s) URL")
             }
-            upstream = LoopTransport(group: group, endpoint: endpoint, maxConnections: config.directus.maxConnectionsPerWorker)
+            let workers = EventLoopGroup(count: config.effectiveWorkers)
+            group = workers
+            upstream = LoopTransport(group: workers, endpoint: endpoint, maxConnections: config.directus.maxConnectionsPerWorker)
         }
         let sessionStore: any SessionStore
         var close: (() -> Void)?
@@ -59,7 +62,7 @@ public final class Application: @unchecked Sendable {
                 (sessionStore, close) = try Application.openStore(config, log: log)
             }
         } catch {
-            group.shutdown()
+            group?.shutdown()
             throw error
         }
         let metrics = Metrics()
@@ -83,7 +86,7 @@ public final class Application: @unchecked Sendable {
         return app
     }
 
-    private init(config: PosternConfig, gateway: Gateway, group: EventLoopGroup, log: AccessLog) {
+    private init(config: PosternConfig, gateway: Gateway, group: EventLoopGroup?, log: AccessLog) {
         self.config = config
         self.gateway = gateway
         self.group = group
@@ -121,6 +124,8 @@ public final class Application: @unchecked Sendable {
         var limits = ServerLimits()
         limits.inactivityTimeoutSeconds = config.limits.inactivityTimeoutSeconds
         let gateway = self.gateway
+        let group = self.group ?? EventLoopGroup(count: config.effectiveWorkers)
+        self.group = group
         let server = HTTPServer(group: group, limits: limits) { request in await gateway.handle(request) }
         do {
             try server.start(host: listen.host, port: listen.port)
@@ -176,7 +181,7 @@ public final class Application: @unchecked Sendable {
         sessions.flush()
         closeStore?()
         closeStore = nil
-        group.shutdown()
+        group?.shutdown()
         log.event(.info, "postern stopped")
     }
 

@@ -12,7 +12,7 @@ struct ResourceHandlers: Sendable {
     /// `GET /api/v1/R`.
     func list(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         var query = try mapper.listQuery(request.queryItems)
-        if context.ownedOnly, let owner = mapper.resource.owner {
+        if case .ownItemsOnly = context.authorization, let owner = mapper.resource.owner {
             query.append(("filter[\(owner)][_eq]", "$CURRENT_USER"))
         }
         let path = mapper.upstreamCollectionPath
@@ -27,8 +27,8 @@ struct ResourceHandlers: Sendable {
     /// `GET /api/v1/R/{id}`.
     func read(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let body: Data
-        if let prefetched = context.prefetchedItem {
-            body = prefetched
+        if case .ownerVerified(let item) = context.authorization {
+            body = item.directusBody  // the policy stage read it with the caller's token
         } else {
             body = try await items.readItem(id: try itemID(context), mapper: mapper, session: context.session, context: context)
         }
@@ -56,7 +56,7 @@ struct ResourceHandlers: Sendable {
         let payload = try parsedPayload(request, context, mode: .update)
         let path = mapper.upstreamItemPath(id: id)
         // Ownership was checked before (when the rule needs it); a Directus 403 now means Directus itself refused.
-        let forbidden: GatewayError = context.prefetchedItem == nil ? notFound : .forbidden("Directus refused the update")
+        let forbidden: GatewayError = ownerVerified(context) ? .forbidden("Directus refused the update") : notFound
         let body = try await items.withToken(context.session, mapper: mapper, context: context, forbidden: forbidden) {
             (token) async throws(DirectusError) -> Data? in
             try await directus.updateItem(path: path, payload: payload.payload, fields: mapper.directusFieldList,
@@ -75,7 +75,7 @@ struct ResourceHandlers: Sendable {
     /// `DELETE /api/v1/R/{id}`.
     func delete(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let path = mapper.upstreamItemPath(id: try itemID(context))
-        let forbidden: GatewayError = context.prefetchedItem == nil ? notFound : .forbidden("Directus refused the delete")
+        let forbidden: GatewayError = ownerVerified(context) ? .forbidden("Directus refused the delete") : notFound
         try await items.withToken(context.session, mapper: mapper, context: context, forbidden: forbidden) {
             (token) async throws(DirectusError) -> Void in
             try await directus.deleteItem(path: path, token: token, context: context.call)
@@ -85,8 +85,14 @@ struct ResourceHandlers: Sendable {
 
     private func parsedPayload(_ request: HTTPRequest, _ context: RequestContext,
                                mode: ResourceMapper.WriteMode) throws(GatewayError) -> ResourceMapper.WritePayload {
-        if let parsed = context.writePayload { return parsed }
+        if let parsed = context.parsedWriteBody { return parsed }
         return try mapper.writePayload(request.body, mode: mode)
+    }
+
+    /// True when the policy stage saw the caller own the item (a later Directus 403 is then not "missing").
+    private func ownerVerified(_ context: RequestContext) -> Bool {
+        if case .ownerVerified = context.authorization { return true }
+        return false
     }
 
     private func itemID(_ context: RequestContext) throws(GatewayError) -> String {
@@ -117,7 +123,7 @@ struct CreateOrUpdateResponder: Responder {
     func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         var context = context
         let payload = try mapper.writePayload(request.body, mode: .createOrUpdate)
-        context.writePayload = payload
+        context.parsedWriteBody = payload
         guard let id = payload.id else { return try await create.respond(to: request, context: context) }
         context.itemID = id
         return try await update.respond(to: request, context: context)

@@ -1,6 +1,6 @@
 import Foundation
 
-/// `/api/v1/user…`: login, refresh, register, logout, me (DESIGN §1.1).
+/// `/api/v1/user…`: login, refresh, register, logout, me (docs/api.md, Users).
 struct UserHandlers: Sendable {
     let directus: DirectusClient
     let sessions: SessionManager
@@ -21,7 +21,7 @@ struct UserHandlers: Sendable {
             rateLimits.release(claim)
             return response
         } catch {
-            if error.code != "invalid_credentials" { rateLimits.release(claim) }
+            if error.code != .invalidCredentials { rateLimits.release(claim) }
             throw error
         }
     }
@@ -43,17 +43,11 @@ struct UserHandlers: Sendable {
         do {
             try await directus.register(email: email, password: password, viaRegisterEndpoint: registerEndpoint, context: context.call)
         } catch {
-            switch error.code {
-            case "RECORD_NOT_UNIQUE": throw .conflict("email already registered")
-            case "FORBIDDEN": throw .forbidden("registration is disabled")
-            case "FAILED_VALIDATION", "INVALID_PAYLOAD":
-                throw .invalidRequest("invalid \(error.firstField ?? "email or password")")
-            default: throw error.gatewayError()
-            }
+            throw error.forRegistration()
         }
         do {
             return try await signIn(email: email, password: password, context: context)
-        } catch where error.code == "invalid_credentials" {
+        } catch where error.code == .invalidCredentials {
             // `/users/register` answers 204 for a taken email; only the failed sign-in tells.
             throw .conflict("email already registered")
         }
@@ -77,11 +71,7 @@ struct UserHandlers: Sendable {
         do {
             tokens = try await directus.login(email: email, password: password, context: context.call)
         } catch {
-            switch error.code {
-            case "INVALID_CREDENTIALS", "USER_SUSPENDED", "INVALID_OTP", "INVALID_IP": throw .invalidCredentials
-            case "INVALID_PAYLOAD": throw .invalidRequest("email must be a valid email address and password a string")
-            default: throw error.gatewayError()
-            }
+            throw error.forLogin()
         }
         return tokenResponse(try sessions.open(tokens: tokens, email: email))
     }
@@ -118,13 +108,5 @@ struct UserHandlers: Sendable {
         formatter.formatOptions = [.withInternetDateTime]
         formatter.timeZone = TimeZone(identifier: "UTC")
         return formatter.string(from: date)
-    }
-}
-
-extension DirectusError {
-    /// `extensions.field` of the first error, if any.
-    var firstField: String? {
-        if case .api(_, let errors) = self { return errors.first?.field }
-        return nil
     }
 }

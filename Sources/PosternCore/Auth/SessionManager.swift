@@ -227,13 +227,8 @@ public final class SessionManager: @unchecked Sendable {
         do {
             tokens = try await directus.refresh(refreshToken: session.directusRefreshToken, context: context)
         } catch {
-            switch error {
-            case .api(let status, _) where status == 401 || status == 403 || status == 400:
-                drop(session)
-                throw GatewayError.unauthorized("session expired")
-            default:
-                throw error.gatewayError()
-            }
+            if error.refusesRefreshToken { drop(session) }
+            throw error.forTokenRefresh()
         }
         let expires = clock().addingTimeInterval(Double(tokens.expiresMs) / 1000)
         let role = JWTClaims(token: tokens.accessToken)?.role

@@ -80,7 +80,7 @@ public struct DirectusBootstrap: Sendable {
             record(name, outcome)
         }
 
-        // Registration (DESIGN §1.1): Public create on directus_users (email, password, role preset).
+        // Registration (docs/api.md, Users): Public create on directus_users (email, password, role preset).
         let publicPolicyID = try await publicPolicy(admin)
         for (name, outcome) in try await reconcile(admin, policy: publicPolicyID,
                                                    rules: [BootstrapPlan.publicRegistration(role: roleID)],
@@ -281,7 +281,7 @@ private struct Admin: Sendable {
             let response = try await client.call(.get, target, body: nil, token: token, context: context)
             return (try? JSONValue.parse(response.body))?["data"] ?? .null
         } catch {
-            if error.status == 403, error.code == "FORBIDDEN" { return nil }
+            if error.status == 403, error.code == .forbidden { return nil }
             throw Self.translate(error, step: step, url: url, path: target)
         }
     }
@@ -303,9 +303,9 @@ private struct Admin: Sendable {
         case .badAnswer(let why): return .step(name: step, reason: why)
         case .api(let status, let errors):
             if status == 401 { return .credentialsRejected }
-            if status == 403, errors.first?.code == "FORBIDDEN", let path { return .notAdmin(path: path) }
+            if status == 403, errors.first?.code == .forbidden, let path { return .notAdmin(path: path) }
             let first = errors.first
-            return .step(name: step, reason: "Directus answered \(status) \(first?.code ?? "")"
+            return .step(name: step, reason: "Directus answered \(status) \(first?.code.rawValue ?? "")"
                 + (first.map { ": \($0.message)" } ?? ""))
         }
     }

@@ -69,6 +69,9 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Client connections that sent at least one request and are still open, over all loops.
     public var openConnections: Int { workers.reduce(0) { $0 + $1.openConnections } }
+
+    /// Client connections that sent at least one request since start, open or closed, over all loops.
+    public var connectionsSeen: Int { workers.reduce(0) { $0 + $1.connectionsSeen } }
 }
 
 /// One evhttp on one loop.
@@ -84,6 +87,7 @@ final class ServerWorker: @unchecked Sendable {
     private let counter = NSLock()
     private var inFlightCount = 0
     private var connectionCount = 0
+    private var seenCount = 0
     /// Connections seen on this loop (loop thread only), to count them and notice their close.
     private var connections = Set<OpaquePointer>()
 
@@ -105,11 +109,21 @@ final class ServerWorker: @unchecked Sendable {
         return connectionCount
     }
 
+    /// Connections seen on this loop since start.
+    var connectionsSeen: Int {
+        counter.lock()
+        defer { counter.unlock() }
+        return seenCount
+    }
+
     /// Starts tracking a connection on its first request (loop thread).
     private func track(_ req: OpaquePointer) {
         guard let conn = evhttp_request_get_connection(req), !connections.contains(conn) else { return }
         connections.insert(conn)
-        counter.withLock { connectionCount += 1 }
+        counter.withLock {
+            connectionCount += 1
+            seenCount += 1
+        }
         // The worker outlives its evhttp and every connection of it, so the unretained pointer is valid.
         evhttp_connection_set_closecb(conn, { conn, arg in
             guard let conn, let arg else { return }

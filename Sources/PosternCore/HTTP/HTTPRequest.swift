@@ -61,16 +61,18 @@ public enum QueryString {
         items.map { "\(encode($0.0))=\(encode($0.1))" }.joined(separator: "&")
     }
 
-    /// Percent-encodes everything outside the RFC 3986 unreserved set.
-    public static func encode(_ s: String) -> String {
+    /// Percent-encodes everything outside the RFC 3986 unreserved set (the one percent-encoder).
+    /// `encodingDots` encodes `.` too, for path segments: no normalising hop can then read `..` as a dot segment.
+    public static func encode(_ s: String, encodingDots: Bool = false) -> String {
         let hex: StaticString = "0123456789ABCDEF"
         var out: [UInt8] = []
         out.reserveCapacity(s.utf8.count + 8)
         for byte in s.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
-                 UInt8(ascii: "_"), UInt8(ascii: "~"):
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(byte)
+            case UInt8(ascii: ".") where !encodingDots:
                 out.append(byte)
             default:
                 out.append(UInt8(ascii: "%"))

@@ -1,8 +1,8 @@
 import Foundation
 
-/// Translates between one resource and its Directus collection (DESIGN §1.2), with no I/O.
+/// Translates between one resource and its Directus collection (docs/api.md, Resources), with no I/O.
 ///
-/// Built once per resource at start-up; every lookup table is precomputed (STYLE #6).
+/// Built once per resource at start-up; every lookup table is precomputed.
 public struct ResourceMapper: Sendable {
     /// The resource this mapper serves.
     public let resource: ResourceConfig
@@ -30,7 +30,7 @@ public struct ResourceMapper: Sendable {
             csv.append(name)
         }
         self.directusFieldList = csv.joined(separator: ",")
-        self.upstreamCollectionPath = "/items/" + Self.encodePathSegment(resource.collection)
+        self.upstreamCollectionPath = "/items/" + QueryString.encode(resource.collection, encodingDots: true)
         var byDirectus: [String: String] = [:]
         for field in table.fields where byDirectus[field.directusName] == nil {
             byDirectus[field.directusName] = field.resourceName
@@ -45,7 +45,7 @@ public struct ResourceMapper: Sendable {
 
     /// `/items/<collection>/<id>` with the id percent-encoded, so that no id can leave the collection.
     public func upstreamItemPath(id: String) -> String {
-        upstreamCollectionPath + "/" + Self.encodePathSegment(id)
+        upstreamCollectionPath + "/" + QueryString.encode(id, encodingDots: true)
     }
 
     /// The owner value (a string, or integer rendered as string) of a Directus item answer `{"data":{…}}`,
@@ -93,24 +93,6 @@ public struct ResourceMapper: Sendable {
             guard (1...255).contains(scalars.count), raw != ".", raw != ".." else { return false }
             return !scalars.contains { $0 == "/" || $0.properties.generalCategory == .control }
         }
-    }
-
-    /// Percent-encodes every byte outside ALPHA / DIGIT / `-` / `_` / `~`. `.` is encoded too,
-    /// so that no normalising hop can read `..` as a dot segment.
-    static func encodePathSegment(_ s: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(s.utf8.count)
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.append(b)
-            default:
-                out.append(contentsOf: [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 15)]])
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// True for `0-9`, `a-f`, `A-F`.

@@ -37,8 +37,7 @@ public final class AccessLog: @unchecked Sendable {
     /// A line for a finished request.
     func access(_ request: HTTPRequest, _ response: HTTPResponse, context: RequestContext, trace: RequestTrace) {
         guard level.rawValue <= Level.info.rawValue else { return }
-        let micros = (ContinuousClock.now - context.startedAt).components
-        let ms = Double(micros.seconds) * 1000 + Double(micros.attoseconds) / 1e15
+        let ms = (ContinuousClock.now - context.startedAt).seconds * 1000
         var members: [(String, JSONValue)] = [
             ("time", .string(AccessLog.timestamp())), ("level", .string("info")), ("msg", .string("request")),
             ("request_id", .string(context.requestID)), ("method", .string(request.method.description)),
@@ -56,7 +55,7 @@ public final class AccessLog: @unchecked Sendable {
         guard lineLevel.rawValue >= level.rawValue else { return }
         var members: [(String, JSONValue)] = [
             ("time", .string(AccessLog.timestamp())), ("level", .string(lineLevel == .error ? "error" : "debug")),
-            ("msg", .string(error.message)), ("code", .string(error.code)), ("request_id", .string(context.requestID)),
+            ("msg", .string(error.message)), ("code", .string(error.code.rawValue)), ("request_id", .string(context.requestID)),
         ]
         if let cause = error.cause { members.append(("cause", .string(cause))) }
         write(.object(members))

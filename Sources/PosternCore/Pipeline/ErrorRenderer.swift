@@ -1,11 +1,11 @@
 import Foundation
 
-/// The one place that turns errors into responses (DESIGN §1.3).
+/// The one place that turns errors into responses (docs/api.md, Errors).
 public enum ErrorRenderer {
     /// `{"error","code","request_id"}` plus, on resource routes, `"<resource>":[]` and `"total":0`.
     public static func render(_ error: GatewayError, context: RequestContext) -> HTTPResponse {
         var members: [(String, JSONValue)] = [
-            ("error", .string(error.message)), ("code", .string(error.code)), ("request_id", .string(context.requestID)),
+            ("error", .string(error.message)), ("code", .string(error.code.rawValue)), ("request_id", .string(context.requestID)),
         ]
         if let resource = context.resourceName {
             members.append((resource, .array([])))

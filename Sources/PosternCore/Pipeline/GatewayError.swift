@@ -3,7 +3,7 @@ public struct GatewayError: Error, Sendable, CustomStringConvertible {
     /// The HTTP status.
     public var status: Int
     /// The machine-readable code (`invalid_request`, `unauthorized`, …).
-    public var code: String
+    public var code: PosternErrorCode
     /// The message shown to the client (never a secret).
     public var message: String
     /// Extra response headers (`Allow`, `Retry-After`, `WWW-Authenticate`).
@@ -12,7 +12,7 @@ public struct GatewayError: Error, Sendable, CustomStringConvertible {
     public var cause: String?
 
     /// Builds an error.
-    public init(status: Int, code: String, message: String, headers: HTTPHeaders = HTTPHeaders(), cause: String? = nil) {
+    public init(status: Int, code: PosternErrorCode, message: String, headers: HTTPHeaders = HTTPHeaders(), cause: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
@@ -21,72 +21,72 @@ public struct GatewayError: Error, Sendable, CustomStringConvertible {
     }
 
     /// A log-friendly description (never sent to clients).
-    public var description: String { "\(status) \(code): \(message)" + (cause.map { " (\($0))" } ?? "") }
+    public var description: String { "\(status) \(code.rawValue): \(message)" + (cause.map { " (\($0))" } ?? "") }
 
     /// 400 `invalid_request`.
     public static func invalidRequest(_ message: String) -> GatewayError {
-        GatewayError(status: 400, code: "invalid_request", message: message)
+        GatewayError(status: 400, code: .invalidRequest, message: message)
     }
 
     /// 401 `unauthorized`, with `WWW-Authenticate`.
     public static func unauthorized(_ message: String = "missing, invalid or expired token") -> GatewayError {
-        GatewayError(status: 401, code: "unauthorized", message: message,
+        GatewayError(status: 401, code: .unauthorized, message: message,
                      headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\""])
     }
 
     /// 401 `invalid_credentials`.
-    public static let invalidCredentials = GatewayError(status: 401, code: "invalid_credentials",
+    public static let invalidCredentials = GatewayError(status: 401, code: .invalidCredentials,
                                                         message: "wrong email or password")
 
     /// 403 `forbidden`.
     public static func forbidden(_ message: String = "you may not do this") -> GatewayError {
-        GatewayError(status: 403, code: "forbidden", message: message)
+        GatewayError(status: 403, code: .forbidden, message: message)
     }
 
     /// 404 `not_found`.
     public static func notFound(_ message: String = "not found") -> GatewayError {
-        GatewayError(status: 404, code: "not_found", message: message)
+        GatewayError(status: 404, code: .notFound, message: message)
     }
 
     /// 405 `method_not_allowed`, with `Allow`.
     public static func methodNotAllowed(_ allowed: [HTTPMethod]) -> GatewayError {
-        GatewayError(status: 405, code: "method_not_allowed", message: "method not allowed",
+        GatewayError(status: 405, code: .methodNotAllowed, message: "method not allowed",
                      headers: ["Allow": allowed.map(\.description).joined(separator: ", ")])
     }
 
     /// 409 `conflict`.
     public static func conflict(_ message: String) -> GatewayError {
-        GatewayError(status: 409, code: "conflict", message: message)
+        GatewayError(status: 409, code: .conflict, message: message)
     }
 
     /// 413 `payload_too_large`.
     public static func payloadTooLarge(_ limit: Int) -> GatewayError {
-        GatewayError(status: 413, code: "payload_too_large", message: "request body larger than \(limit) bytes")
+        GatewayError(status: 413, code: .payloadTooLarge, message: "request body larger than \(limit) bytes")
     }
 
     /// 429 `rate_limited`, with `Retry-After`.
     public static func rateLimited(retryAfter seconds: Int) -> GatewayError {
-        GatewayError(status: 429, code: "rate_limited", message: "too many requests, retry later",
+        GatewayError(status: 429, code: .rateLimited, message: "too many requests, retry later",
                      headers: ["Retry-After": String(max(1, seconds))])
     }
 
     /// 502 `upstream_error`.
     public static func upstreamError(_ cause: String) -> GatewayError {
-        GatewayError(status: 502, code: "upstream_error", message: "the CMS answered something unusable", cause: cause)
+        GatewayError(status: 502, code: .upstreamError, message: "the CMS answered something unusable", cause: cause)
     }
 
     /// 503 `upstream_unavailable`.
     public static func upstreamUnavailable(_ cause: String) -> GatewayError {
-        GatewayError(status: 503, code: "upstream_unavailable", message: "the CMS cannot be reached", cause: cause)
+        GatewayError(status: 503, code: .upstreamUnavailable, message: "the CMS cannot be reached", cause: cause)
     }
 
     /// 504 `upstream_timeout`.
     public static func upstreamTimeout(_ cause: String) -> GatewayError {
-        GatewayError(status: 504, code: "upstream_timeout", message: "the CMS did not answer in time", cause: cause)
+        GatewayError(status: 504, code: .upstreamTimeout, message: "the CMS did not answer in time", cause: cause)
     }
 
     /// 500 `internal_error` (no detail leaked).
     public static func internalError(_ cause: String) -> GatewayError {
-        GatewayError(status: 500, code: "internal_error", message: "internal error", cause: cause)
+        GatewayError(status: 500, code: .internalError, message: "internal error", cause: cause)
     }
 }

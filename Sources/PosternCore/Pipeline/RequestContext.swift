@@ -14,12 +14,11 @@ public struct RequestContext: Sendable {
     public var itemID: String?
     /// The authenticated session, once the authentication stage ran.
     public var session: Session?
-    /// The item the policy stage read to check ownership (Directus answer body), reused by the read handler.
-    public var prefetchedItem: Data?
-    /// Set by the policy stage when a list may only show the caller's own items.
-    public var ownedOnly = false
-    /// The parsed write body (POST/PATCH/PUT), once a stage parsed it.
-    public var writePayload: ResourceMapper.WritePayload?
+    /// What the policy stage decided (set by it; handlers act on it and never evaluate rules).
+    public var authorization: Authorization = .unrestricted
+    /// The write body (POST/PATCH/PUT) when a stage before the handler already parsed it (`POST`, to
+    /// choose between create and update); handlers parse it themselves otherwise.
+    public var parsedWriteBody: ResourceMapper.WritePayload?
     /// When the request started (monotonic clock).
     public let startedAt: ContinuousClock.Instant
 

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The one place permission rules are evaluated (DESIGN §3, STYLE #8): no identity → 401,
-/// denied → 403, not visible → 404. Runs before anything is written upstream.
+/// The one place permission rules are evaluated (docs/api.md, Resources): no identity → 401, denied → 403,
+/// not visible → 404. Runs before anything is written upstream; handlers act on its `Authorization`.
 public struct PolicyMiddleware: Middleware {
     let action: ResourceAction
     let rule: PermissionRule
@@ -31,7 +31,7 @@ public struct PolicyMiddleware: Middleware {
             // missing (or unreadable) item is 404 and someone else's is 403, and nothing is written when denied.
             guard let session = context.session else { throw .unauthorized("sign in first") }
             if action == .list {
-                context.ownedOnly = true
+                context.authorization = .ownItemsOnly
                 break
             }
             guard let id = context.itemID else { break }  // create: the creator owns what it creates
@@ -40,7 +40,7 @@ public struct PolicyMiddleware: Middleware {
             guard let owner, Crypto.constantTimeEquals(Array(owner.utf8), Array(session.userID.utf8)) else {
                 throw .forbidden("only the creator may \(action.rawValue) this item")
             }
-            context.prefetchedItem = body
+            context.authorization = .ownerVerified(OwnedItem(directusBody: body, owner: owner))
         }
         return try await next.respond(to: request, context: context)
     }

@@ -15,16 +15,28 @@ struct Route: Sendable {
     let resource: String?
     /// Method → responder, in `Allow` order.
     var methods: [(HTTPMethod, any Responder)]
+    /// Answers the methods the route does not have: 405 with `Allow`.
+    var otherMethods: any Responder
 
     init(_ pattern: String, resource: String? = nil, methods: [(HTTPMethod, any Responder)]) {
         self.pattern = pattern
         self.resource = resource
         self.methods = methods
+        otherMethods = RenderedErrorResponder(error: .methodNotAllowed(methods.map(\.0)))
         segments = pattern.split(separator: "/").map { $0 == "{id}" ? .id : .literal(String($0)) }
     }
 
-    func responder(for method: HTTPMethod) -> (any Responder)? {
-        methods.first { $0.0 == method }?.1
+    /// The responder for `method` (the 405 answer when the route does not have it).
+    func responder(for method: HTTPMethod) -> any Responder {
+        methods.first { $0.0 == method }?.1 ?? otherMethods
+    }
+
+    /// The same route with every responder, the 405 answer included, behind `stages`.
+    func wrapped(in stages: [any Middleware]) -> Route {
+        var route = self
+        route.methods = methods.map { ($0.0, stages.wrapping($0.1)) }
+        route.otherMethods = stages.wrapping(otherMethods)
+        return route
     }
 }
 

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A process-wide circuit breaker (DESIGN §3.2): after `threshold` consecutive connection failures or
+/// A process-wide circuit breaker (docs/api.md, Limits and defaults): after `threshold` consecutive connection failures or
 /// timeouts it opens, and calls fail fast with 503 without reaching Directus; after `openSeconds` one
 /// probe is let through, and its success closes the circuit again.
 public final class CircuitBreaker: @unchecked Sendable {
@@ -83,14 +83,14 @@ struct GuardedTransport: UpstreamTransport {
         let start = ContinuousClock.now
         defer {
             let elapsed = ContinuousClock.now - start
-            RequestTrace.current?.addUpstream(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            RequestTrace.current?.addUpstream(elapsed.seconds)
         }
         do {
             let response = try await inner.send(request, timeout: timeout)
             breaker.succeeded()
             let elapsed = ContinuousClock.now - start
             metrics.upstream(method: request.method.description,
-                             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+                             seconds: elapsed.seconds)
             return response
         } catch {
             switch error {

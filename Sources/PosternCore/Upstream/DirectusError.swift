@@ -3,7 +3,7 @@ import Foundation
 /// One entry of Directus's error envelope `{"errors":[{"message","extensions":{"code",…}}]}`.
 public struct DirectusErrorEntry: Sendable, Equatable {
     /// `extensions.code`, e.g. `FORBIDDEN`.
-    public var code: String
+    public var code: DirectusErrorCode
     /// The message (logged, never matched on).
     public var message: String
     /// `extensions.field`, when present.
@@ -20,7 +20,7 @@ public enum DirectusError: Error, Sendable, Equatable {
     case badAnswer(String)
 
     /// The first error code, if Directus sent an envelope.
-    public var code: String? {
+    public var code: DirectusErrorCode? {
         if case .api(_, let errors) = self { return errors.first?.code }
         return nil
     }
@@ -33,7 +33,7 @@ public enum DirectusError: Error, Sendable, Equatable {
 
     /// True for an expired or invalid Directus access token (refresh once and retry).
     public var isStaleToken: Bool {
-        code == "TOKEN_EXPIRED" || code == "INVALID_TOKEN"
+        code == .tokenExpired || code == .invalidToken
     }
 
     /// Decodes an error answer; anything not a Directus envelope is a bad answer.
@@ -45,46 +45,10 @@ public enum DirectusError: Error, Sendable, Equatable {
             return .badAnswer("Directus answered \(response.status) without an error envelope")
         }
         let entries = list.map { e in
-            DirectusErrorEntry(code: e["extensions"]?["code"]?.stringValue ?? "UNKNOWN",
+            DirectusErrorEntry(code: DirectusErrorCode(e["extensions"]?["code"]?.stringValue ?? "UNKNOWN"),
                                message: e["message"]?.stringValue ?? "",
                                field: e["extensions"]?["field"]?.stringValue)
         }
         return .api(status: response.status, errors: entries)
-    }
-
-    /// The default translation into a gateway answer (DESIGN §1.3). Callers handle FORBIDDEN,
-    /// credentials and token cases that depend on the route before falling back to this.
-    public func gatewayError(fieldName: (String) -> String? = { _ in nil }) -> GatewayError {
-        switch self {
-        case .transport(.unreachable(let why)): return .upstreamUnavailable(why)
-        case .transport(.timeout): return .upstreamTimeout("no answer in time")
-        case .transport(.closed): return .upstreamError("connection closed by Directus")
-        case .transport(.badResponse(let why)): return .upstreamError(why)
-        case .badAnswer(let why): return .upstreamError(why)
-        case .api(let status, let errors):
-            let first = errors.first
-            switch first?.code {
-            case "RECORD_NOT_UNIQUE":
-                let field = first?.field.flatMap(fieldName) ?? first?.field ?? "value"
-                return .conflict("\(field) is already taken")
-            case "INVALID_PAYLOAD", "FAILED_VALIDATION", "INVALID_QUERY", "VALUE_TOO_LONG", "VALUE_OUT_OF_RANGE",
-                 "NOT_NULL_VIOLATION", "INVALID_FOREIGN_KEY", "CONTAINS_NULL_VALUES":
-                if let field = first?.field {
-                    let name = fieldName(field) ?? field
-                    return .invalidRequest("invalid value for field \"\(name)\"")
-                }
-                return .invalidRequest("the request was rejected as invalid")
-            case "REQUESTS_EXCEEDED":
-                return .rateLimited(retryAfter: 60)
-            case "FORBIDDEN":
-                return .forbidden()
-            case "TOKEN_EXPIRED", "INVALID_TOKEN", "INVALID_CREDENTIALS":
-                return .unauthorized()
-            case "ROUTE_NOT_FOUND":
-                return .upstreamError("Directus route not found (is the collection set up?)")
-            default:
-                return .upstreamError("Directus answered \(status) \(first?.code ?? "")")
-            }
-        }
     }
 }

@@ -11,8 +11,7 @@ struct DirectusItems: Sendable {
     func withToken<T: Sendable>(_ session: Session?, mapper: ResourceMapper, context: RequestContext, forbidden: GatewayError,
                                 _ call: (String?) async throws(DirectusError) -> T) async throws(GatewayError) -> T {
         let translate = { (error: DirectusError) -> GatewayError in
-            if error.code == "FORBIDDEN" { return forbidden }
-            return error.gatewayError(fieldName: mapper.resourceFieldName(forDirectus:))
+            error.forItemCall(forbidden: forbidden, fieldName: mapper.resourceFieldName(forDirectus:))
         }
         if let session {
             return try await sessions.withDirectusToken(session, context: context.call, translate: translate) {

@@ -23,7 +23,7 @@ public struct UpstreamRequest: Sendable {
 /// The upstream's answer: the same plain value as a response the gateway sends.
 public typealias UpstreamResponse = HTTPResponse
 
-/// How an upstream call failed at the transport level (DESIGN §1.3).
+/// How an upstream call failed at the transport level (docs/api.md, Errors).
 public enum UpstreamFailure: Error, Sendable, Equatable {
     /// Could not connect (refused, DNS, TLS handshake): → 503.
     case unreachable(String)

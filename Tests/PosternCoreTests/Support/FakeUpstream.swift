@@ -43,6 +43,7 @@ final class FakeUpstream: @unchecked Sendable {
     private var requestHeads: [String] = []
     private var connectionFDs: [Int32] = []
     private let finished = DispatchGroup()
+    private let hungUp = DispatchSemaphore(value: 0)
 
     /// The base URL to put into `config.directus.url`.
     var url: String { "http://127.0.0.1:\(port)" }
@@ -70,6 +71,11 @@ final class FakeUpstream: @unchecked Sendable {
 
     deinit { stop() }
 
+    /// Waits until the fake has closed its end of one more connection (false after `seconds` without one).
+    func waitForHangUp(seconds: Double = 5) -> Bool {
+        hungUp.wait(timeout: .now() + seconds) == .success
+    }
+
     /// Stops accepting, closes every connection and waits for the threads to end.
     func stop() {
         let wasStopped = lock.withLock { () -> Bool in
@@ -95,6 +101,7 @@ final class FakeUpstream: @unchecked Sendable {
             Thread { [self] in
                 serve(client)
                 close(client)
+                hungUp.signal()
                 finished.leave()
             }.start()
         }

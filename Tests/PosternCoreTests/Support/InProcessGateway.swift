@@ -2,7 +2,8 @@ import DirectusStandIn
 import Foundation
 @testable import PosternCore
 
-/// The gateway pipeline without sockets, in front of the stand-in called in process.
+/// The gateway pipeline without sockets or threads (`Application.build` with an in-process transport),
+/// in front of the stand-in called in process.
 struct InProcessGateway {
     let standIn: DirectusStandIn
     let gateway: Gateway
@@ -13,11 +14,13 @@ struct InProcessGateway {
         self.standIn = standIn
         var config = PosternConfig.testing
         configure(&config)
-        let directus = DirectusClient(transport: InProcessTransport { standIn.handle($0) }, timeout: 3)
         store = MemorySessionStore()
-        let sessions = SessionManager(store: store, directus: directus, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
-                                      maxTTL: TimeInterval(config.sessions.maxTTLSeconds))
-        gateway = Gateway(config: config, directus: directus, sessions: sessions, log: AccessLog(level: .error, sink: { _ in }))
+        do {
+            gateway = try Application.build(config: config, transport: InProcessTransport { standIn.handle($0) }, store: store,
+                                            logSink: { _ in }).gateway
+        } catch {
+            fatalError("test config is invalid: \(error)")  // PosternConfig.testing plus a test's changes must validate
+        }
     }
 
     struct Answer {

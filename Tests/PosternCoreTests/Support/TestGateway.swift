@@ -55,21 +55,39 @@ final class TestGateway: @unchecked Sendable {
     func concurrently(_ count: Int, _ request: @escaping @Sendable (RawHTTPClient) throws -> RawHTTPClient.Response) -> [Int] {
         let statuses = StatusList()
         let gate = DispatchSemaphore(value: 0)
+        let connected = DispatchGroup()
         let done = DispatchGroup()
         for _ in 0..<count {
             done.enter()
+            connected.enter()
             Thread.detachNewThread {
                 let client = self.client()
                 try? client.connect()
+                connected.leave()
                 gate.wait()
                 statuses.append((try? request(client).status) ?? -1)
                 done.leave()
             }
         }
-        Thread.sleep(forTimeInterval: 0.2)
+        connected.wait()  // every client has its connection before any sends
         for _ in 0..<count { gate.signal() }
         done.wait()
         return statuses.all
+    }
+
+    /// The requests on `route` the gateway has finished (one access-log line each), in log order.
+    func finishedRequests(route: String) -> [(status: Int, requestID: String)] {
+        logLines.all.compactMap { line in
+            guard let json = try? JSONValue.parse(Data(line.utf8)), json["msg"]?.stringValue == "request",
+                  json["route"]?.stringValue == route, let status = json["status"]?.intValue else { return nil }
+            return (Int(status), json["request_id"]?.stringValue ?? "")
+        }
+    }
+
+    /// Returns once every gateway worker loop has run one job: events its sockets had pending before the
+    /// call (an upstream's hang-up, say) have been handled.
+    func drainGatewayLoops() {
+        for loop in app.group?.loops ?? [] { loop.runAndWait { () } }
     }
 
     /// Requests the stand-in received for paths starting with `prefix`.

@@ -1,0 +1,121 @@
+import Foundation
+
+/// Every route of both listeners, built once from config: one builder per kind of route (operations,
+/// users, each resource), every responder behind the edge stages.
+struct RouteTable: Sendable {
+    /// The public listener's routes.
+    let router: Router
+    /// The admin listener's routes (operations and `/metrics`).
+    let adminRouter: Router
+    /// The 404 answer for a path no route matches (behind the edge stages too).
+    let notFound: any Responder
+
+    /// The stages shared by the routes of one table.
+    struct Stages: Sendable {
+        /// The body-size limit.
+        let limit: BodyLimitMiddleware
+        /// Authentication that lets anonymous callers through (public rules).
+        let optionalAuth: AuthenticationMiddleware
+        /// Authentication that demands a valid token.
+        let requiredAuth: AuthenticationMiddleware
+        /// Directus item calls on behalf of the caller.
+        let items: DirectusItems
+    }
+
+    /// Builds every route. `metrics` and `rateLimits` are process-wide (shared by every loop).
+    init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog, metrics: Metrics,
+         rateLimits: RateLimits, breaker: CircuitBreaker?) {
+        let cors = CORSPolicy(config.cors)
+        let edge: [any Middleware] = [
+            ObservationMiddleware(metrics: metrics, log: log), ResponseHeadersMiddleware(), CORSHeadersMiddleware(cors: cors),
+            TargetLengthMiddleware(), CORSPreflightMiddleware(cors: cors), ErrorRenderingMiddleware(log: log),
+        ]
+        let stages = Stages(limit: BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes),
+                            optionalAuth: AuthenticationMiddleware(sessions: sessions, required: false, rateLimits: rateLimits),
+                            requiredAuth: AuthenticationMiddleware(sessions: sessions, required: true, rateLimits: rateLimits),
+                            items: DirectusItems(directus: directus, sessions: sessions))
+        let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
+                                 registerEndpoint: config.directus.registration == "register")
+        let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker)
+        let publicRoutes = operations + RouteTable.userRoutes(users, stages)
+            + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
+        router = Router(routes: publicRoutes.map { $0.wrapped(in: edge) })
+        adminRouter = Router(routes: (operations + [RouteTable.metricsRoute(metrics)]).map { $0.wrapped(in: edge) })
+        notFound = edge.wrapping(RenderedErrorResponder(error: .notFound("no such route")))
+    }
+
+    /// `/healthz` and `/readyz` (on both listeners).
+    static func operationsRoutes(directus: DirectusClient, breaker: CircuitBreaker?) -> [Route] {
+        [
+            Route("/healthz", methods: [(.get, ClosureResponder { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
+            Route("/readyz", methods: [(.get, ClosureResponder { _, context throws(GatewayError) in
+                // Ready when Directus answers its ping and the circuit is closed (the ping is the probe when half-open).
+                guard await directus.ping(context: context.call), breaker?.state ?? .closed == .closed else {
+                    throw .upstreamUnavailable("/server/ping failed or circuit open")
+                }
+                return .json(200, .object([("status", .string("ready"))]))
+            })]),
+        ]
+    }
+
+    /// `/metrics` (admin listener only).
+    static func metricsRoute(_ metrics: Metrics) -> Route {
+        Route("/metrics", methods: [(.get, ClosureResponder { _, _ in
+            HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+                         body: Data(metrics.render().utf8))
+        })])
+    }
+
+    /// `/api/v1/user…`: login, refresh, logout, me, register.
+    static func userRoutes(_ users: UserHandlers, _ stages: Stages) -> [Route] {
+        [
+            Route("/api/v1/user/login", methods: [(.post, endpoint([stages.limit], users.login))]),
+            Route("/api/v1/user/refresh", methods: [(.post, endpoint([stages.limit], users.refresh))]),
+            Route("/api/v1/user/logout", methods: [(.post, endpoint([stages.limit, stages.requiredAuth], users.logout))]),
+            Route("/api/v1/user/me", methods: [(.get, endpoint([stages.requiredAuth], users.me))]),
+            Route("/api/v1/user", methods: [(.post, endpoint([stages.limit], users.register))]),
+        ]
+    }
+
+    /// `/api/v1/R` and `/api/v1/R/{id}` for one configured resource: limit → authentication → (id check) → policy → handler.
+    static func resourceRoutes(_ resource: ResourceConfig, _ stages: Stages) -> [Route] {
+        let mapper = ResourceMapper(resource)
+        let handlers = ResourceHandlers(mapper: mapper, items: stages.items)
+        func rule(_ action: ResourceAction) -> PermissionRule { resource.permissions[action] ?? .nobody }
+        func policy(_ action: ResourceAction) -> PolicyMiddleware {
+            PolicyMiddleware(action: action, rule: rule(action), mapper: mapper, items: stages.items)
+        }
+        func guarded(_ action: ResourceAction, item: Bool) -> [any Middleware] {
+            let auth = rule(action) == .public ? stages.optionalAuth : stages.requiredAuth
+            return item ? [stages.limit, auth, ItemIDMiddleware(mapper: mapper), policy(action)] : [stages.limit, auth, policy(action)]
+        }
+        let update = endpoint(guarded(.update, item: true), handlers.update)
+        // POST: authenticate (demanded up front unless create or update is public), parse the body once,
+        // then the chosen action's requirement and policy.
+        let postAuth = rule(.create) == .public || rule(.update) == .public ? stages.optionalAuth : stages.requiredAuth
+        let createOrUpdate = CreateOrUpdateResponder(
+            mapper: mapper,
+            create: [AuthenticationRequirement(rule: rule(.create)), policy(.create)].wrapping(ClosureResponder(handlers.create)),
+            update: [AuthenticationRequirement(rule: rule(.update)), ItemIDMiddleware(mapper: mapper), policy(.update)]
+                .wrapping(ClosureResponder(handlers.update)))
+        let name = resource.name
+        return [
+            Route("/api/v1/\(name)", resource: name, methods: [
+                (.get, endpoint(guarded(.list, item: false), handlers.list)),
+                (.post, [stages.limit, postAuth].wrapping(createOrUpdate)),
+            ]),
+            Route("/api/v1/\(name)/{id}", resource: name, methods: [
+                (.get, endpoint(guarded(.read, item: true), handlers.read)),
+                (.patch, update),
+                (.put, update),
+                (.delete, endpoint(guarded(.delete, item: true), handlers.delete)),
+            ]),
+        ]
+    }
+
+    private static func endpoint(_ stages: [any Middleware],
+                                 _ body: @escaping @Sendable (HTTPRequest, RequestContext) async throws(GatewayError) -> HTTPResponse)
+        -> any Responder {
+        stages.wrapping(ClosureResponder(body))
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+
+// The edge stages at the head of every chain, outermost first: observation (metrics, access log),
+// response headers, CORS decoration, the request-target limit, CORS preflight, error rendering.
+// Every route's responders, its 405 answer and the 404 answer are wrapped in the same stages.
+
+/// Records every answer in the metrics and the access log, with the request's trace bound for the stages below.
+struct ObservationMiddleware: Middleware {
+    /// The metrics registry this stage uses.
+    let metrics: Metrics
+    /// The access log this stage uses.
+    let log: AccessLog
+
+    /// Runs the stage around `next`.
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
+        let trace = RequestTrace()
+        let response = await RequestTrace.$current.withValue(trace) { () async -> HTTPResponse in
+            do throws(GatewayError) {
+                return try await next.respond(to: request, context: context)
+            } catch {
+                return ErrorRenderer.render(error, context: context)  // the stages below render every error; a safety net
+            }
+        }
+        metrics.request(route: context.routePattern, method: ObservationMiddleware.methodLabel(request.method),
+                        status: response.status, seconds: (ContinuousClock.now - context.startedAt).seconds)
+        log.access(request, response, context: context, trace: trace)
+        return response
+    }
+
+    /// A bounded method label for metrics.
+    static func methodLabel(_ method: HTTPMethod) -> String {
+        if case .other = method { return "OTHER" }
+        return method.description
+    }
+}
+
+/// Headers on every answer: the request id, `nosniff`, and `Cache-Control: no-store` under `/api/`.
+struct ResponseHeadersMiddleware: Middleware {
+    /// Runs the stage around `next`.
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
+        var response = try await next.respond(to: request, context: context)
+        response.headers.set("X-Request-Id", context.requestID)
+        response.headers.set("X-Content-Type-Options", "nosniff")
+        if request.path.hasPrefix("/api/") { response.headers.set("Cache-Control", "no-store") }
+        return response
+    }
+}
+
+/// Adds the CORS headers of an allowed origin to every answer.
+struct CORSHeadersMiddleware: Middleware {
+    /// The CORS policy this stage uses.
+    let cors: CORSPolicy
+
+    /// Runs the stage around `next`.
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
+        var response = try await next.respond(to: request, context: context)
+        cors.decorate(&response, origin: request.headers["Origin"])
+        return response
+    }
+}
+
+/// Answers a request target (path and query) longer than `maxBytes` with 414.
+struct TargetLengthMiddleware: Middleware {
+    /// Longest accepted request target, in bytes.
+    static let maxBytes = 8192
+
+    /// Runs the stage around `next`.
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
+        guard request.path.utf8.count + request.query.utf8.count <= TargetLengthMiddleware.maxBytes else {
+            return ErrorRenderer.render(GatewayError(status: 414, code: .uriTooLong, message: "request target too long"),
+                                        context: context)
+        }
+        return try await next.respond(to: request, context: context)
+    }
+}
+
+/// Answers CORS preflights before routing and authentication.
+struct CORSPreflightMiddleware: Middleware {
+    /// The CORS policy this stage uses.
+    let cors: CORSPolicy
+
+    /// Runs the stage around `next`.
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
+        if cors.isPreflight(request) { return cors.preflight(request) }
+        return try await next.respond(to: request, context: context)
+    }
+}
+
+/// Renders the errors of the stages below as JSON answers, and logs them.
+struct ErrorRenderingMiddleware: Middleware {
+    /// The access log this stage uses.
+    let log: AccessLog
+
+    /// Runs the stage around `next`.
+    func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
+        do throws(GatewayError) {
+            return try await next.respond(to: request, context: context)
+        } catch {
+            log.error(error, context: context)
+            return ErrorRenderer.render(error, context: context)
+        }
+    }
+}
+
+/// A responder that answers with an error, rendered (for 404 and 405, which are not logged as errors).
+struct RenderedErrorResponder: Responder {
+    /// The error it answers with.
+    let error: GatewayError
+
+    /// Answers with the rendered error.
+    func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        ErrorRenderer.render(error, context: context)
+    }
+}
+
+/// The client's request id when it is safe (`[A-Za-z0-9._-]{1,128}`), else a new one.
+enum RequestID {
+    /// `given` if safe, else 24 random hex digits.
+    static func accept(_ given: String?) -> String {
+        if let given, !given.isEmpty, given.utf8.count <= 128, given.utf8.allSatisfy({ b in
+            (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 46 || b == 95 || b == 45
+        }) {
+            return given
+        }
+        return Crypto.hex(Crypto.randomBytes(12))
+    }
+}
