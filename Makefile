@@ -1,16 +1,18 @@
-# Postern — developer and CI entry points (DESIGN §5).
+# Postern — developer and CI entry points (README, Development).
 
 SWIFT    ?= swift
 POSTERN  := .build/debug/postern
 CONFIG   ?= config/postern.json
-DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config
+DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config python3-venv curl
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-docker run check bench fuzz clean
+.PHONY: deps build release test check-docker check-openapi run check bench fuzz clean
 
-## deps: install the Debian packages the build needs (only those missing)
+## deps: install the Debian packages the build needs (only those missing), and the Python tools of
+## check-openapi into .build/venv (scripts/pydeps.sh)
 deps:
 	@bash scripts/deps.sh $(DEB_DEPS)
+	@bash scripts/pydeps.sh
 
 ## build: debug build
 build: deps
@@ -20,9 +22,15 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-## test: everything CI runs (the Docker checks first, so that swift test's summary closes the output)
-test: deps check-docker
+## test: everything CI runs (the Docker and OpenAPI checks first, so that swift test's summary closes the output)
+test: deps check-docker check-openapi
 	$(SWIFT) test
+
+## check-openapi: `postern openapi` and the served document validate (openapi-spec-validator), and a bounded
+## Schemathesis run against `postern demo` on free ports finds no 5xx and no answer outside its schema
+check-openapi: deps
+	$(SWIFT) build --product postern
+	bash scripts/check-openapi.sh
 
 ## check-docker: the Dockerfile's runtime packages cover `ldd` of the release binary built with the
 ## Dockerfile's flags (scripts/check-runtime-libs.sh); docker-compose.yml is valid (when a Compose v2

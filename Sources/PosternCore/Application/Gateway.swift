@@ -53,7 +53,9 @@ public final class Gateway: Sendable {
                              body: Data(metrics.render().utf8))
             })]),
         ])
+        let openAPI = OpenAPIDocument(config: config).data()  // generated once (docs/api.md, OpenAPI)
         var routes: [Route] = operations + [
+            Route(OpenAPIDocument.path, methods: [(.get, ClosureResponder { _, _ in .json(200, openAPI) })]),
             Route("/api/v1/user/login", methods: [(.post, endpoint([limit], users.login))]),
             Route("/api/v1/user/refresh", methods: [(.post, endpoint([limit], users.refresh))]),
             Route("/api/v1/user/logout", methods: [(.post, endpoint([limit, requiredAuth], users.logout))]),
