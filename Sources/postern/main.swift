@@ -1,7 +1,7 @@
 import Foundation
 import PosternCore
 
-/// The command line (DESIGN §3.1): thin; everything lives in PosternCore.
+/// The command line (docs/api.md, Configuration): thin; everything lives in PosternCore.
 enum CLI {
     static let usage = """
         usage: postern [serve|check|demo|openapi|bootstrap|healthcheck|version] [--config FILE]
