@@ -131,7 +131,11 @@ public struct OpenAPIDocument: Sendable {
             ])),
             ("RegisterRequest", .object([
                 ("type", .string("object")),
-                ("properties", .object([("email", nonEmpty), ("password", nonEmpty)])),
+                ("properties", .object([
+                    ("email", .object([("type", .string("string")), ("format", .string("email")),
+                                       ("description", .string("Directus refuses an address it does not take for an email (400)."))])),
+                    ("password", nonEmpty),
+                ])),
                 ("required", strings("email", "password")),
             ])),
             ("TokenAnswer", .object([
