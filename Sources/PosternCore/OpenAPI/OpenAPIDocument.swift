@@ -115,11 +115,13 @@ public struct OpenAPIDocument: Sendable {
 
     private static func commonSchemas() -> [(String, JSONValue)] {
         let nonEmpty = JSONValue.object([("type", .string("string")), ("minLength", .int(1))])
+        // Directus refuses a login or registration whose email is not an email address (400).
+        let email = JSONValue.object([("type", .string("string")), ("format", .string("email"))])
         return [
             ("Error", errorSchema(collection: nil)),
             ("LoginRequest", .object([
                 ("type", .string("object")),
-                ("properties", .object([("email", nonEmpty), ("username", nonEmpty), ("password", nonEmpty)])),
+                ("properties", .object([("email", email), ("username", email), ("password", nonEmpty)])),
                 ("required", strings("password")),
                 ("anyOf", .array([.object([("required", strings("email"))]), .object([("required", strings("username"))])])),
                 ("description", .string("`username` is accepted for `email` (clients written for the access-and-refresh-token pattern).")),
@@ -132,8 +134,7 @@ public struct OpenAPIDocument: Sendable {
             ("RegisterRequest", .object([
                 ("type", .string("object")),
                 ("properties", .object([
-                    ("email", .object([("type", .string("string")), ("format", .string("email")),
-                                       ("description", .string("Directus refuses an address it does not take for an email (400)."))])),
+                    ("email", email),
                     ("password", nonEmpty),
                 ])),
                 ("required", strings("email", "password")),
