@@ -37,7 +37,7 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
     return []
 }
 
-/// Loading, validating and overriding the configuration (DESIGN §3).
+/// Loading, validating and overriding the configuration (docs/api.md, Configuration).
 @Suite struct ConfigTests {
     /// The repository's `config/postern.json`.
     static let shippedFile = URL(fileURLWithPath: #filePath)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 
-/// The `postern` executable as an operator runs it (DESIGN §3.1): exit codes, messages, signals.
+/// The `postern` executable as an operator runs it (docs/api.md, Configuration): exit codes, messages, signals.
 /// Needs `.build/debug/postern` (built by `swift build`; `swift build --build-tests` alone may not build it).
 @Suite(.serialized, .enabled(if: PosternProcess.binaryExists,
                              "needs the postern executable at .build/debug/postern: run `swift build` first"))

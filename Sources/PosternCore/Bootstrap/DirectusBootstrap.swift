@@ -2,7 +2,7 @@ import Foundation
 
 /// `postern bootstrap`: prepares a Directus 11 for Postern through its REST API, idempotently.
 ///
-/// Follows `reference/directus-bootstrap.md`: wait for health, log in, check the version, then for each
+/// Follows docs/bootstrap.md: wait for health, log in, check the version, then for each
 /// piece (collection, relations, role, policy, access, permissions, Public registration, settings) look it
 /// up first and create or update it only when it is missing or different, so a second run sends no writes.
 public struct DirectusBootstrap: Sendable {
@@ -80,7 +80,7 @@ public struct DirectusBootstrap: Sendable {
             record(name, outcome)
         }
 
-        // Registration (DESIGN §1.1): Public create on directus_users (email, password, role preset).
+        // Registration (docs/api.md, Users): Public create on directus_users (email, password, role preset).
         let publicPolicyID = try await publicPolicy(admin)
         for (name, outcome) in try await reconcile(admin, policy: publicPolicyID,
                                                    rules: [BootstrapPlan.publicRegistration(role: roleID)],

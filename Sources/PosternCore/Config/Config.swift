@@ -1,4 +1,4 @@
-/// The whole gateway configuration (DESIGN §3.1b). Every key is optional; these are the defaults.
+/// The whole gateway configuration (docs/api.md, Configuration). Every key is optional; these are the defaults.
 public struct PosternConfig: Sendable, Equatable {
     /// `host:port` of the public listener.
     public var listen = "0.0.0.0:8080"
@@ -112,7 +112,7 @@ public enum IDType: String, Sendable, Equatable, CaseIterable {
     case integer, uuid, string
 }
 
-/// A permission rule (DESIGN §3): a small closed set.
+/// A permission rule (docs/api.md, Configuration): a small closed set.
 public enum PermissionRule: Sendable, Equatable, CustomStringConvertible {
     case `public`, authenticated, owner, nobody
     /// Allowed when the caller's Directus role id equals this id.

@@ -1,4 +1,4 @@
-/// The keys of each config object, as written in the file (DESIGN §3.1b).
+/// The keys of each config object, as written in the file (docs/api.md, Configuration).
 enum ConfigKeys {
     /// Top level.
     static let root = ["listen", "admin_listen", "workers", "directus", "sessions", "limits", "rate_limits",

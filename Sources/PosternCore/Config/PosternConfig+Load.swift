@@ -1,7 +1,7 @@
 import Foundation
 
 extension PosternConfig {
-    /// The environment variables that override config keys (DESIGN §3.1), with the key path each sets.
+    /// The environment variables that override config keys (docs/api.md, Configuration), with the key path each sets.
     public static let environmentOverrides: [(variable: String, key: String)] = [
         ("POSTERN_LISTEN", "listen"),
         ("POSTERN_ADMIN_LISTEN", "admin_listen"),

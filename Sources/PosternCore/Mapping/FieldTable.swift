@@ -14,7 +14,7 @@ struct MappedField: Sendable {
     let keyBytes: [UInt8]
 }
 
-/// The lookup tables of one resource (STYLE #6): built once, read on every request.
+/// The lookup tables of one resource: built once at start-up, read on every request.
 struct FieldTable: Sendable {
     /// The resource field that holds the key.
     static let idField = "id"

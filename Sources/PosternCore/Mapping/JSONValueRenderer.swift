@@ -1,6 +1,6 @@
 import Foundation
 
-/// Renders Directus answers through `JSONValue` (DESIGN §1.2): mapped fields only, in config order,
+/// Renders Directus answers through `JSONValue` (docs/api.md, Resources): mapped fields only, in config order,
 /// renamed; ids as strings; required fields never null; optional fields without a value omitted.
 public struct JSONValueRenderer: ResourceRenderer {
     private let table: FieldTable

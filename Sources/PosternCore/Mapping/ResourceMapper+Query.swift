@@ -1,4 +1,4 @@
-/// List query translation (DESIGN §1.2).
+/// List query translation (docs/api.md, Resources).
 extension ResourceMapper {
     /// The client query parameters a list understands; everything else is dropped, never forwarded.
     static let listParameters: Set<String> = ["limit", "offset", "page", "sort", "search"]

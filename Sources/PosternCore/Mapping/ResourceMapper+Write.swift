@@ -1,6 +1,6 @@
 import Foundation
 
-/// Write body translation (DESIGN §1.2).
+/// Write body translation (docs/api.md, Resources).
 extension ResourceMapper {
     /// What kind of write a body is for.
     public enum WriteMode: Sendable, Equatable {

@@ -1,8 +1,8 @@
 import Foundation
 
-/// Translates between one resource and its Directus collection (DESIGN §1.2), with no I/O.
+/// Translates between one resource and its Directus collection (docs/api.md, Resources), with no I/O.
 ///
-/// Built once per resource at start-up; every lookup table is precomputed (STYLE #6).
+/// Built once per resource at start-up; every lookup table is precomputed.
 public struct ResourceMapper: Sendable {
     /// The resource this mapper serves.
     public let resource: ResourceConfig

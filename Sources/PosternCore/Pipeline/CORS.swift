@@ -1,6 +1,6 @@
 import Foundation
 
-/// CORS (DESIGN §3.2): which origins may call, answered before routing and authentication.
+/// CORS (docs/api.md, Limits and defaults): which origins may call, answered before routing and authentication.
 struct CORSPolicy: Sendable {
     private let anyOrigin: Bool
     private let origins: Set<String>

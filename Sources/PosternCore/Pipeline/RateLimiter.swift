@@ -70,7 +70,7 @@ public final class TokenBuckets: @unchecked Sendable {
     }
 }
 
-/// The gateway's rate limits (DESIGN §3.2), each counted before the upstream call.
+/// The gateway's rate limits (docs/api.md, Limits and defaults), each counted before the upstream call.
 public final class RateLimits: Sendable {
     let failedLoginsPerIP: TokenBuckets
     let failedLoginsPerEmail: TokenBuckets

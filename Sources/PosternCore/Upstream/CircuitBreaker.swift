@@ -1,6 +1,6 @@
 import Foundation
 
-/// A process-wide circuit breaker (DESIGN §3.2): after `threshold` consecutive connection failures or
+/// A process-wide circuit breaker (docs/api.md, Limits and defaults): after `threshold` consecutive connection failures or
 /// timeouts it opens, and calls fail fast with 503 without reaching Directus; after `openSeconds` one
 /// probe is let through, and its success closes the circuit again.
 public final class CircuitBreaker: @unchecked Sendable {
