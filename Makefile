@@ -3,7 +3,9 @@
 SWIFT    ?= swift
 POSTERN  := .build/debug/postern
 CONFIG   ?= config/postern.json
-DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config python3-venv curl
+DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config
+# Needed by the checks of `make test` only (not by the build, so not in the Dockerfile's build stage).
+TEST_DEB_DEPS := python3-venv curl
 
 .DEFAULT_GOAL := build
 .PHONY: deps build release test check-docker check-openapi run check bench fuzz clean
@@ -11,7 +13,7 @@ DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config python3-venv curl
 ## deps: install the Debian packages the build needs (only those missing), and the Python tools of
 ## check-openapi into .build/venv (scripts/pydeps.sh)
 deps:
-	@bash scripts/deps.sh $(DEB_DEPS)
+	@bash scripts/deps.sh $(DEB_DEPS) $(TEST_DEB_DEPS)
 	@bash scripts/pydeps.sh
 
 ## build: debug build
