@@ -1,4 +1,4 @@
-# Postern container image (DESIGN §5, docs/docker.md).
+# Postern container image (README, Run with Docker; docs/docker.md).
 #
 #   docker build -t postern:local .
 #   docker run --rm -p 8080:8080 -e POSTERN_DIRECTUS_URL=http://directus:8055 postern:local
@@ -82,7 +82,7 @@ WORKDIR /var/lib/postern
 USER 10001:10001
 EXPOSE 8080
 
-# No curl in a slim image: the binary probes its own /healthz (DESIGN §3.1).
+# No curl in a slim image: the binary probes its own /healthz (docs/api.md, Configuration).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
     CMD ["postern", "healthcheck"]
 

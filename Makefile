@@ -1,16 +1,20 @@
-# Postern — developer and CI entry points.
+# Postern — developer and CI entry points (README, Development).
 
 SWIFT    ?= swift
 POSTERN  := .build/debug/postern
 CONFIG   ?= config/postern.json
 DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config
+# Needed by the checks of `make test` only (not by the build, so not in the Dockerfile's build stage).
+TEST_DEB_DEPS := python3-venv curl
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-layers check-docker run check bench profile fuzz clean
+.PHONY: deps build release test check-layers check-docker check-openapi run check bench profile fuzz clean
 
-## deps: install the Debian packages the build needs (only those missing)
+## deps: install the Debian packages the build needs (only those missing), and the Python tools of
+## check-openapi into .build/venv (scripts/pydeps.sh)
 deps:
-	@bash scripts/deps.sh $(DEB_DEPS)
+	@bash scripts/deps.sh $(DEB_DEPS) $(TEST_DEB_DEPS)
+	@bash scripts/pydeps.sh
 
 ## build: debug build
 build: deps
@@ -20,13 +24,19 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-## test: everything CI runs (the layer and Docker checks first, so that swift test's summary closes the output)
-test: deps check-layers check-docker
+## test: everything CI runs (the layer, Docker and OpenAPI checks first, so that swift test's summary closes the output)
+test: deps check-layers check-docker check-openapi
 	$(SWIFT) test
 
 ## check-layers: no type of Sources/PosternCore/Application/ is used from Policy/, Pipeline/, Upstream/ or Auth/
 check-layers:
 	bash scripts/check-layers.sh
+
+## check-openapi: `postern openapi` and the served document validate (openapi-spec-validator), and a bounded
+## Schemathesis run against `postern demo` on free ports finds no 5xx and no answer outside its schema
+check-openapi: deps
+	$(SWIFT) build --product postern
+	bash scripts/check-openapi.sh
 
 ## check-docker: the Dockerfile's runtime packages cover `ldd` of the release binary built with the
 ## Dockerfile's flags (scripts/check-runtime-libs.sh); docker-compose.yml is valid (when a Compose v2

@@ -1,7 +1,7 @@
 import Foundation
 import PosternCore
 
-/// The admin API of Directus 11 that `postern bootstrap` uses (`reference/directus-bootstrap.md`): collections,
+/// The admin API of Directus 11 that `postern bootstrap` uses (docs/bootstrap.md): collections,
 /// fields, relations, roles, policies, access, permissions and settings, kept as JSON rows so that GETs see
 /// what POSTs created. The stored rules also decide who may use `posts` and who may register.
 extension DirectusStandIn {

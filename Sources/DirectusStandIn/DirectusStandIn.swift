@@ -4,7 +4,7 @@ import PosternCore
 /// An in-memory, transport-free fake of Directus 11 (auth, users, `posts` items, server routes), quirks included.
 ///
 /// Mount it on any HTTP server by calling `handle(_:)`; it behaves like
-/// `reference/directus-api.md` describes, without the login stall.
+/// Directus 11 does on the wire, without the login stall.
 public final class DirectusStandIn: @unchecked Sendable {
     /// Settings of the stand-in (Directus environment variables and project settings).
     public struct Options: Sendable {

@@ -26,7 +26,8 @@ enum Demo {
         return 0
     }
 
-    static func run(configPath: String?) -> Int32 {
+    /// Runs the demo; `standInPort` 0 lets the system pick a free port for the stand-in.
+    static func run(configPath: String?, standInPort: UInt16 = 8055) -> Int32 {
         guard var config = CLI.loadConfig(configPath, command: "demo") else { return 1 }
         config.sessions.store = "memory"
         Application.ignoreSIGPIPE()
@@ -36,20 +37,21 @@ enum Demo {
         let group = EventLoopGroup(count: 1, name: "standin")
         let server = HTTPServer(group: group) { request in standIn.handle(request) }
         do {
-            try server.start(host: "127.0.0.1", port: 8055)
+            try server.start(host: "127.0.0.1", port: standInPort)
         } catch {
             CLI.fail("cannot start the Directus stand-in: \(error.description)")
             return 1
         }
-        config.directus.url = "http://127.0.0.1:8055"
+        config.directus.url = "http://127.0.0.1:\(server.port)"
         do {
             let app = try Application.build(config: config)
             try app.start()
             print("""
-                postern demo: gateway on http://127.0.0.1:\(app.port), Directus stand-in on http://127.0.0.1:8055
+                postern demo: gateway on http://127.0.0.1:\(app.port), Directus stand-in on http://127.0.0.1:\(server.port)
                 sign in with x@y.com / 123456:
                   curl -s -X POST localhost:\(app.port)/api/v1/user/login -H 'Content-Type: application/json' -d '{"email":"x@y.com","password":"123456"}'
                 """)
+            fflush(nil)  // flushes stdout: seen at once when stdout is a pipe (scripts read the address from it)
             app.runUntilSignal()
         } catch {
             CLI.fail("cannot start: \(error.description)")

@@ -4,11 +4,13 @@ import PosternCore
 /// The command line (docs/api.md, Configuration): thin; everything lives in PosternCore.
 enum CLI {
     static let usage = """
-        usage: postern [serve|check|demo|bootstrap|healthcheck|version] [--config FILE]
+        usage: postern [serve|check|demo|openapi|bootstrap|healthcheck|version] [--config FILE]
 
           serve        run the gateway (default)
           check        validate the config, print every problem, exit non-zero on any
           demo         gateway on :8080 plus a built-in Directus stand-in on :8055
+                       (--standin-port N moves the stand-in; 0 picks a free port)
+          openapi      print the OpenAPI 3.1 document of the configured API (as served at /api/v1/openapi.json)
           bootstrap    prepare a fresh Directus 11 for Postern (collection, role, policy, permissions,
                        registration); idempotent. Admin credentials from POSTERN_DIRECTUS_ADMIN_EMAIL and
                        POSTERN_DIRECTUS_ADMIN_PASSWORD, or POSTERN_DIRECTUS_ADMIN_TOKEN
@@ -30,6 +32,15 @@ enum CLI {
                 fail("--config needs a file path")
                 return 2
             }
+        }
+        var standInPort: UInt16 = 8055
+        if arguments.first == "demo", let i = arguments.firstIndex(of: "--standin-port") {
+            guard i + 1 < arguments.count, let port = UInt16(arguments[i + 1]) else {
+                fail("--standin-port needs a port number (0 for any free port)")
+                return 2
+            }
+            standInPort = port
+            arguments.removeSubrange(i...(i + 1))
         }
         let command = arguments.first ?? "serve"
         if arguments.count > 1 && command != "standin" {
@@ -55,7 +66,12 @@ enum CLI {
         case "serve":
             return serve(configPath: configPath)
         case "demo":
-            return Demo.run(configPath: configPath)
+            return Demo.run(configPath: configPath, standInPort: standInPort)
+        case "openapi":
+            guard let config = loadConfig(configPath, command: "openapi") else { return 1 }
+            FileHandle.standardOutput.write(OpenAPIDocument(config: config).data())
+            print("")
+            return 0
         case "standin":
             // Undocumented helper for benchmarks: only the Directus stand-in, on the given port or 8055.
             return Demo.runStandInOnly()

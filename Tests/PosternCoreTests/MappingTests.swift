@@ -104,6 +104,8 @@ import Testing
         ("books", #"{"title":""}"#, .update, nil, #"{"title":""}"#),
         ("books", #"{"id":"12","title":"T"}"#, .createOrUpdate, "12", #"{"title":"T"}"#),
         ("books", #"{"subtitle":"S","id":12}"#, .createOrUpdate, "12", #"{"content":"S"}"#),
+        // A JSON number without a fraction is an integer (JSON Schema, and so the OpenAPI document, says so).
+        ("books", #"{"subtitle":"S","id":12.0}"#, .createOrUpdate, "12", #"{"content":"S"}"#),
         ("books", #"{"id":null,"title":"T"}"#, .createOrUpdate, nil, #"{"title":"T"}"#),
         ("books", #"{"title":"T"}"#, .createOrUpdate, nil, #"{"title":"T"}"#),
         ("posts", #"{"content":"C","title":"T"}"#, .create, nil, #"{"title":"T","content":"C"}"#),

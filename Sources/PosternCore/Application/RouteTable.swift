@@ -37,7 +37,7 @@ struct RouteTable: Sendable {
         let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
                                  registerEndpoint: config.directus.registration == "register")
         let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker)
-        let publicRoutes = operations + RouteTable.userRoutes(users, stages)
+        let publicRoutes = operations + [RouteTable.openAPIRoute(config)] + RouteTable.userRoutes(users, stages)
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
         router = Router(routes: publicRoutes.map { $0.wrapped(in: edge) })
         adminRouter = Router(routes: (operations + [RouteTable.metricsRoute(metrics)]).map { $0.wrapped(in: edge) })
@@ -64,6 +64,12 @@ struct RouteTable: Sendable {
             HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                          body: Data(metrics.render().utf8))
         })])
+    }
+
+    /// `GET /api/v1/openapi.json`: the OpenAPI document of this config, generated once (docs/api.md, OpenAPI).
+    static func openAPIRoute(_ config: PosternConfig) -> Route {
+        let document = OpenAPIDocument(config: config).data()
+        return Route(OpenAPIDocument.path, methods: [(.get, ClosureResponder { _, _ in .json(200, document) })])
     }
 
     /// `/api/v1/user…`: login, refresh, logout, me, register.

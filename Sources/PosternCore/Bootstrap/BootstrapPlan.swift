@@ -1,6 +1,6 @@
 import Foundation
 
-/// What `postern bootstrap` wants a Directus 11 to contain (`reference/directus-bootstrap.md` §3–§6).
+/// What `postern bootstrap` wants a Directus 11 to contain (docs/bootstrap.md).
 public enum BootstrapPlan {
     /// The collection the shipped resources serve.
     public static let collection = "posts"

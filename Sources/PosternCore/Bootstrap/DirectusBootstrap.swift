@@ -2,7 +2,7 @@ import Foundation
 
 /// `postern bootstrap`: prepares a Directus 11 for Postern through its REST API, idempotently.
 ///
-/// Follows `reference/directus-bootstrap.md`: wait for health, log in, check the version, then for each
+/// Follows docs/bootstrap.md: wait for health, log in, check the version, then for each
 /// piece (collection, relations, role, policy, access, permissions, Public registration, settings) look it
 /// up first and create or update it only when it is missing or different, so a second run sends no writes.
 public struct DirectusBootstrap: Sendable {

@@ -80,13 +80,15 @@ extension ResourceMapper {
         return WritePayload(id: id, payload: .object(payload))
     }
 
-    /// The `id` of a compatibility `POST` body: nil for null, else a valid key given as a string or an integer.
+    /// The `id` of a compatibility `POST` body: nil for null, else a valid key given as a string or an integer
+    /// (a number without a fraction, such as `12.0`, counts as one).
     private func bodyID(_ value: JSONValue) throws(GatewayError) -> String? {
         let text: String?
         switch value {
         case .null: return nil
         case .string(let s): text = s
         case .int(let i): text = String(i)
+        case .double: text = value.intValue.map { String($0) }  // `12.0` is the integer 12 in JSON
         default: text = nil
         }
         guard let text, isValidID(text) else {
