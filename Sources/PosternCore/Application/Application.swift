@@ -35,9 +35,10 @@ public final class Application: @unchecked Sendable {
     public var adminPort: UInt16 { admin?.port ?? 0 }
 
     /// Builds everything from `config`. `transport` and `store` replace the real ones in tests; with a
-    /// `transport`, nothing runs until `start()` (`gateway.handle` answers in process).
+    /// `transport`, nothing runs until `start()` (`gateway.handle` answers in process). `logSink` takes the log
+    /// lines instead of stdout (tests).
     public static func build(config: PosternConfig, transport: (any UpstreamTransport)? = nil, store: (any SessionStore)? = nil,
-                             logSink: @escaping @Sendable (String) -> Void = AccessLog.stdout) throws(StartError) -> Application {
+                             logSink: (@Sendable (String) -> Void)? = nil) throws(StartError) -> Application {
         let problems = config.problems()
         if let first = problems.first { throw StartError("invalid config: \(first)") }
         let log = AccessLog(level: AccessLog.Level(config.logLevel), sink: logSink)

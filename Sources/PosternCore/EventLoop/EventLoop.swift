@@ -1,5 +1,6 @@
 import CEvent
 import Foundation
+import Synchronization
 
 /// One libevent loop on one thread, with one thread-safe way in: a locked job queue plus a wake event.
 ///
@@ -155,6 +156,7 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     }
 
     private func drain() {
+        draining = true
         while true {
             lock.lock()
             let pendingJobs = jobs
@@ -162,12 +164,56 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
             jobs.removeAll(keepingCapacity: true)
             closures.removeAll(keepingCapacity: true)
             lock.unlock()
-            if pendingJobs.isEmpty && pendingClosures.isEmpty { return }
+            if pendingJobs.isEmpty && pendingClosures.isEmpty {
+                if endOfTurn.isEmpty { break }
+                let hooks = endOfTurn
+                endOfTurn.removeAll(keepingCapacity: true)
+                for hook in hooks { hook() }
+                continue
+            }
             for body in pendingClosures { body() }
             for job in pendingJobs {
                 job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
             }
         }
+        draining = false
+    }
+
+    // MARK: Loop-local state
+
+    /// Objects owned by this loop, by key (loop thread only: no lock).
+    private var locals: [Int: AnyObject] = [:]
+    /// Work to run once the queued jobs of this turn have run (loop thread only).
+    private var endOfTurn: [() -> Void] = []
+    /// True while `drain` runs (loop thread only).
+    private var draining = false
+
+    /// The object this loop keeps under `key`, made by `make` on first use. Call on the loop thread only:
+    /// the state is the loop's own, so it needs no lock.
+    func local<T: AnyObject>(_ key: LocalKey, make: () -> T) -> T {
+        // A key is never reused and its owner always stores the same type under it, so the cast holds.
+        if let found = locals[key.value] { return unsafeDowncast(found, to: T.self) }
+        let made = make()
+        locals[key.value] = made
+        return made
+    }
+
+    /// A key for loop-local state, unique for the life of the process (never reused, unlike an address).
+    struct LocalKey: Sendable {
+        private static let next = Atomic<Int>(0)
+        /// The key's number.
+        let value: Int
+
+        /// A new key.
+        init() { value = LocalKey.next.add(1, ordering: .relaxed).newValue }
+    }
+
+    /// Runs `body` on the loop thread once the jobs queued for this turn have run, e.g. to flush what they
+    /// batched with one write. Call on the loop thread only.
+    func atEndOfTurn(_ body: @escaping () -> Void) {
+        endOfTurn.append(body)
+        // Outside a drain (a libevent callback), wake the loop so that a drain runs the hook soon.
+        if !draining { event_active(wake, 0, 0) }
     }
 
     // MARK: Timers

@@ -1,6 +1,7 @@
 import Foundation
 
-/// Process-wide counters and histograms, rendered in the Prometheus text format on the admin port.
+/// Counters and histograms, rendered in the Prometheus text format on the admin port. Each event loop
+/// records into its own shard; a scrape sums the shards.
 /// Labels are route patterns and fixed words, never raw paths, so the label set cannot explode.
 public final class Metrics: @unchecked Sendable {
     /// Histogram bucket bounds in seconds.
@@ -16,6 +17,15 @@ public final class Metrics: @unchecked Sendable {
             sum += seconds
             count += 1
         }
+
+        /// The two histograms' counts added (shards summed at scrape time).
+        func adding(_ other: Histogram) -> Histogram {
+            var total = self
+            for i in counts.indices { total.counts[i] += other.counts[i] }
+            total.sum += other.sum
+            total.count += other.count
+            return total
+        }
     }
 
     private struct RequestKey: Hashable {
@@ -24,51 +34,101 @@ public final class Metrics: @unchecked Sendable {
         let status: Int
     }
 
-    private let lock = NSLock()
-    private var requests: [RequestKey: Int] = [:]
-    private var requestLatency: [String: Histogram] = [:]
-    private var upstreamLatency: [String: Histogram] = [:]
-    private var upstreamErrors: [String: Int] = [:]
-    private var rateLimits: [String: Int] = [:]
+    /// One loop's share of the counters. Only its loop records into it; the lock is there for the
+    /// scrape, so it is never contended by another loop (no lock shared by the loops).
+    private final class Shard: @unchecked Sendable {
+        let lock = NSLock()
+        var requests: [RequestKey: Int] = [:]
+        var requestLatency: [String: Histogram] = [:]
+        var upstreamLatency: [String: Histogram] = [:]
+        var upstreamErrors: [String: Int] = [:]
+        var rateLimits: [String: Int] = [:]
+    }
+
+    /// The key of each loop's shard.
+    private let shardKey = EventLoop.LocalKey()
+    /// Every shard made so far (locked when a loop makes its shard, and on a scrape).
+    private let shards = LockedBox<[Shard]>([])
+    /// The shard of code running off the event loops (tests, in-process calls).
+    private let offLoop = Shard()
+    private let gaugeLock = NSLock()
     /// Gauges read at scrape time.
     private var gauges: [(name: String, help: String, read: @Sendable () -> Double)] = []
 
     /// An empty registry.
-    public init() {}
+    public init() {
+        shards.withLock { $0.append(offLoop) }
+    }
+
+    /// The shard of the calling thread: its loop's own, or the off-loop one.
+    private func record(_ body: (Shard) -> Void) {
+        let shard: Shard
+        if let loop = EventLoop.current {
+            shard = loop.local(shardKey) {
+                let made = Shard()
+                shards.withLock { $0.append(made) }
+                return made
+            }
+        } else {
+            shard = offLoop
+        }
+        shard.lock.lock()
+        body(shard)
+        shard.lock.unlock()
+    }
 
     /// Records a finished request.
     func request(route: String, method: String, status: Int, seconds: Double) {
-        lock.withLock {
-            requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
-            requestLatency[route, default: Histogram()].observe(seconds)
+        record { shard in
+            shard.requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
+            shard.requestLatency[route, default: Histogram()].observe(seconds)
         }
     }
 
     /// Records an upstream call that got an HTTP answer.
     func upstream(method: String, seconds: Double) {
-        lock.withLock { upstreamLatency[method, default: Histogram()].observe(seconds) }
+        record { $0.upstreamLatency[method, default: Histogram()].observe(seconds) }
     }
 
     /// Records an upstream failure by kind (`unreachable`, `timeout`, `closed`, `bad_response`, `circuit_open`).
     func upstreamError(_ kind: String) {
-        lock.withLock { upstreamErrors[kind, default: 0] += 1 }
+        record { $0.upstreamErrors[kind, default: 0] += 1 }
     }
 
     /// Records a rate-limit rejection by limit name.
     func rateLimited(_ limit: String) {
-        lock.withLock { rateLimits[limit, default: 0] += 1 }
+        record { $0.rateLimits[limit, default: 0] += 1 }
     }
 
     /// Registers a gauge read at scrape time (set up once at start).
     func gauge(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
-        lock.withLock { gauges.append((name, help, read)) }
+        gaugeLock.withLock { gauges.append((name, help, read)) }
+    }
+
+    /// The sum of every shard, taken one shard at a time.
+    private func summed() -> (requests: [RequestKey: Int], requestLatency: [String: Histogram],
+                              upstreamLatency: [String: Histogram], upstreamErrors: [String: Int], rateLimits: [String: Int]) {
+        var requests: [RequestKey: Int] = [:]
+        var requestLatency: [String: Histogram] = [:]
+        var upstreamLatency: [String: Histogram] = [:]
+        var upstreamErrors: [String: Int] = [:]
+        var rateLimits: [String: Int] = [:]
+        for shard in shards.withLock({ $0 }) {
+            shard.lock.withLock {
+                requests.merge(shard.requests, uniquingKeysWith: +)
+                requestLatency.merge(shard.requestLatency, uniquingKeysWith: { $0.adding($1) })
+                upstreamLatency.merge(shard.upstreamLatency, uniquingKeysWith: { $0.adding($1) })
+                upstreamErrors.merge(shard.upstreamErrors, uniquingKeysWith: +)
+                rateLimits.merge(shard.rateLimits, uniquingKeysWith: +)
+            }
+        }
+        return (requests, requestLatency, upstreamLatency, upstreamErrors, rateLimits)
     }
 
     /// The Prometheus text exposition (version 0.0.4).
     public func render() -> String {
-        let (requests, requestLatency, upstreamLatency, upstreamErrors, rateLimits, gauges) = lock.withLock {
-            (self.requests, self.requestLatency, self.upstreamLatency, self.upstreamErrors, self.rateLimits, self.gauges)
-        }
+        let (requests, requestLatency, upstreamLatency, upstreamErrors, rateLimits) = summed()
+        let gauges = gaugeLock.withLock { self.gauges }
         var out = ""
         out += "# HELP postern_requests_total Requests answered, by route pattern, method and status.\n"
         out += "# TYPE postern_requests_total counter\n"

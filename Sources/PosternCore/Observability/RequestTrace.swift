@@ -2,21 +2,18 @@ import Foundation
 
 /// What the stages learn about a request that the access log needs afterwards (upstream time, user),
 /// carried as a task local because the transport and the stages only see their own values.
+///
+/// No lock: a trace belongs to one request, whose task runs one step at a time (on its loop), and the
+/// task's suspensions order its steps, so no two threads ever touch a trace at once.
 final class RequestTrace: @unchecked Sendable {
-    private let lock = NSLock()
-    private var upstream: Double = 0
-    private var user: String?
+    /// Time spent in upstream calls.
+    private(set) var upstreamSeconds: Double = 0
+    /// The authenticated user id, once known.
+    var userID: String?
 
     /// The trace of the request being handled.
     @TaskLocal static var current: RequestTrace?
 
     /// Adds time spent in an upstream call.
-    func addUpstream(_ seconds: Double) { lock.withLock { upstream += seconds } }
-    /// Time spent in upstream calls.
-    var upstreamSeconds: Double { lock.withLock { upstream } }
-    /// The authenticated user id, once known.
-    var userID: String? {
-        get { lock.withLock { user } }
-        set { lock.withLock { user = newValue } }
-    }
+    func addUpstream(_ seconds: Double) { upstreamSeconds += seconds }
 }
