@@ -45,3 +45,33 @@ import Testing
         for i in 0..<4 { #expect(await register(gw, "new\(i)@example.com", "pw-123456").status == 200) }
     }
 }
+
+/// A request written byte for byte (repeated or malformed header lines), for live tests.
+func rawRequest(_ method: String, _ target: String, headerLines: [String], body: String = "") -> [UInt8] {
+    var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    for line in headerLines { head += line + "\r\n" }
+    return Array((head + "\r\n" + body).utf8)
+}
+
+@Suite(.serialized) struct ForwardedForTests {
+    @Test func everyForwardedForLineIsReadBeforeWalkingFromTheRight() throws {
+        let gw = try TestGateway { $0.rateLimits.trustedProxies = ["127.0.0.1"] }
+        defer { gw.stop() }
+        var statuses: [Int] = []
+        for i in 0..<14 {
+            // The client forges a first line; the trusted proxy adds its own line with the real client.
+            let body = #"{"email":"guess\#(i)@example.com","password":"wrong"}"#
+            let client = gw.client()
+            try client.sendRaw(rawRequest("POST", "/api/v1/user/login", headerLines: [
+                "Content-Type: application/json", "X-Forwarded-For: 6.6.6.\(i)", "X-Forwarded-For: 198.51.100.7",
+                "Content-Length: \(body.utf8.count)",
+            ], body: body))
+            statuses.append(try client.readResponse(method: "POST").status)
+        }
+        // Ten failures a minute per client IP: the forged first lines do not make fourteen clients.
+        #expect(statuses.prefix(10).allSatisfy { $0 == 401 })
+        #expect(statuses.suffix(4).allSatisfy { $0 == 429 })
+        let forwarded = Set(gw.upstream("/auth/login").compactMap { $0.headers["X-Forwarded-For"] })
+        #expect(forwarded == ["198.51.100.7"])
+    }
+}
