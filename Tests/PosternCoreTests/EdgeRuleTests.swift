@@ -75,3 +75,44 @@ func rawRequest(_ method: String, _ target: String, headerLines: [String], body:
         #expect(forwarded == ["198.51.100.7"])
     }
 }
+
+@Suite(.serialized) struct HeadRequestTests {
+    @Test func headOnAGetRouteAnswersLikeGetWithoutABody() throws {
+        let gw = try TestGateway()
+        defer { gw.stop() }
+        let token = try gw.login()
+        let client = gw.client()
+        let get = try client.json("GET", "/api/v1/books", token: token)
+        #expect(get.status == 200)
+        for _ in 0..<2 {
+            let head = try client.request("HEAD", "/api/v1/books", headers: ["Authorization": "Bearer \(token)"])
+            #expect(head.status == 200)
+            #expect(head.headers["Content-Length"] == String(get.body.count))
+            #expect(head.headers["Content-Type"] == get.headers["Content-Type"])
+            #expect(head.headers["Cache-Control"] == "no-store")
+        }
+        // An error answer too: its length, no body byte.
+        let missing = try client.request("HEAD", "/api/v1/books/99999", headers: ["Authorization": "Bearer \(token)"])
+        #expect(missing.status == 404)
+        #expect(Int(missing.headers["Content-Length"] ?? "") ?? 0 > 0)
+        // No stray body byte: the keep-alive connection still reads the next answer cleanly.
+        let again = try client.json("GET", "/api/v1/books", token: token)
+        #expect(again.status == 200)
+        #expect(again.body == get.body)
+        #expect(try client.request("HEAD", "/healthz").status == 200)
+        #expect(try client.request("GET", "/healthz").json?["status"] == .string("ok"))
+    }
+
+    @Test func allowListsHeadBesideGet() throws {
+        let gw = try TestGateway()
+        defer { gw.stop() }
+        let client = gw.client()
+        let list = try client.request("DELETE", "/api/v1/books")
+        #expect(list.status == 405)
+        #expect(list.headers["Allow"] == "GET, HEAD, POST")
+        let login = try client.request("HEAD", "/api/v1/user/login")
+        #expect(login.status == 405)
+        #expect(login.headers["Allow"] == "POST")
+        #expect(try client.request("GET", "/healthz").status == 200)
+    }
+}

@@ -140,7 +140,7 @@ public final class Gateway: Sendable {
                     log.error(error, context: context)
                 }
             } else {
-                response = ErrorRenderer.render(.methodNotAllowed(match.route.methods.map(\.0)), context: context)
+                response = ErrorRenderer.render(.methodNotAllowed(match.route.allowedMethods), context: context)
             }
         } else {
             response = ErrorRenderer.render(.notFound("no such route"), context: context)

@@ -247,8 +247,14 @@ final class ServerWorker: @unchecked Sendable {
         for (name, value) in response.headers {
             evhttp_add_header(headers, name, value)
         }
+        // HEAD: the headers of the answer, with its length, and no body byte (evhttp would send the
+        // buffer as it is, and a stray body breaks the next request on a keep-alive connection).
+        let head = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD
+        if head, response.status != 204, response.status != 304, response.headers["Content-Length"] == nil {
+            evhttp_add_header(headers, "Content-Length", String(response.body.count))
+        }
         let buffer = evbuffer_new()
-        if !response.body.isEmpty {
+        if !response.body.isEmpty, !head {
             response.body.withUnsafeBytes { raw in
                 _ = evbuffer_add(buffer, raw.baseAddress, raw.count)
             }

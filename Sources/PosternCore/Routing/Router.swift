@@ -23,8 +23,15 @@ struct Route: Sendable {
         segments = pattern.split(separator: "/").map { $0 == "{id}" ? .id : .literal(String($0)) }
     }
 
+    /// The responder for `method`; `HEAD` is answered by the `GET` responder (the server sends no body).
     func responder(for method: HTTPMethod) -> (any Responder)? {
-        methods.first { $0.0 == method }?.1
+        if let responder = methods.first(where: { $0.0 == method })?.1 { return responder }
+        return method == .head ? responder(for: .get) : nil
+    }
+
+    /// The methods for `Allow`, in order, with `HEAD` after `GET`.
+    var allowedMethods: [HTTPMethod] {
+        methods.flatMap { $0.0 == .get && !methods.contains(where: { $0.0 == .head }) ? [.get, .head] : [$0.0] }
     }
 }
 
