@@ -121,7 +121,9 @@ public final class Application: @unchecked Sendable {
         var limits = ServerLimits()
         limits.inactivityTimeoutSeconds = config.limits.inactivityTimeoutSeconds
         let gateway = self.gateway
-        let server = HTTPServer(group: group, limits: limits) { request in await gateway.handle(request) }
+        let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) }) { request in
+            await gateway.handle(request)
+        }
         do {
             try server.start(host: listen.host, port: listen.port)
         } catch {
@@ -130,7 +132,7 @@ public final class Application: @unchecked Sendable {
         self.server = server
         let adminGroup = EventLoopGroup(count: 1, name: "postern-admin")
         self.adminGroup = adminGroup
-        let admin = HTTPServer(group: adminGroup, limits: limits) { request in
+        let admin = HTTPServer(group: adminGroup, limits: limits, refuse: { gateway.refuse($0) }) { request in
             await gateway.handleAdmin(request)
         }
         do {

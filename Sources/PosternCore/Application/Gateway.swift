@@ -172,6 +172,33 @@ public final class Gateway: Sendable {
         return hops.first ?? peer
     }
 
+    /// The answer to a request the server refuses before any handler runs (bad framing → 400, not whole in
+    /// time → 408), in the usual error shape; the server closes the connection after it.
+    public func refuse(_ refusal: EdgeRefusal) -> HTTPResponse {
+        switch refusal {
+        case .badFraming(let request, let reason):
+            var context = RequestContext(requestID: Gateway.requestID(request.headers["X-Request-Id"]), clientIP: clientIP(request))
+            if let match = router.match(path: request.path) {
+                context.routePattern = match.route.pattern
+                context.resourceName = match.route.resource
+            }
+            var response = ErrorRenderer.render(.invalidRequest(reason), context: context)
+            response.headers.set("X-Request-Id", context.requestID)
+            response.headers.set("X-Content-Type-Options", "nosniff")
+            if request.path.hasPrefix("/api/") { response.headers.set("Cache-Control", "no-store") }
+            metrics.request(route: context.routePattern, method: Gateway.methodLabel(request.method), status: 400, seconds: 0)
+            log.access(request, response, context: context, trace: RequestTrace())
+            return response
+        case .requestTimeout:
+            let context = RequestContext(requestID: Gateway.requestID(nil), clientIP: "")
+            var response = ErrorRenderer.render(GatewayError(status: 408, code: "request_timeout",
+                                                             message: "request not received in time"), context: context)
+            response.headers.set("X-Request-Id", context.requestID)
+            response.headers.set("X-Content-Type-Options", "nosniff")
+            return response
+        }
+    }
+
     /// A bounded method label for metrics.
     static func methodLabel(_ method: HTTPMethod) -> String {
         if case .other = method { return "OTHER" }

@@ -4,6 +4,9 @@ import Foundation
 /// What a server does with each request: a plain async function of values.
 public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 
+/// The answer to a request the server refuses itself (it closes the connection after it).
+public typealias RefusalRenderer = @Sendable (EdgeRefusal) -> HTTPResponse
+
 /// Limits that evhttp enforces itself (outer ceilings; the contract's limits are checked in Swift).
 public struct ServerLimits: Sendable {
     /// Largest body evhttp reads at all (above it, evhttp answers its own 413).
@@ -26,15 +29,18 @@ public struct ServerStartError: Error, CustomStringConvertible, Sendable {
 public final class HTTPServer: @unchecked Sendable {
     private let group: EventLoopGroup
     private let handler: HTTPHandler
+    private let refuse: RefusalRenderer
     private let limits: ServerLimits
     private var workers: [ServerWorker] = []
     /// The bound port (useful with port 0).
     public private(set) var port: UInt16 = 0
 
-    /// Creates a server over the loops of `group`.
-    public init(group: EventLoopGroup, limits: ServerLimits = ServerLimits(), handler: @escaping HTTPHandler) {
+    /// Creates a server over the loops of `group`; `refuse` renders the answers the server gives itself.
+    public init(group: EventLoopGroup, limits: ServerLimits = ServerLimits(),
+                refuse: @escaping RefusalRenderer = EdgeRefusal.plainAnswer, handler: @escaping HTTPHandler) {
         self.group = group
         self.limits = limits
+        self.refuse = refuse
         self.handler = handler
     }
 
@@ -43,7 +49,7 @@ public final class HTTPServer: @unchecked Sendable {
         var address = try SocketAddress(host: host, port: requested)
         try address.probeFree()
         for (i, loop) in group.loops.enumerated() {
-            let worker = ServerWorker(loop: loop, handler: handler, limits: limits)
+            let worker = ServerWorker(loop: loop, handler: handler, refuse: refuse, limits: limits)
             let bound = try worker.bind(address)
             if i == 0 {
                 address.port = bound
@@ -75,6 +81,7 @@ public final class HTTPServer: @unchecked Sendable {
 final class ServerWorker: @unchecked Sendable {
     let loop: EventLoop
     private let handler: HTTPHandler
+    private let refuse: RefusalRenderer
     private let limits: ServerLimits
     private var http: OpaquePointer?
     private var listener: OpaquePointer?
@@ -87,9 +94,10 @@ final class ServerWorker: @unchecked Sendable {
     /// Connections seen on this loop (loop thread only), to count them and notice their close.
     private var connections = Set<OpaquePointer>()
 
-    init(loop: EventLoop, handler: @escaping HTTPHandler, limits: ServerLimits) {
+    init(loop: EventLoop, handler: @escaping HTTPHandler, refuse: @escaping RefusalRenderer, limits: ServerLimits) {
         self.loop = loop
         self.handler = handler
+        self.refuse = refuse
         self.limits = limits
     }
 
@@ -229,6 +237,14 @@ final class ServerWorker: @unchecked Sendable {
         track(req)
         let request = ServerWorker.makeRequest(req)
         let pending = PendingReply(raw: req)
+        if let reason = RequestFraming.problem(method: request.method, headers: request.headers) {
+            // libevent read the body by the first Content-Length (or none): what follows on this
+            // connection cannot be trusted, so answer and close it.
+            var answer = refuse(.badFraming(request, reason: reason))
+            answer.headers.set("Connection", "close")
+            reply(pending, answer)
+            return
+        }
         adjustInFlight(1)
         let handler = self.handler
         Task(executorPreference: loop) {
