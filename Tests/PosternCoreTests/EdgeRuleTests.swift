@@ -197,3 +197,153 @@ func rawRequest(_ method: String, _ target: String, headerLines: [String], body:
         #expect(try client.request("GET", "/healthz").status == 200)
     }
 }
+
+/// A client that sends a request in pieces, a pause apart, and notices when the server answers or closes.
+final class TrickleClient {
+    private let fd: Int32
+    /// What the server sent back.
+    private(set) var reply: [UInt8] = []
+    /// The server closed the connection (or reset it).
+    private(set) var closed = false
+
+    init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if rc != 0 { throw RawHTTPClient.ClientError.connect(errno) }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Reads whatever has arrived, without waiting.
+    private func poll() {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !closed {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 { reply += chunk[0..<n]; continue }
+            if n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) { closed = true }
+            return
+        }
+    }
+
+    /// Sends `pieces` `interval` seconds apart and stops at the first sign of the server (a new answer or a
+    /// close); returns how many pieces went out.
+    func trickle(_ pieces: [[UInt8]], interval: Double) -> Int {
+        poll()
+        let before = reply.count
+        for (i, piece) in pieces.enumerated() {
+            poll()
+            if closed || reply.count > before { return i }
+            let n = piece.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n != piece.count { closed = true; return i }
+            Thread.sleep(forTimeInterval: interval)  // the trickle itself, not a barrier
+        }
+        return pieces.count
+    }
+
+    /// Waits up to `seconds` for the answer to end with a close.
+    func waitForClose(seconds: Int) { waitUntil(seconds: seconds) { _ in false } }
+
+    /// Reads (blocking, up to `seconds` per read) until `done` holds for what arrived, or the server closes.
+    func waitUntil(seconds: Int, _ done: (String) -> Bool) {
+        var tv = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !closed && !done(replyText) {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 { reply += chunk[0..<n] } else { closed = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK); return }
+        }
+    }
+
+    var replyText: String { String(decoding: reply, as: UTF8.self) }
+}
+
+@Suite(.serialized) struct RequestDeadlineTests {
+    static func headerTrickle(_ lines: Int) -> [[UInt8]] {
+        [Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8)]
+            + (0..<lines).map { Array("X-Slow-\($0): a\r\n".utf8) } + [Array("\r\n".utf8)]
+    }
+
+    @Test func headersTricklingPastTheDeadlineAreCutOff() throws {
+        let gw = try TestGateway { $0.limits.requestTimeoutSeconds = 1 }
+        defer { gw.stop() }
+        let client = try TrickleClient(port: gw.port)
+        // Twenty header lines 300 ms apart: each byte restarts the inactivity timer, but not the deadline.
+        let pieces = RequestDeadlineTests.headerTrickle(20)
+        let sent = client.trickle(pieces, interval: 0.3)
+        client.waitForClose(seconds: 5)
+        #expect(sent < pieces.count, "the whole request went out: \(client.replyText)")
+        #expect(client.closed)
+        #expect(!client.replyText.contains(" 200 "))
+        // When an answer made it out before the close, it is the 408 in the error shape.
+        if !client.reply.isEmpty {
+            #expect(client.replyText.hasPrefix("HTTP/1.1 408"))
+            #expect(client.replyText.contains(#""code":"request_timeout""#))
+        }
+        #expect(try gw.client().request("GET", "/healthz").status == 200)
+    }
+
+    @Test func aBodyTricklingPastTheDeadlineIsCutOffBeforeDirectus() throws {
+        let gw = try TestGateway { $0.limits.requestTimeoutSeconds = 1 }
+        defer { gw.stop() }
+        let body = Array(#"{"email":"x@y.com","password":"123456"}"#.utf8)
+        let head = "POST /api/v1/user/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.count)\r\n\r\n"
+        let client = try TrickleClient(port: gw.port)
+        let pieces = [Array(head.utf8)] + body.map { [$0] }
+        let sent = client.trickle(pieces, interval: 0.3)
+        client.waitForClose(seconds: 5)
+        #expect(sent < pieces.count)
+        #expect(client.closed)
+        #expect(!client.replyText.contains(" 200 "))
+        #expect(gw.upstream("/auth/login").isEmpty)
+    }
+
+    @Test func theDeadlineCountsFromEachRequestsFirstByte() throws {
+        let gw = try TestGateway { $0.limits.requestTimeoutSeconds = 2 }
+        defer { gw.stop() }
+        let client = try TrickleClient(port: gw.port)
+        // A slow request within the deadline is answered.
+        let slow = RequestDeadlineTests.headerTrickle(2)
+        #expect(client.trickle(slow, interval: 0.2) == slow.count)
+        // Idle longer than the deadline on the kept-alive connection (idle time is the inactivity timer's).
+        Thread.sleep(forTimeInterval: 2.5)
+        let next = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        #expect(client.trickle([next], interval: 0) == 1)
+        client.waitUntil(seconds: 5) { $0.components(separatedBy: "HTTP/1.1 200 OK").count == 3 }
+        #expect(!client.closed)
+        #expect(client.replyText.components(separatedBy: "HTTP/1.1 200 OK").count == 3, "\(client.replyText)")
+    }
+
+    @Test func bodiesFarAboveTheLimitAreRefusedOnTheirLength() throws {
+        // max_body_bytes 1000: libevent's own ceiling is 1000 + 64 KiB, so 100 kB is refused before it is read.
+        let gw = try TestGateway {
+            $0.limits.maxBodyBytes = 1000
+            $0.limits.inactivityTimeoutSeconds = 2
+        }
+        defer { gw.stop() }
+        let client = gw.client()
+        try client.sendRaw(Array(("POST /api/v1/user/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + "Content-Length: 100000\r\n\r\n").utf8))
+        #expect(try client.readResponse(method: "POST").status == 413)
+        // Just above the limit, below the ceiling: the JSON 413.
+        let json = try gw.client().json("POST", "/api/v1/user/login", String(repeating: " ", count: 5000))
+        #expect(json.status == 413)
+        #expect(json.json?["code"] == .string("payload_too_large"))
+        #expect(gw.standIn.received.isEmpty)
+    }
+}
+
+@Suite struct BodyCeilingTests {
+    @Test(arguments: [(1_048_576, 2_097_152), (1000, 66_536), (5 * 1_048_576, 8 * 1_048_576), (8 * 1_048_576, 8 * 1_048_576)])
+    func libeventsCeilingFollowsTheLimit(_ maxBody: Int, _ ceiling: Int) {
+        var limits = LimitsConfig()
+        limits.maxBodyBytes = maxBody
+        #expect(limits.bodyCeiling == ceiling)
+    }
+}

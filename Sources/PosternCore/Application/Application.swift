@@ -120,6 +120,8 @@ public final class Application: @unchecked Sendable {
         }
         var limits = ServerLimits()
         limits.inactivityTimeoutSeconds = config.limits.inactivityTimeoutSeconds
+        limits.requestTimeoutSeconds = config.limits.requestTimeoutSeconds
+        limits.bodyCeiling = config.limits.bodyCeiling
         let gateway = self.gateway
         let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) }) { request in
             await gateway.handle(request)

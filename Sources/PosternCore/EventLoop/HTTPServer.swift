@@ -15,6 +15,8 @@ public struct ServerLimits: Sendable {
     public var maxHeaderBytes = 16 * 1024
     /// Inactivity timeout in seconds (slow senders and idle keep-alive connections alike).
     public var inactivityTimeoutSeconds = 10
+    /// Seconds a request may take to arrive whole from its first byte; then the connection is closed.
+    public var requestTimeoutSeconds = 30
     /// The defaults.
     public init() {}
 }
@@ -91,8 +93,8 @@ final class ServerWorker: @unchecked Sendable {
     private let counter = NSLock()
     private var inFlightCount = 0
     private var connectionCount = 0
-    /// Connections seen on this loop (loop thread only), to count them and notice their close.
-    private var connections = Set<OpaquePointer>()
+    /// The request deadline of each connection that has sent a byte, by evhttp connection (loop thread only).
+    private var guards: [OpaquePointer: ConnectionGuard] = [:]
 
     init(loop: EventLoop, handler: @escaping HTTPHandler, refuse: @escaping RefusalRenderer, limits: ServerLimits) {
         self.loop = loop
@@ -113,21 +115,45 @@ final class ServerWorker: @unchecked Sendable {
         return connectionCount
     }
 
-    /// Starts tracking a connection on its first request (loop thread).
-    private func track(_ req: OpaquePointer) {
-        guard let conn = evhttp_request_get_connection(req), !connections.contains(conn) else { return }
-        connections.insert(conn)
-        counter.withLock { connectionCount += 1 }
+    /// Starts the request deadline of a connection whose first request began to arrive (loop thread).
+    @discardableResult
+    func guardConnection(_ conn: OpaquePointer, bev: OpaquePointer) -> ConnectionGuard {
+        if let existing = guards[conn] { return existing }
+        let guarded = ConnectionGuard(evcon: conn, bev: bev, base: loop.base, seconds: limits.requestTimeoutSeconds) { [unowned self] in
+            self.requestTimedOut($0)
+        }
+        guards[conn] = guarded
         // The worker outlives its evhttp and every connection of it, so the unretained pointer is valid.
         evhttp_connection_set_closecb(conn, { conn, arg in
             guard let conn, let arg else { return }
-            Unmanaged<ServerWorker>.fromOpaque(arg).takeUnretainedValue().untrack(conn)
+            Unmanaged<ServerWorker>.fromOpaque(arg).takeUnretainedValue().connectionClosed(conn)
         }, Unmanaged.passUnretained(self).toOpaque())
+        return guarded
     }
 
-    private func untrack(_ conn: OpaquePointer) {
-        guard connections.remove(conn) != nil else { return }
-        counter.withLock { connectionCount -= 1 }
+    /// Counts a connection on its first whole request and stops its deadline (loop thread).
+    private func requestArrived(_ req: OpaquePointer) {
+        guard let conn = evhttp_request_get_connection(req), let bev = evhttp_connection_get_bufferevent(conn) else { return }
+        let guarded = guardConnection(conn, bev: bev)
+        guarded.requestReceived()
+        if !guarded.counted {
+            guarded.counted = true
+            counter.withLock { connectionCount += 1 }
+        }
+    }
+
+    /// evhttp is freeing the connection: drop its guard (loop thread).
+    private func connectionClosed(_ conn: OpaquePointer) {
+        guard let guarded = guards.removeValue(forKey: conn) else { return }
+        guarded.close()
+        if guarded.counted { counter.withLock { connectionCount -= 1 } }
+    }
+
+    /// A request did not arrive whole in time: answer 408 when nothing else is being written, and close.
+    private func requestTimedOut(_ guarded: ConnectionGuard) {
+        guard guards[guarded.evcon] === guarded else { return }
+        if guarded.outputIdle { guarded.sendFinal(refuse(.requestTimeout)) }
+        evhttp_connection_free(guarded.evcon)  // calls connectionClosed
     }
 
     private func adjustInFlight(_ delta: Int) {
@@ -154,6 +180,9 @@ final class ServerWorker: @unchecked Sendable {
         evhttp_set_max_body_size(http, Int(limits.bodyCeiling))
         evhttp_set_max_headers_size(http, Int(limits.maxHeaderBytes))
         evhttp_set_timeout(http, Int32(limits.inactivityTimeoutSeconds))
+        // Each connection's bufferevent is made here, so that its request deadline starts with its first byte.
+        evhttp_set_bevcb(http, serverBufferEvent, nil)
+        ServerWorker.byServer.withLock { $0[http] = Unmanaged.passUnretained(self) }
         // The worker outlives its evhttp (freed in free()), so the unretained pointer stays valid.
         evhttp_set_gencb(http, { req, arg in
             guard let req, let arg else { return }
@@ -165,11 +194,13 @@ final class ServerWorker: @unchecked Sendable {
             evconnlistener_new_bind(loop.base, nil, nil, UInt32(flags), 1024, sa, Int32(len))
         }
         guard let listener else {
+            _ = ServerWorker.byServer.withLock { $0.removeValue(forKey: http) }
             evhttp_free(http)
             return .failure(ServerStartError(description: "cannot listen on \(address): \(String(cString: strerror(errno)))"))
         }
         guard evhttp_bind_listener(http, listener) != nil else {
             evconnlistener_free(listener)
+            _ = ServerWorker.byServer.withLock { $0.removeValue(forKey: http) }
             evhttp_free(http)
             return .failure(ServerStartError(description: "evhttp_bind_listener failed"))
         }
@@ -186,6 +217,8 @@ final class ServerWorker: @unchecked Sendable {
         return .success(SocketAddress.localPort(of: evconnlistener_get_fd(listener)))
     }
 
+    /// evhttp → worker, for a new connection's first bytes (the worker outlives its evhttp).
+    static let byServer = LockedBox<[OpaquePointer: Unmanaged<ServerWorker>]>([:])
     /// Listener → worker, for the accept-error callback (whose argument belongs to evhttp).
     private static let byListener = LockedBox<[OpaquePointer: Unmanaged<ServerWorker>]>([:])
     private var acceptBackoff: EventLoop.Timer?
@@ -222,7 +255,10 @@ final class ServerWorker: @unchecked Sendable {
             if let listener = self.listener { _ = ServerWorker.byListener.withLock { $0.removeValue(forKey: listener) } }
             self.acceptBackoff?.cancel()
             self.acceptBackoff = nil
-            if let http = self.http { evhttp_free(http) }
+            if let http = self.http {
+                _ = ServerWorker.byServer.withLock { $0.removeValue(forKey: http) }
+                evhttp_free(http)
+            }
             self.http = nil
             self.freed = true
             self.listener = nil
@@ -234,7 +270,7 @@ final class ServerWorker: @unchecked Sendable {
 
     /// Turns the evhttp request into a value and starts its handler on this loop.
     private func accept(_ req: OpaquePointer) {
-        track(req)
+        requestArrived(req)
         let request = ServerWorker.makeRequest(req)
         let pending = PendingReply(raw: req)
         if let reason = RequestFraming.problem(method: request.method, headers: request.headers) {
@@ -275,8 +311,10 @@ final class ServerWorker: @unchecked Sendable {
                 _ = evbuffer_add(buffer, raw.baseAddress, raw.count)
             }
         }
+        let conn = evhttp_request_get_connection(req)  // nil when the client has gone (then evhttp frees req)
         evhttp_send_reply(req, Int32(response.status), HTTPResponse.reason(response.status), buffer)
         evbuffer_free(buffer)
+        if let conn { guards[conn]?.requestAnswered() }
     }
 
     private static func makeRequest(_ req: OpaquePointer) -> HTTPRequest {
