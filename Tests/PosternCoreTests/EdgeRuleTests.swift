@@ -154,7 +154,8 @@ func rawRequest(_ method: String, _ target: String, headerLines: [String], body:
         ("two equal lengths", "POST", ["Content-Length: \(count)", "Content-Length: \(count)"], true),
         ("two lengths", "POST", ["Content-Length: \(count)", "Content-Length: 4"], true),
         ("a plus sign", "POST", ["Content-Length: +\(count)"], true),
-        // Debian's libevent 2.1.12 refuses this one itself; RequestFraming covers builds that pass it on.
+        // Debian's libevent 2.1.12 (security fixes of 2026, deb12u1) refuses this one itself; RequestFraming
+        // covers builds that pass it on.
         ("chunked and a length", "POST", ["Transfer-Encoding: chunked", "Content-Length: \(count)"], false),
         ("an encoding before chunked", "POST", ["Transfer-Encoding: gzip, chunked"], true),
         ("a body on HEAD", "HEAD", ["Content-Length: 5"], true),
