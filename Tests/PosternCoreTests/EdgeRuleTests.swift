@@ -305,6 +305,21 @@ final class TrickleClient {
         #expect(gw.upstream("/auth/login").isEmpty)
     }
 
+    @Test func aPipelinedRequestStalledPastTheDeadlineIsCutOff() throws {
+        let gw = try TestGateway { $0.limits.requestTimeoutSeconds = 1 }
+        defer { gw.stop() }
+        let client = try TrickleClient(port: gw.port)
+        // A whole request and the start of the next in one write, then nothing: the next one's deadline
+        // runs from the moment the first is answered (its bytes were already there), long before the
+        // 10 s inactivity timer would close the connection without a word.
+        let pipelined = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /healthz HTTP/1.1\r\nX-Slow: a\r\n"
+        #expect(client.trickle([Array(pipelined.utf8)], interval: 0) == 1)
+        client.waitForClose(seconds: 5)
+        #expect(client.closed)
+        #expect(client.replyText.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(client.replyText.contains("HTTP/1.1 408 Request Timeout"), "\(client.replyText)")
+    }
+
     @Test func theDeadlineCountsFromEachRequestsFirstByte() throws {
         let gw = try TestGateway { $0.limits.requestTimeoutSeconds = 2 }
         defer { gw.stop() }
