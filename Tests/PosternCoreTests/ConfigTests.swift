@@ -171,6 +171,7 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         BadConfig(#"{"sessions": {"idle_ttl_s": 100, "max_ttl_s": 50}}"#, "sessions.idle_ttl_s", "must not exceed sessions.max_ttl_s"),
         BadConfig(#"{"limits": {"max_body_bytes": 8388609}}"#, "limits.max_body_bytes", "between 1 and 8388608"),
         BadConfig(#"{"limits": {"inactivity_timeout_s": 0}}"#, "limits.inactivity_timeout_s", "positive"),
+        BadConfig(#"{"limits": {"request_timeout_s": 0}}"#, "limits.request_timeout_s", "positive"),
         BadConfig(#"{"limits": {"shutdown_grace_s": -5}}"#, "limits.shutdown_grace_s", "positive"),
         BadConfig(#"{"rate_limits": {"failed_logins_per_email_per_day": -1}}"#, "rate_limits.failed_logins_per_email_per_day", ">= 0"),
         BadConfig(#"{"rate_limits": {"trusted_proxies": ["10.0.0.0/8"]}}"#, "rate_limits.trusted_proxies[0]", "IPv4 or IPv6"),

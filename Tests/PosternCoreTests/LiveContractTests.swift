@@ -90,11 +90,11 @@ import Testing
 
     // MARK: Routing errors
 
-    @Test(arguments: [("DELETE", "/api/v1/books", ["GET", "POST"]),
-                      ("PUT", "/api/v1/books", ["GET", "POST"]),
-                      ("POST", "/api/v1/books/1", ["GET", "PATCH", "PUT", "DELETE"]),
+    @Test(arguments: [("DELETE", "/api/v1/books", ["GET", "HEAD", "POST"]),
+                      ("PUT", "/api/v1/books", ["GET", "HEAD", "POST"]),
+                      ("POST", "/api/v1/books/1", ["GET", "HEAD", "PATCH", "PUT", "DELETE"]),
                       ("GET", "/api/v1/user/login", ["POST"]),
-                      ("DELETE", "/api/v1/user/me", ["GET"])])
+                      ("DELETE", "/api/v1/user/me", ["GET", "HEAD"])])
     func wrongMethodIs405WithAllow(_ method: String, _ path: String, _ allowed: [String]) throws {
         let gw = try TestGateway()
         defer { gw.stop() }

@@ -268,7 +268,7 @@ import Testing
         #expect(missing.code == "not_found")
         let wrong = await gw.send(.delete, "/api/v1/books")
         #expect(wrong.status == 405)
-        #expect(wrong.response.headers["Allow"] == "GET, POST")
+        #expect(wrong.response.headers["Allow"] == "GET, HEAD, POST")
         #expect(wrong.json?["books"] == .array([]))
     }
 }

@@ -124,10 +124,14 @@ public final class Application: @unchecked Sendable {
         }
         var limits = ServerLimits()
         limits.inactivityTimeoutSeconds = config.limits.inactivityTimeoutSeconds
+        limits.requestTimeoutSeconds = config.limits.requestTimeoutSeconds
+        limits.bodyCeiling = config.limits.bodyCeiling
         let gateway = self.gateway
         let group = self.group ?? EventLoopGroup(count: config.effectiveWorkers)
         self.group = group
-        let server = HTTPServer(group: group, limits: limits) { request in await gateway.handle(request) }
+        let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) }) { request in
+            await gateway.handle(request)
+        }
         do {
             try server.start(host: listen.host, port: listen.port)
         } catch {
@@ -136,7 +140,7 @@ public final class Application: @unchecked Sendable {
         self.server = server
         let adminGroup = EventLoopGroup(count: 1, name: "postern-admin")
         self.adminGroup = adminGroup
-        let admin = HTTPServer(group: adminGroup, limits: limits) { request in
+        let admin = HTTPServer(group: adminGroup, limits: limits, refuse: { gateway.refuse($0) }) { request in
             await gateway.handleAdmin(request)
         }
         do {

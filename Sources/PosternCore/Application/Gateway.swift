@@ -6,6 +6,7 @@ import Foundation
 public final class Gateway: Sendable {
     private let routes: RouteTable
     private let clientAddress: ClientAddress
+    private let log: AccessLog
     /// The metrics registry (rendered on the admin port's `/metrics`).
     public let metrics: Metrics
     /// The session manager (for maintenance timers and metrics).
@@ -16,6 +17,7 @@ public final class Gateway: Sendable {
                 metrics: Metrics = Metrics(), rateLimits: RateLimits? = nil, breaker: CircuitBreaker? = nil) {
         self.sessions = sessions
         self.metrics = metrics
+        self.log = log
         clientAddress = ClientAddress(trustedProxies: Set(config.rateLimits.trustedProxies))
         routes = RouteTable(config: config, directus: directus, sessions: sessions, log: log, metrics: metrics,
                             rateLimits: rateLimits ?? RateLimits(config.rateLimits, metrics: metrics), breaker: breaker)
@@ -45,6 +47,32 @@ public final class Gateway: Sendable {
             return try await responder.respond(to: request, context: context)
         } catch {
             return ErrorRenderer.render(error, context: context)  // not reached: the edge stages render every error
+        }
+    }
+
+    /// The answer to a request the server refuses before any handler runs (bad framing → 400, not whole in
+    /// time → 408), in the usual error shape; the server closes the connection after it.
+    public func refuse(_ refusal: EdgeRefusal) -> HTTPResponse {
+        switch refusal {
+        case .badFraming(let request, let reason):
+            var context = RequestContext(requestID: RequestID.accept(request.headers["X-Request-Id"]),
+                                         clientIP: clientAddress.clientIP(request))
+            if let match = routes.router.match(path: request.path) {
+                context.routePattern = match.route.pattern
+                context.resourceName = match.route.resource
+            }
+            var response = ErrorRenderer.render(.invalidRequest(reason), context: context)
+            ResponseHeadersMiddleware.decorate(&response, path: request.path, requestID: context.requestID)
+            metrics.request(route: context.routePattern, method: ObservationMiddleware.methodLabel(request.method), status: 400,
+                            seconds: 0)
+            log.access(request, response, context: context, trace: RequestTrace())
+            return response
+        case .requestTimeout:
+            let context = RequestContext(requestID: RequestID.accept(nil), clientIP: "")
+            var response = ErrorRenderer.render(GatewayError(status: 408, code: .requestTimeout, message: "request not received in time"),
+                                                context: context)
+            ResponseHeadersMiddleware.decorate(&response, path: "", requestID: context.requestID)
+            return response
         }
     }
 }

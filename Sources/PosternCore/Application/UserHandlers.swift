@@ -39,17 +39,39 @@ struct UserHandlers: Sendable {
         let body = try UserHandlers.object(request.body)
         let email = try UserHandlers.string(body, ["email"], name: "email")
         let password = try UserHandlers.string(body, ["password"], name: "password")
-        try rateLimits.claimRegistration(ip: context.clientIP)
+        guard registerEndpoint else {
+            try rateLimits.claimRegistration(ip: context.clientIP)
+            try await createUser(email: email, password: password, context: context)
+            do {
+                return try await signIn(email: email, password: password, context: context)
+            } catch where error.code == .invalidCredentials {
+                throw .conflict("email already registered")
+            }
+        }
+        // `/users/register` answers 204 for a taken email, so the sign-in that follows is a password
+        // guess like any login: it takes the same failed-login claim first (docs/api.md, Limits and defaults).
+        let claim = try rateLimits.claimLogin(ip: context.clientIP, email: email)
+        do {
+            try rateLimits.claimRegistration(ip: context.clientIP)
+            try await createUser(email: email, password: password, context: context)
+            let response = try await signIn(email: email, password: password, context: context)
+            rateLimits.release(claim)
+            return response
+        } catch where error.code == .invalidCredentials {
+            // Only the failed sign-in tells that the email was taken; the claim stays spent.
+            throw .conflict("email already registered")
+        } catch {
+            rateLimits.release(claim)
+            throw error
+        }
+    }
+
+    /// Creates the Directus user (public create on `/users`, or `/users/register`).
+    private func createUser(email: String, password: String, context: RequestContext) async throws(GatewayError) {
         do {
             try await directus.register(email: email, password: password, viaRegisterEndpoint: registerEndpoint, context: context.call)
         } catch {
             throw error.forRegistration()
-        }
-        do {
-            return try await signIn(email: email, password: password, context: context)
-        } catch where error.code == .invalidCredentials {
-            // `/users/register` answers 204 for a taken email; only the failed sign-in tells.
-            throw .conflict("email already registered")
         }
     }
 

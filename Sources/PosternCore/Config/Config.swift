@@ -61,6 +61,8 @@ public struct LimitsConfig: Sendable, Equatable {
     public var maxBodyBytes = 1_048_576
     /// Connection inactivity timeout in seconds.
     public var inactivityTimeoutSeconds = 10
+    /// Seconds a request may take to arrive whole (headers and body), from its first byte.
+    public var requestTimeoutSeconds = 30
     /// Grace period for in-flight requests on shutdown, in seconds.
     public var shutdownGraceSeconds = 10
     /// The defaults.

@@ -8,7 +8,7 @@ enum ConfigKeys {
     /// `sessions`.
     static let sessions = ["store", "idle_ttl_s", "max_ttl_s"]
     /// `limits`.
-    static let limits = ["max_body_bytes", "inactivity_timeout_s", "shutdown_grace_s"]
+    static let limits = ["max_body_bytes", "inactivity_timeout_s", "request_timeout_s", "shutdown_grace_s"]
     /// `rate_limits`.
     static let rateLimits = ["failed_logins_per_ip_per_min", "failed_logins_per_email_per_min",
                              "failed_logins_per_email_per_day", "registrations_per_ip_per_min", "requests_per_token_per_min",
@@ -55,6 +55,7 @@ extension PosternConfig {
             if let v = reader.int(o, "inactivity_timeout_s", at: p, rule: .positive) {
                 config.limits.inactivityTimeoutSeconds = v
             }
+            if let v = reader.int(o, "request_timeout_s", at: p, rule: .positive) { config.limits.requestTimeoutSeconds = v }
             if let v = reader.int(o, "shutdown_grace_s", at: p, rule: .positive) { config.limits.shutdownGraceSeconds = v }
         }
         if let value = top["rate_limits"], let o = reader.object(value, at: "rate_limits", keys: ConfigKeys.rateLimits) {

@@ -31,6 +31,13 @@ public enum SessionStoreKind: Sendable, Equatable {
 extension LimitsConfig {
     /// The largest body libevent reads at all (8 MiB); `maxBodyBytes` may not exceed it.
     public static let maxBodyBytesCeiling = 8 * 1024 * 1024
+
+    /// The body size above which libevent refuses a request itself (its own 413 page, before reading the
+    /// body): twice `maxBodyBytes`, at least 64 KiB above it, at most 8 MiB. Between `maxBodyBytes` and
+    /// this ceiling Postern answers the JSON 413 (docs/api.md, Limits and defaults).
+    public var bodyCeiling: Int {
+        min(LimitsConfig.maxBodyBytesCeiling, max(maxBodyBytes * 2, maxBodyBytes + 64 * 1024))
+    }
 }
 
 extension SessionsConfig {

@@ -46,6 +46,7 @@ extension PosternConfig {
 
         check("limits.max_body_bytes", limits.maxBodyBytes, .bodyBytes)
         check("limits.inactivity_timeout_s", limits.inactivityTimeoutSeconds, .positive)
+        check("limits.request_timeout_s", limits.requestTimeoutSeconds, .positive)
         check("limits.shutdown_grace_s", limits.shutdownGraceSeconds, .positive)
 
         check("rate_limits.failed_logins_per_ip_per_min", rateLimits.failedLoginsPerIPPerMinute, .nonNegative)

@@ -4,6 +4,9 @@ import Foundation
 /// What a server does with each request: a plain async function of values.
 public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 
+/// The answer to a request the server refuses itself (it closes the connection after it).
+public typealias RefusalRenderer = @Sendable (EdgeRefusal) -> HTTPResponse
+
 /// Limits that evhttp enforces itself (outer ceilings; the contract's limits are checked in Swift).
 public struct ServerLimits: Sendable {
     /// Largest body evhttp reads at all (above it, evhttp answers its own 413).
@@ -12,6 +15,8 @@ public struct ServerLimits: Sendable {
     public var maxHeaderBytes = 16 * 1024
     /// Inactivity timeout in seconds (slow senders and idle keep-alive connections alike).
     public var inactivityTimeoutSeconds = 10
+    /// Seconds a request may take to arrive whole from its first byte; then the connection is closed.
+    public var requestTimeoutSeconds = 30
     /// The defaults.
     public init() {}
 }
@@ -26,15 +31,18 @@ public struct ServerStartError: Error, CustomStringConvertible, Sendable {
 public final class HTTPServer: @unchecked Sendable {
     private let group: EventLoopGroup
     private let handler: HTTPHandler
+    private let refuse: RefusalRenderer
     private let limits: ServerLimits
     private var workers: [ServerWorker] = []
     /// The bound port (useful with port 0).
     public private(set) var port: UInt16 = 0
 
-    /// Creates a server over the loops of `group`.
-    public init(group: EventLoopGroup, limits: ServerLimits = ServerLimits(), handler: @escaping HTTPHandler) {
+    /// Creates a server over the loops of `group`; `refuse` renders the answers the server gives itself.
+    public init(group: EventLoopGroup, limits: ServerLimits = ServerLimits(),
+                refuse: @escaping RefusalRenderer = EdgeRefusal.plainAnswer, handler: @escaping HTTPHandler) {
         self.group = group
         self.limits = limits
+        self.refuse = refuse
         self.handler = handler
     }
 
@@ -43,7 +51,7 @@ public final class HTTPServer: @unchecked Sendable {
         var address = try SocketAddress(host: host, port: requested)
         try address.probeFree()
         for (i, loop) in group.loops.enumerated() {
-            let worker = ServerWorker(loop: loop, handler: handler, limits: limits)
+            let worker = ServerWorker(loop: loop, handler: handler, refuse: refuse, limits: limits)
             let bound = try worker.bind(address)
             if i == 0 {
                 address.port = bound
@@ -78,6 +86,7 @@ public final class HTTPServer: @unchecked Sendable {
 final class ServerWorker: @unchecked Sendable {
     let loop: EventLoop
     private let handler: HTTPHandler
+    private let refuse: RefusalRenderer
     private let limits: ServerLimits
     private var http: OpaquePointer?
     private var listener: OpaquePointer?
@@ -87,13 +96,14 @@ final class ServerWorker: @unchecked Sendable {
     private let counter = NSLock()
     private var inFlightCount = 0
     private var connectionCount = 0
+    /// The request deadline of each connection that has sent a byte, by evhttp connection (loop thread only).
+    private var guards: [OpaquePointer: ConnectionGuard] = [:]
     private var seenCount = 0
-    /// Connections seen on this loop (loop thread only), to count them and notice their close.
-    private var connections = Set<OpaquePointer>()
 
-    init(loop: EventLoop, handler: @escaping HTTPHandler, limits: ServerLimits) {
+    init(loop: EventLoop, handler: @escaping HTTPHandler, refuse: @escaping RefusalRenderer, limits: ServerLimits) {
         self.loop = loop
         self.handler = handler
+        self.refuse = refuse
         self.limits = limits
     }
 
@@ -116,24 +126,48 @@ final class ServerWorker: @unchecked Sendable {
         return seenCount
     }
 
-    /// Starts tracking a connection on its first request (loop thread).
-    private func track(_ req: OpaquePointer) {
-        guard let conn = evhttp_request_get_connection(req), !connections.contains(conn) else { return }
-        connections.insert(conn)
-        counter.withLock {
-            connectionCount += 1
-            seenCount += 1
+    /// Starts the request deadline of a connection whose first request began to arrive (loop thread).
+    @discardableResult
+    func guardConnection(_ conn: OpaquePointer, bev: OpaquePointer) -> ConnectionGuard {
+        if let existing = guards[conn] { return existing }
+        let guarded = ConnectionGuard(evcon: conn, bev: bev, base: loop.base, seconds: limits.requestTimeoutSeconds) { [unowned self] in
+            self.requestTimedOut($0)
         }
+        guards[conn] = guarded
         // The worker outlives its evhttp and every connection of it, so the unretained pointer is valid.
         evhttp_connection_set_closecb(conn, { conn, arg in
             guard let conn, let arg else { return }
-            Unmanaged<ServerWorker>.fromOpaque(arg).takeUnretainedValue().untrack(conn)
+            Unmanaged<ServerWorker>.fromOpaque(arg).takeUnretainedValue().connectionClosed(conn)
         }, Unmanaged.passUnretained(self).toOpaque())
+        return guarded
     }
 
-    private func untrack(_ conn: OpaquePointer) {
-        guard connections.remove(conn) != nil else { return }
-        counter.withLock { connectionCount -= 1 }
+    /// Counts a connection on its first whole request and stops its deadline (loop thread).
+    private func requestArrived(_ req: OpaquePointer) {
+        guard let conn = evhttp_request_get_connection(req), let bev = evhttp_connection_get_bufferevent(conn) else { return }
+        let guarded = guardConnection(conn, bev: bev)
+        guarded.requestReceived()
+        if !guarded.counted {
+            guarded.counted = true
+            counter.withLock {
+                connectionCount += 1
+                seenCount += 1
+            }
+        }
+    }
+
+    /// evhttp is freeing the connection: drop its guard (loop thread).
+    private func connectionClosed(_ conn: OpaquePointer) {
+        guard let guarded = guards.removeValue(forKey: conn) else { return }
+        guarded.close()
+        if guarded.counted { counter.withLock { connectionCount -= 1 } }
+    }
+
+    /// A request did not arrive whole in time: answer 408 when nothing else is being written, and close.
+    private func requestTimedOut(_ guarded: ConnectionGuard) {
+        guard guards[guarded.evcon] === guarded else { return }
+        if guarded.outputIdle { guarded.sendFinal(refuse(.requestTimeout)) }
+        evhttp_connection_free(guarded.evcon)  // calls connectionClosed
     }
 
     private func adjustInFlight(_ delta: Int) {
@@ -160,6 +194,9 @@ final class ServerWorker: @unchecked Sendable {
         evhttp_set_max_body_size(http, Int(limits.bodyCeiling))
         evhttp_set_max_headers_size(http, Int(limits.maxHeaderBytes))
         evhttp_set_timeout(http, Int32(limits.inactivityTimeoutSeconds))
+        // Each connection's bufferevent is made here, so that its request deadline starts with its first byte.
+        evhttp_set_bevcb(http, serverBufferEvent, nil)
+        ServerWorker.byServer.withLock { $0[http] = Unmanaged.passUnretained(self) }
         // The worker outlives its evhttp (freed in free()), so the unretained pointer stays valid.
         evhttp_set_gencb(http, { req, arg in
             guard let req, let arg else { return }
@@ -171,11 +208,13 @@ final class ServerWorker: @unchecked Sendable {
             evconnlistener_new_bind(loop.base, nil, nil, UInt32(flags), 1024, sa, Int32(len))
         }
         guard let listener else {
+            _ = ServerWorker.byServer.withLock { $0.removeValue(forKey: http) }
             evhttp_free(http)
             return .failure(ServerStartError(description: "cannot listen on \(address): \(String(cString: strerror(errno)))"))
         }
         guard evhttp_bind_listener(http, listener) != nil else {
             evconnlistener_free(listener)
+            _ = ServerWorker.byServer.withLock { $0.removeValue(forKey: http) }
             evhttp_free(http)
             return .failure(ServerStartError(description: "evhttp_bind_listener failed"))
         }
@@ -192,6 +231,8 @@ final class ServerWorker: @unchecked Sendable {
         return .success(SocketAddress.localPort(of: evconnlistener_get_fd(listener)))
     }
 
+    /// evhttp → worker, for a new connection's first bytes (the worker outlives its evhttp).
+    static let byServer = LockedBox<[OpaquePointer: Unmanaged<ServerWorker>]>([:])
     /// Listener → worker, for the accept-error callback (whose argument belongs to evhttp).
     private static let byListener = LockedBox<[OpaquePointer: Unmanaged<ServerWorker>]>([:])
     private var acceptBackoff: EventLoop.Timer?
@@ -228,7 +269,10 @@ final class ServerWorker: @unchecked Sendable {
             if let listener = self.listener { _ = ServerWorker.byListener.withLock { $0.removeValue(forKey: listener) } }
             self.acceptBackoff?.cancel()
             self.acceptBackoff = nil
-            if let http = self.http { evhttp_free(http) }
+            if let http = self.http {
+                _ = ServerWorker.byServer.withLock { $0.removeValue(forKey: http) }
+                evhttp_free(http)
+            }
             self.http = nil
             self.freed = true
             self.listener = nil
@@ -240,9 +284,17 @@ final class ServerWorker: @unchecked Sendable {
 
     /// Turns the evhttp request into a value and starts its handler on this loop.
     private func accept(_ req: OpaquePointer) {
-        track(req)
+        requestArrived(req)
         let request = ServerWorker.makeRequest(req)
         let pending = PendingReply(raw: req)
+        if let reason = RequestFraming.problem(method: request.method, headers: request.headers) {
+            // libevent read the body by the first Content-Length (or none): what follows on this
+            // connection cannot be trusted, so answer and close it.
+            var answer = refuse(.badFraming(request, reason: reason))
+            answer.headers.set("Connection", "close")
+            reply(pending, answer)
+            return
+        }
         adjustInFlight(1)
         let handler = self.handler
         Task(executorPreference: loop) {
@@ -261,14 +313,22 @@ final class ServerWorker: @unchecked Sendable {
         for (name, value) in response.headers {
             evhttp_add_header(headers, name, value)
         }
+        // HEAD: the headers of the answer, with its length, and no body byte (evhttp would send the
+        // buffer as it is, and a stray body breaks the next request on a keep-alive connection).
+        let head = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD
+        if head, response.status != 204, response.status != 304, response.headers["Content-Length"] == nil {
+            evhttp_add_header(headers, "Content-Length", String(response.body.count))
+        }
         let buffer = evbuffer_new()
-        if !response.body.isEmpty {
+        if !response.body.isEmpty, !head {
             response.body.withUnsafeBytes { raw in
                 _ = evbuffer_add(buffer, raw.baseAddress, raw.count)
             }
         }
+        let conn = evhttp_request_get_connection(req)  // nil when the client has gone (then evhttp frees req)
         evhttp_send_reply(req, Int32(response.status), HTTPResponse.reason(response.status), buffer)
         evbuffer_free(buffer)
+        if let conn { guards[conn]?.requestAnswered() }
     }
 
     private static func makeRequest(_ req: OpaquePointer) -> HTTPRequest {

@@ -16,6 +16,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         fields.first { HTTPHeaders.sameName($0.name, name) }?.value
     }
 
+    /// Every value of `name` in order, compared case-insensitively (one per header line).
+    public func values(_ name: String) -> [String] {
+        fields.compactMap { HTTPHeaders.sameName($0.name, name) ? $0.value : nil }
+    }
+
     /// ASCII case-insensitive comparison of header names, without allocating.
     static func sameName(_ a: String, _ b: String) -> Bool {
         var i = a.utf8.makeIterator()

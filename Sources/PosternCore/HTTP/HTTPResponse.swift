@@ -41,6 +41,7 @@ public struct HTTPResponse: Sendable {
         case 403: return "Forbidden"
         case 404: return "Not Found"
         case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
         case 409: return "Conflict"
         case 413: return "Payload Too Large"
         case 414: return "URI Too Long"

@@ -39,10 +39,15 @@ struct ResponseHeadersMiddleware: Middleware {
     /// Runs the stage around `next`.
     func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
         var response = try await next.respond(to: request, context: context)
-        response.headers.set("X-Request-Id", context.requestID)
-        response.headers.set("X-Content-Type-Options", "nosniff")
-        if request.path.hasPrefix("/api/") { response.headers.set("Cache-Control", "no-store") }
+        ResponseHeadersMiddleware.decorate(&response, path: request.path, requestID: context.requestID)
         return response
+    }
+
+    /// Sets the headers every answer carries (also used for answers refused before routing).
+    static func decorate(_ response: inout HTTPResponse, path: String, requestID: String) {
+        response.headers.set("X-Request-Id", requestID)
+        response.headers.set("X-Content-Type-Options", "nosniff")
+        if path.hasPrefix("/api/") { response.headers.set("Cache-Control", "no-store") }
     }
 }
 

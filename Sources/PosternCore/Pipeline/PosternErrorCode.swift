@@ -12,6 +12,8 @@ public enum PosternErrorCode: String, Sendable, Equatable, CaseIterable {
     case notFound = "not_found"
     /// 405: known path, other method.
     case methodNotAllowed = "method_not_allowed"
+    /// 408: a request did not arrive whole within `limits.request_timeout_s`.
+    case requestTimeout = "request_timeout"
     /// 409: e.g. email already registered.
     case conflict
     /// 413: body above the configured limit.

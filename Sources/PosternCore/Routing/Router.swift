@@ -22,13 +22,21 @@ struct Route: Sendable {
         self.pattern = pattern
         self.resource = resource
         self.methods = methods
-        otherMethods = RenderedErrorResponder(error: .methodNotAllowed(methods.map(\.0)))
+        otherMethods = RenderedErrorResponder(error: .methodNotAllowed(Route.allowedMethods(methods.map(\.0))))
         segments = pattern.split(separator: "/").map { $0 == "{id}" ? .id : .literal(String($0)) }
     }
 
-    /// The responder for `method` (the 405 answer when the route does not have it).
+    /// The responder for `method`; `HEAD` is answered by the `GET` responder (the server sends no body), and
+    /// any other method the route does not have by the 405 answer.
     func responder(for method: HTTPMethod) -> any Responder {
-        methods.first { $0.0 == method }?.1 ?? otherMethods
+        if let responder = methods.first(where: { $0.0 == method })?.1 { return responder }
+        if method == .head, let get = methods.first(where: { $0.0 == .get })?.1 { return get }
+        return otherMethods
+    }
+
+    /// The methods for `Allow`, in order, with `HEAD` after `GET`.
+    static func allowedMethods(_ methods: [HTTPMethod]) -> [HTTPMethod] {
+        methods.flatMap { $0 == .get && !methods.contains(.head) ? [.get, .head] : [$0] }
     }
 
     /// The same route with every responder, the 405 answer included, behind `stages`.
