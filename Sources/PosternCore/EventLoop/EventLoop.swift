@@ -172,8 +172,12 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
                 continue
             }
             for body in pendingClosures { body() }
+            // Jobs run on this loop as their task executor, not isolated to it as a serial executor: then a call
+            // into a nonisolated async function (every stage of the pipeline) stays on this thread inline.
+            // Isolated to the loop, each such call saw a different serial executor and went through the job
+            // queue and a wake of the loop (one hop per call).
             for job in pendingJobs {
-                job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+                job.runSynchronously(on: asUnownedTaskExecutor())
             }
         }
         draining = false

@@ -1,5 +1,6 @@
 import CEvent
 import Foundation
+import Synchronization
 
 /// What a server does with each request: a plain async function of values.
 public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
@@ -93,12 +94,12 @@ final class ServerWorker: @unchecked Sendable {
     /// Set (on the loop thread) once evhttp is freed: it freed every request in flight with it,
     /// so late replies must not touch their pointers.
     private var freed = false
-    private let counter = NSLock()
-    private var inFlightCount = 0
-    private var connectionCount = 0
+    /// Counters written on the loop thread and read from any thread (atomics: no lock per request).
+    private let inFlightCount = Atomic<Int>(0)
+    private let connectionCount = Atomic<Int>(0)
+    private let seenCount = Atomic<Int>(0)
     /// The request deadline of each connection that has sent a byte, by evhttp connection (loop thread only).
     private var guards: [OpaquePointer: ConnectionGuard] = [:]
-    private var seenCount = 0
 
     init(loop: EventLoop, handler: @escaping HTTPHandler, refuse: @escaping RefusalRenderer, limits: ServerLimits) {
         self.loop = loop
@@ -107,24 +108,12 @@ final class ServerWorker: @unchecked Sendable {
         self.limits = limits
     }
 
-    var inFlight: Int {
-        counter.lock()
-        defer { counter.unlock() }
-        return inFlightCount
-    }
+    var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
 
-    var openConnections: Int {
-        counter.lock()
-        defer { counter.unlock() }
-        return connectionCount
-    }
+    var openConnections: Int { connectionCount.load(ordering: .relaxed) }
 
     /// Connections seen on this loop since start.
-    var connectionsSeen: Int {
-        counter.lock()
-        defer { counter.unlock() }
-        return seenCount
-    }
+    var connectionsSeen: Int { seenCount.load(ordering: .relaxed) }
 
     /// Starts the request deadline of a connection whose first request began to arrive (loop thread).
     @discardableResult
@@ -149,10 +138,8 @@ final class ServerWorker: @unchecked Sendable {
         guarded.requestReceived()
         if !guarded.counted {
             guarded.counted = true
-            counter.withLock {
-                connectionCount += 1
-                seenCount += 1
-            }
+            connectionCount.add(1, ordering: .relaxed)
+            seenCount.add(1, ordering: .relaxed)
         }
     }
 
@@ -160,7 +147,7 @@ final class ServerWorker: @unchecked Sendable {
     private func connectionClosed(_ conn: OpaquePointer) {
         guard let guarded = guards.removeValue(forKey: conn) else { return }
         guarded.close()
-        if guarded.counted { counter.withLock { connectionCount -= 1 } }
+        if guarded.counted { connectionCount.subtract(1, ordering: .relaxed) }
     }
 
     /// A request did not arrive whole in time: answer 408 when nothing else is being written, and close.
@@ -171,9 +158,7 @@ final class ServerWorker: @unchecked Sendable {
     }
 
     private func adjustInFlight(_ delta: Int) {
-        counter.lock()
-        inFlightCount += delta
-        counter.unlock()
+        inFlightCount.add(delta, ordering: .relaxed)
     }
 
     /// Creates the evhttp and its listener on the loop thread; returns the bound port.
@@ -297,13 +282,23 @@ final class ServerWorker: @unchecked Sendable {
         }
         adjustInFlight(1)
         let handler = self.handler
-        Task(executorPreference: loop) {
+        // Task.immediate runs the handler right here, on the loop thread, up to its first suspension (no hop
+        // through the loop's job queue to start it); after a suspension it resumes on its preferred executor,
+        // this loop. The handler stays async, and a handler that answers without suspending replies inline.
+        Task.immediate(executorPreference: loop) {
             let response = await handler(request)
-            self.loop.executeOrRun {
-                if !self.freed { self.reply(pending, response) }
-                self.adjustInFlight(-1)
+            if self.loop.inLoop {
+                self.finish(pending, response)
+            } else {
+                self.loop.execute { self.finish(pending, response) }
             }
         }
+    }
+
+    /// Replies unless evhttp is gone, and counts the request done (loop thread).
+    private func finish(_ pending: PendingReply, _ response: HTTPResponse) {
+        if !freed { reply(pending, response) }
+        adjustInFlight(-1)
     }
 
     /// Sends the one reply of a request: builds the buffer, sends, frees, forgets the pointer.
@@ -319,20 +314,21 @@ final class ServerWorker: @unchecked Sendable {
         if head, response.status != 204, response.status != 304, response.headers["Content-Length"] == nil {
             evhttp_add_header(headers, "Content-Length", String(response.body.count))
         }
-        let buffer = evbuffer_new()
+        // The body goes once, straight into the request's own output buffer (no buffer of our own to
+        // allocate, fill, move and free): evhttp_send_reply with no buffer sends that one.
         if !response.body.isEmpty, !head {
+            let output = evhttp_request_get_output_buffer(req)
             response.body.withUnsafeBytes { raw in
-                _ = evbuffer_add(buffer, raw.baseAddress, raw.count)
+                _ = evbuffer_add(output, raw.baseAddress, raw.count)
             }
         }
         let conn = evhttp_request_get_connection(req)  // nil when the client has gone (then evhttp frees req)
-        evhttp_send_reply(req, Int32(response.status), HTTPResponse.reason(response.status), buffer)
-        evbuffer_free(buffer)
+        evhttp_send_reply(req, Int32(response.status), HTTPResponse.reason(response.status), nil)
         if let conn { guards[conn]?.requestAnswered() }
     }
 
     private static func makeRequest(_ req: OpaquePointer) -> HTTPRequest {
-        let method = methodName(evhttp_request_get_command(req))
+        let method = ServerWorker.method(evhttp_request_get_command(req))
         let uri = evhttp_request_get_uri(req).map { String(cString: $0) } ?? "/"
         let headers = EvhttpInput.headers(req)
         let body = EvhttpInput.body(req)
@@ -343,21 +339,22 @@ final class ServerWorker: @unchecked Sendable {
             evhttp_connection_get_peer(conn, &address, &port)
             if let address { peer = String(cString: address) }
         }
-        return HTTPRequest(method: HTTPMethod(method), target: uri, headers: headers, body: body, remoteAddress: peer)
+        return HTTPRequest(method: method, target: uri, headers: headers, body: body, remoteAddress: peer)
     }
 
-    private static func methodName(_ cmd: evhttp_cmd_type) -> String {
+    /// The method of an evhttp command, without going through its name.
+    private static func method(_ cmd: evhttp_cmd_type) -> HTTPMethod {
         switch cmd {
-        case EVHTTP_REQ_GET: return "GET"
-        case EVHTTP_REQ_POST: return "POST"
-        case EVHTTP_REQ_HEAD: return "HEAD"
-        case EVHTTP_REQ_PUT: return "PUT"
-        case EVHTTP_REQ_DELETE: return "DELETE"
-        case EVHTTP_REQ_OPTIONS: return "OPTIONS"
-        case EVHTTP_REQ_TRACE: return "TRACE"
-        case EVHTTP_REQ_CONNECT: return "CONNECT"
-        case EVHTTP_REQ_PATCH: return "PATCH"
-        default: return "UNKNOWN"
+        case EVHTTP_REQ_GET: return .get
+        case EVHTTP_REQ_POST: return .post
+        case EVHTTP_REQ_HEAD: return .head
+        case EVHTTP_REQ_PUT: return .put
+        case EVHTTP_REQ_DELETE: return .delete
+        case EVHTTP_REQ_OPTIONS: return .options
+        case EVHTTP_REQ_TRACE: return .other("TRACE")
+        case EVHTTP_REQ_CONNECT: return .other("CONNECT")
+        case EVHTTP_REQ_PATCH: return .patch
+        default: return .other("UNKNOWN")
         }
     }
 }
