@@ -16,6 +16,8 @@ final class FakeUpstream: @unchecked Sendable {
         case silent
         /// Answers with this status and body (`application/json`).
         case status(Int, String)
+        /// Answers with this status, extra headers and JSON body.
+        case statusWithHeaders(Int, [String], String)
         /// Answers 200 with an HTML page.
         case notJSON
         /// Answers 200 with JSON of the wrong shape: `{"data":"x"}`.
@@ -130,6 +132,8 @@ final class FakeUpstream: @unchecked Sendable {
             while !isStopped { usleep(20_000) }
         case .status(let status, let body):
             write(fd, FakeUpstream.response(status, "application/json", body))
+        case .statusWithHeaders(let status, let headers, let body):
+            write(fd, FakeUpstream.response(status, "application/json", body, extra: headers))
         case .notJSON:
             write(fd, FakeUpstream.response(200, "text/html", "<html><body>Directus is down for maintenance</body></html>"))
         case .wrongShape:
@@ -141,8 +145,9 @@ final class FakeUpstream: @unchecked Sendable {
         }
     }
 
-    private static func response(_ status: Int, _ type: String, _ body: String) -> String {
-        "HTTP/1.1 \(status) X\r\nContent-Type: \(type)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+    private static func response(_ status: Int, _ type: String, _ body: String, extra: [String] = []) -> String {
+        "HTTP/1.1 \(status) X\r\nContent-Type: \(type)\r\nContent-Length: \(body.utf8.count)\r\n"
+            + extra.map { "\($0)\r\n" }.joined() + "Connection: close\r\n\r\n\(body)"
     }
 
     private func write(_ fd: Int32, _ text: String) {
