@@ -194,6 +194,12 @@ extension DirectusStandIn {
                 return Self.dataResponse(try Self.createPermissions(body ?? .object([]), in: &state.admin))
             case (.patch, "permissions", 2):
                 return Self.dataResponse(try updatePermission(segments[1], try Self.object(body)))
+            case (.delete, "permissions", 2):
+                guard let index = state.admin.permissions.firstIndex(where: { Self.key($0["id"]) == segments[1] }) else {
+                    throw DirectusError.forbidden
+                }
+                state.admin.permissions.remove(at: index)
+                return Self.noContent()
             case (.get, "settings", 1):
                 return Self.dataResponse(project(state.admin.settings, fields: context.query("fields")))
             case (.patch, "settings", 1):
