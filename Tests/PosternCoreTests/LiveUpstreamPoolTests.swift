@@ -1,3 +1,4 @@
+import DirectusStandIn
 import Foundation
 import Testing
 @testable import PosternCore
@@ -87,6 +88,38 @@ import Testing
         let r = try client.json("POST", "/api/v1/user/login", Self.login)
         #expect(r.status == 502, "\(r.text)")
         #expect(fake.received.count == 2)
+    }
+
+    @Test func standInClosesIdleKeepAliveConnectionsLikeNodeAndPostsStillSucceed() throws {
+        #expect(DirectusStandIn.Options().keepAliveTimeoutMs == 5000, "Node's default keep-alive timeout")
+        var options = DirectusStandIn.Options()
+        options.keepAliveTimeoutMs = 300
+        let gw = try TestGateway(standInOptions: options) { config in
+            config.workers = 1
+            config.directus.keepaliveIdleMs = 200
+        }
+        defer { gw.stop() }
+        let client = gw.client()
+        for round in 1...3 {
+            let r = try client.json("POST", "/api/v1/user/login", Self.login)
+            #expect(r.status == 200, "round \(round): \(r.text)")
+            // The stand-in closed the pooled connection once it idled 300 ms.
+            let closed = FakeUpstream.waitUntil { gw.standInServer.openConnections == 0 }
+            #expect(closed, "the stand-in kept an idle connection open")
+        }
+        #expect(gw.upstream("/auth/login").count == 3)
+    }
+}
+
+extension FakeUpstream {
+    /// Waits until `condition` holds (checked every 5 ms), at most `seconds`; false when it never did.
+    static func waitUntil(seconds: Double = 5, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            if Date() >= deadline { return false }
+            usleep(5_000)
+        }
+        return true
     }
 }
 

@@ -12,6 +12,9 @@ public struct ServerLimits: Sendable {
     public var maxHeaderBytes = 16 * 1024
     /// Inactivity timeout in seconds (slow senders and idle keep-alive connections alike).
     public var inactivityTimeoutSeconds = 10
+    /// The same timeout in milliseconds, replacing `inactivityTimeoutSeconds` when set (the Directus stand-in
+    /// closes idle keep-alive connections after 5 s, like Node).
+    public var inactivityTimeoutMilliseconds: Int? = nil
     /// The defaults.
     public init() {}
 }
@@ -159,7 +162,12 @@ final class ServerWorker: @unchecked Sendable {
         evhttp_set_allowed_methods(http, UInt16(all))
         evhttp_set_max_body_size(http, Int(limits.bodyCeiling))
         evhttp_set_max_headers_size(http, Int(limits.maxHeaderBytes))
-        evhttp_set_timeout(http, Int32(limits.inactivityTimeoutSeconds))
+        if let ms = limits.inactivityTimeoutMilliseconds {
+            var tv = timeval(tv_sec: ms / 1000, tv_usec: Int((ms % 1000) * 1000))
+            evhttp_set_timeout_tv(http, &tv)
+        } else {
+            evhttp_set_timeout(http, Int32(limits.inactivityTimeoutSeconds))
+        }
         // The worker outlives its evhttp (freed in free()), so the unretained pointer stays valid.
         evhttp_set_gencb(http, { req, arg in
             guard let req, let arg else { return }
