@@ -41,7 +41,14 @@ public struct DirectusBootstrap: Sendable {
 
         // The collection, its fields and the m2o relations to directus_users.
         let collection = BootstrapPlan.collection
-        if try await admin.lookup("collection \(collection)", "/collections/\(collection)") == nil {
+        let existing = try await admin.lookup("collection \(collection)", "/collections/\(collection)")
+        if let row = existing, row["schema"]?.isNull ?? false {
+            // A folder: a directus_collections row without a table. Directus answers 403 on its fields, which
+            // is not about admin rights.
+            throw .step(name: "collection \(collection)", reason: "\"\(collection)\" exists in Directus as a folder "
+                + "(a collection with no table: schema is null), so it cannot hold items; delete it or make it a "
+                + "collection with a table (Settings → Data Model), then run `postern bootstrap` again")
+        } else if existing == nil {
             _ = try await admin.send("collection \(collection)", .post, "/collections", BootstrapPlan.collectionBody)
             record("collection \(collection)", .created, "\(BootstrapPlan.fields.count) fields")
         } else {
