@@ -158,9 +158,8 @@ extension DirectusStandIn {
             case (.post, "collections", 1):
                 return Self.dataResponse(try Self.createCollection(try Self.object(body), in: &state.admin))
             case (.get, "fields", 2):
-                guard state.admin.collections.contains(where: { $0["collection"]?.stringValue == segments[1] }) else {
-                    throw StandInError.forbidden
-                }
+                // A folder (a collection without a table, `schema: null`) has no fields: 403 like a missing one.
+                guard state.admin.hasTable(segments[1]) else { throw StandInError.forbidden }
                 return Self.dataResponse(.array(state.admin.fields.filter { $0["collection"]?.stringValue == segments[1] }))
             case (.get, "fields", 3):
                 guard let row = Self.field(segments[1], segments[2], in: state.admin) else { throw StandInError.forbidden }
@@ -194,6 +193,12 @@ extension DirectusStandIn {
                 return Self.dataResponse(try Self.createPermissions(body ?? .object([]), in: &state.admin))
             case (.patch, "permissions", 2):
                 return Self.dataResponse(try updatePermission(segments[1], try Self.object(body)))
+            case (.delete, "permissions", 2):
+                guard let index = state.admin.permissions.firstIndex(where: { Self.key($0["id"]) == segments[1] }) else {
+                    throw StandInError.forbidden
+                }
+                state.admin.permissions.remove(at: index)
+                return Self.noContent()
             case (.get, "settings", 1):
                 return Self.dataResponse(project(state.admin.settings, fields: context.query("fields")))
             case (.patch, "settings", 1):

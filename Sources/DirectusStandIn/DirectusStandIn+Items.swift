@@ -2,40 +2,31 @@ import Foundation
 import PosternCore
 
 extension DirectusStandIn {
-    /// What a caller may do on `posts`.
-    enum Access {
-        /// Admin: everything, any field.
-        case admin
-        /// App User: read all; create title/content; update and delete own rows, title/content.
-        case appUser
-        /// No permission at all (Public, other roles).
-        case none
-    }
-
-    /// The access of `caller` on `posts`.
-    func access(_ caller: Caller) -> Access {
-        if caller.admin { return .admin }
-        if caller.userID != nil, caller.role == Self.appUserRoleID { return .appUser }
-        return .none
-    }
-
-    /// Fields App Users may write.
-    private static let writableFields: Set<String> = ["title", "content"]
-
-    /// `/items/:collection[/:id]`.
+    /// `/items/:collection[/:id]`, under the stored rules of the caller's policies (`itemRules`).
     func items(_ context: Context, collection: String, id: String?, body: JSONValue?, caller: Caller) throws -> HTTPResponse {
         let method = context.request.method
         let query = try ItemQuery.parse(context.queryItems)
         guard collection == "posts" else { throw StandInError.forbiddenCollection(collection) }
-        let access = access(caller)
-        guard access != .none else { throw StandInError.forbiddenCollection(collection) }
-        let plan = try ReadPlan(query: query, caller: caller, now: context.now)
+        let rules = try itemRules(caller, collection: collection, now: context.now)
+        guard rules.admin || !rules.byAction.isEmpty else { throw StandInError.forbiddenCollection(collection) }
+        var plan = try ReadPlan(query: query, caller: caller, now: context.now)
+        if let readable = rules.readableFields {
+            // Explicitly requested fields the caller may not read are 403; `*` leaves them out.
+            for name in query.fields ?? [] where name != "*" {
+                let head = String(name.prefix { $0 != "." })
+                if !readable.contains(head) { throw StandInError.forbiddenField(name, collection: collection) }
+            }
+            plan.fields.removeAll { !readable.contains($0.field.rawValue) }
+        }
 
         switch (method, id) {
         case (.get, nil), (.other("SEARCH"), nil):
-            return list(plan)
+            _ = try rules.require("read", collection)
+            return list(plan, readFilter: rules.readFilter)
         case (.get, let id?):
-            guard let key = Int64(id), let post = lock.withLock({ state.postIndex(key).map { state.posts[$0] } }) else {
+            _ = try rules.require("read", collection)
+            guard let key = Int64(id), let post = lock.withLock({ state.postIndex(key).map { state.posts[$0] } }),
+                  rules.readFilter?.contains(where: { $0.covers(post) }) ?? true else {
                 throw StandInError.forbidden
             }
             if plan.selectsWholeRow {
@@ -46,16 +37,16 @@ extension DirectusStandIn {
             }
             return Self.dataResponse(render([post], plan)[0])
         case (.post, nil):
-            return try create(body, caller: caller, access: access, plan: plan, now: context.now)
+            return try create(body, caller: caller, rules: rules, plan: plan, now: context.now)
         case (.patch, let id?):
-            return try update(keys: [id], data: body ?? .object([]), batch: false, caller: caller, access: access,
+            return try update(keys: [id], data: body ?? .object([]), batch: false, caller: caller, rules: rules,
                               plan: plan, now: context.now)
         case (.patch, nil):
-            return try batchUpdate(body, caller: caller, access: access, plan: plan, now: context.now)
+            return try batchUpdate(body, caller: caller, rules: rules, plan: plan, now: context.now)
         case (.delete, let id?):
-            return try delete(keys: [id], caller: caller, access: access)
+            return try delete(keys: [id], rules: rules)
         case (.delete, nil):
-            return try delete(keys: try Self.batchKeys(body), caller: caller, access: access)
+            return try delete(keys: try Self.batchKeys(body), rules: rules)
         default:
             throw StandInError.routeNotFound(context.request.path)
         }
@@ -63,14 +54,17 @@ extension DirectusStandIn {
 
     // MARK: - Read
 
-    private func list(_ plan: ReadPlan) -> HTTPResponse {
+    private func list(_ plan: ReadPlan, readFilter: [ItemRules.Rule]?) -> HTTPResponse {
         let (all, users) = lock.withLock { (state.posts, plan.needsUsers ? state.users : [:]) }
         // Work on indexes into the snapshot: copying `Post` values costs many retains.
+        // Rows the caller may not read are left out, of the counts too.
+        var visible = Array(all.indices)
+        if let readFilter { visible = visible.filter { row in readFilter.contains { $0.covers(all[row]) } } }
         var selected: [Int]
         if plan.predicate != nil || plan.search != nil {
-            selected = all.indices.filter { plan.matches(all[$0]) }
+            selected = visible.filter { plan.matches(all[$0]) }
         } else {
-            selected = Array(all.indices)
+            selected = visible
         }
         if !plan.sort.isEmpty {
             selected.sort { a, b in
@@ -96,7 +90,7 @@ extension DirectusStandIn {
         out.append(UInt8(ascii: "{"))
         if !plan.meta.isEmpty {
             var meta: [(String, JSONValue)] = []
-            if plan.meta.contains("total_count") { meta.append(("total_count", .int(Int64(all.count)))) }
+            if plan.meta.contains("total_count") { meta.append(("total_count", .int(Int64(visible.count)))) }
             if plan.meta.contains("filter_count") { meta.append(("filter_count", .int(Int64(filterCount)))) }
             out += Array(#""meta":"#.utf8)
             JSONValue.object(meta).write(into: &out)
@@ -170,19 +164,26 @@ extension DirectusStandIn {
 
     // MARK: - Create
 
-    private func create(_ body: JSONValue?, caller: Caller, access: Access, plan: ReadPlan, now: Double) throws -> HTTPResponse {
+    private func create(_ body: JSONValue?, caller: Caller, rules: ItemRules, plan: ReadPlan, now: Double) throws -> HTTPResponse {
+        let createRules = rules.admin ? [] : try rules.require("create", "posts")
         let payload = body ?? .object([])
         let batch = payload.arrayValue != nil
         let rows = payload.arrayValue ?? [payload]
         let date = Self.isoTimestamp(now)
         var drafts: [(id: Int64?, post: Post)] = []
-        for row in rows {
-            guard let members = row.objectValue else { throw StandInError.invalidPayload("\"value\" must be of type object") }
-            if access == .appUser, let extra = members.first(where: { !Self.writableFields.contains($0.0) }) {
-                throw StandInError.forbiddenField(extra.0, collection: "posts")
+        for given in rows {
+            guard let members = given.objectValue else { throw StandInError.invalidPayload("\"value\" must be of type object") }
+            var row = given
+            if !rules.admin {
+                // One rule must allow every payload field; its presets sit under the payload.
+                guard let rule = createRules.first(where: { rule in members.allSatisfy { rule.allows($0.0) } }) else {
+                    let extra = members.first { field in !createRules.contains { $0.allows(field.0) } } ?? members[0]
+                    throw StandInError.forbiddenField(extra.0, collection: "posts")
+                }
+                row = Self.merge(.object(rule.presets), members)
             }
             var explicitID: Int64?
-            if access == .admin, let id = row["id"], !id.isNull {
+            if rules.admin, let id = row["id"], !id.isNull {
                 guard let key = id.intValue ?? id.stringValue.flatMap({ Int64($0) }) else {
                     throw StandInError.invalidPayload("Invalid value for field \"id\"")
                 }
@@ -231,11 +232,11 @@ extension DirectusStandIn {
 
     // MARK: - Update and delete
 
-    private func batchUpdate(_ body: JSONValue?, caller: Caller, access: Access, plan: ReadPlan, now: Double) throws -> HTTPResponse {
+    private func batchUpdate(_ body: JSONValue?, caller: Caller, rules: ItemRules, plan: ReadPlan, now: Double) throws -> HTTPResponse {
         guard let body else { throw StandInError.invalidPayload("\"value\" must be of type object") }
         if let keys = body["keys"]?.arrayValue, let data = body["data"], data.objectValue != nil {
             return try update(keys: keys.map { $0.stringValue ?? $0.text }, data: data, batch: true,
-                              caller: caller, access: access, plan: plan, now: now)
+                              caller: caller, rules: rules, plan: plan, now: now)
         }
         throw StandInError.invalidPayload("\"keys\" is required")
     }
@@ -247,9 +248,12 @@ extension DirectusStandIn {
         throw StandInError.invalidPayload("\"keys\" is required")
     }
 
-    private func update(keys: [String], data: JSONValue, batch: Bool, caller: Caller, access: Access,
+    private func update(keys: [String], data given: JSONValue, batch: Bool, caller: Caller, rules: ItemRules,
                         plan: ReadPlan, now: Double) throws -> HTTPResponse {
-        guard let members = data.objectValue else { throw StandInError.invalidPayload("\"value\" must be of type object") }
+        guard let members = given.objectValue else { throw StandInError.invalidPayload("\"value\" must be of type object") }
+        let updateRules = rules.admin ? [] : try rules.require("update", "posts")
+        // Presets of the update rules sit under the payload.
+        let data = rules.admin ? given : Self.merge(.object(updateRules.flatMap(\.presets)), members)
         let fieldList = members.map { "\"\($0.0)\"" }.joined(separator: ", ")
         let denied = members.isEmpty
             ? StandInError.forbidden("You don't have permission to perform \"update\" for collection \"posts\" or it does not exist.")
@@ -259,13 +263,14 @@ extension DirectusStandIn {
             var indexes: [Int] = []
             for key in keys {
                 guard let id = Int64(key), let index = state.postIndex(id) else {
-                    if access == .admin { continue }
+                    if rules.admin { continue }
                     throw denied
                 }
-                if access == .appUser, state.posts[index].userCreated != caller.userID { throw denied }
+                // The row must pass a rule's filter (e.g. `user_created = $CURRENT_USER`).
+                if !rules.admin, !updateRules.contains(where: { $0.covers(state.posts[index]) }) { throw denied }
                 indexes.append(index)
             }
-            if access == .appUser, let extra = members.first(where: { !Self.writableFields.contains($0.0) }) {
+            if !rules.admin, let extra = members.first(where: { field in !updateRules.contains { $0.allows(field.0) } }) {
                 throw StandInError.forbiddenField(extra.0, collection: "posts")
             }
             var title: String??
@@ -281,7 +286,8 @@ extension DirectusStandIn {
                 var post = state.posts[index]
                 if let title, let text = title { post.title = text }
                 if let content { post.content = content }
-                if access == .admin, let value = data["user_created"] { post.userCreated = value.stringValue }
+                // `user-created` only acts on create: an update may change it where the rule's fields allow it.
+                if let value = data["user_created"] { post.userCreated = value.stringValue }
                 post.userUpdated = caller.userID
                 post.dateUpdated = date
                 post.refreshCache()
@@ -295,16 +301,17 @@ extension DirectusStandIn {
         return Self.dataResponse(batch ? .array(rendered) : rendered[0])
     }
 
-    private func delete(keys: [String], caller: Caller, access: Access) throws -> HTTPResponse {
+    private func delete(keys: [String], rules: ItemRules) throws -> HTTPResponse {
+        let deleteRules = rules.admin ? [] : try rules.require("delete", "posts")
         let denied = StandInError.forbidden("You don't have permission to perform \"delete\" for collection \"posts\" or it does not exist.")
         try lock.withLock {
             var ids: Set<Int64> = []
             for key in keys {
                 guard let id = Int64(key), let index = state.postIndex(id) else {
-                    if access == .admin { continue }
+                    if rules.admin { continue }
                     throw denied
                 }
-                if access == .appUser, state.posts[index].userCreated != caller.userID { throw denied }
+                if !rules.admin, !deleteRules.contains(where: { $0.covers(state.posts[index]) }) { throw denied }
                 ids.insert(id)
             }
             if !ids.isEmpty { state.posts.removeAll { ids.contains($0.id) } }

@@ -165,7 +165,9 @@ extension DirectusStandIn {
         private static let listOperators: Set<String> = ["_in", "_nin", "_between", "_nbetween"]
         private static let flagOperators: Set<String> = ["_null", "_nnull", "_empty", "_nempty"]
 
-        private static func compile(_ filter: JSONValue, caller: Caller, now: Double) throws -> Predicate {
+        /// Compiles a filter (a client's `filter`, or a stored rule's `permissions`) for `caller`: `$CURRENT_USER`,
+        /// `$CURRENT_ROLE` and `$NOW` substituted; an unknown operator is 400 `INVALID_QUERY`, an unknown field 403.
+        static func compile(_ filter: JSONValue, caller: Caller, now: Double) throws -> Predicate {
             guard let members = filter.objectValue else { throw StandInError.invalidQuery("Invalid filter object") }
             var parts: [Predicate] = []
             for (key, value) in members {
@@ -228,7 +230,8 @@ extension DirectusStandIn {
 
         // MARK: Filter evaluation
 
-        private static func evaluate(_ predicate: Predicate, _ post: Post) -> Bool {
+        /// Whether `post` passes `predicate`.
+        static func evaluate(_ predicate: Predicate, _ post: Post) -> Bool {
             switch predicate {
             case .all(let parts): return parts.allSatisfy { evaluate($0, post) }
             case .any(let parts): return parts.contains { evaluate($0, post) }

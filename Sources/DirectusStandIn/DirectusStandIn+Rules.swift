@@ -4,24 +4,83 @@ import PosternCore
 /// How the stored schema and rules (`DirectusStandIn+Admin.swift`) decide who may use `posts` and who may
 /// register, in front of the fixed behaviour of the items and users routes.
 extension DirectusStandIn {
-    /// The caller as the items route sees it: 403 unless the collection has a table; a non-admin counts as an
-    /// App User only when its policies hold the App User rules (create, read, update and delete of own rows),
-    /// and as having no access otherwise.
+    /// The caller as the items route sees it: 403 unless the collection has a table (the collection-exists
+    /// middleware runs before any permission check).
     func itemCaller(_ caller: Caller, collection: String) throws -> Caller {
-        let (exists, appUser) = lock.withLock { () -> (Bool, Bool) in
-            let admin = state.admin
-            let policies = admin.policies(of: caller)
-            func has(_ action: String, own: Bool) -> Bool {
-                admin.rules(collection, action, policies: policies).contains { rule in
-                    !own || rule["permissions"] == BootstrapPlan.ownRows
-                }
+        guard lock.withLock({ state.admin.hasTable(collection) }) else { throw StandInError.forbiddenCollection(collection) }
+        return caller
+    }
+
+    /// What the stored rules of the caller's policies allow on `collection`, as Directus evaluates them: per
+    /// action, each rule's `permissions` filter (with `$CURRENT_USER` and the other variables), its `fields`
+    /// (`*` for all) and its `presets`. A filter with an operator Directus does not know is 400 `INVALID_QUERY`.
+    func itemRules(_ caller: Caller, collection: String, now: Double) throws -> ItemRules {
+        if caller.admin { return ItemRules(admin: true, byAction: [:]) }
+        let rows = lock.withLock { () -> [JSONValue] in
+            let policies = state.admin.policies(of: caller)
+            return state.admin.permissions.filter {
+                $0["collection"]?.stringValue == collection && policies.contains($0["policy"]?.stringValue ?? "")
             }
-            return (admin.hasTable(collection),
-                    has("create", own: false) && has("read", own: false) && has("update", own: true) && has("delete", own: true))
         }
-        guard exists else { throw StandInError.forbiddenCollection(collection) }
-        if caller.admin { return caller }
-        return Caller(userID: caller.userID, role: appUser ? Self.appUserRoleID : nil, admin: false)
+        var byAction: [String: [ItemRules.Rule]] = [:]
+        for row in rows {
+            guard let action = row["action"]?.stringValue else { continue }
+            let fields = DirectusPermissionRow.fieldListForStandIn(row["fields"])
+            var filter: Predicate?
+            if let stored = row["permissions"], !stored.isNull, !(stored.objectValue?.isEmpty ?? false) {
+                filter = try ReadPlan.compile(stored, caller: caller, now: now)
+            }
+            byAction[action, default: []].append(ItemRules.Rule(fields: fields.contains("*") ? nil : Set(fields), filter: filter,
+                                                                 presets: row["presets"]?.objectValue ?? []))
+        }
+        return ItemRules(admin: false, byAction: byAction)
+    }
+
+    /// The rules of one caller on one collection.
+    struct ItemRules: Sendable {
+        /// One stored permission row, compiled.
+        struct Rule: Sendable {
+            /// Allowed fields; nil for all (`*`).
+            var fields: Set<String>?
+            /// The item filter; nil for every item.
+            var filter: Predicate?
+            /// Values merged under the payload.
+            var presets: [(String, JSONValue)]
+
+            /// Whether the rule allows `field`.
+            func allows(_ field: String) -> Bool { fields?.contains(field) ?? true }
+
+            /// Whether the rule covers `post`.
+            func covers(_ post: Post) -> Bool { filter.map { ReadPlan.evaluate($0, post) } ?? true }
+        }
+
+        /// Admin access: everything.
+        var admin: Bool
+        /// Rules by action (`create`, `read`, `update`, `delete`).
+        var byAction: [String: [Rule]]
+
+        /// The rules for `action` (none for an admin, who needs none); 403 on the collection when there is none.
+        func require(_ action: String, _ collection: String) throws -> [Rule] {
+            if admin { return [] }
+            let rules = byAction[action] ?? []
+            if rules.isEmpty { throw StandInError.forbiddenCollection(collection) }
+            return rules
+        }
+
+        /// Readable fields; nil for all.
+        var readableFields: Set<String>? {
+            if admin { return nil }
+            let rules = byAction["read"] ?? []
+            if rules.contains(where: { $0.fields == nil }) { return nil }
+            return rules.reduce(into: Set<String>()) { $0.formUnion($1.fields ?? []) }
+        }
+
+        /// Whether `post` may be read (nil: every row may).
+        var readFilter: [Rule]? {
+            if admin { return nil }
+            let rules = byAction["read"] ?? []
+            return rules.contains(where: { $0.filter == nil }) ? nil : rules
+        }
     }
 
     /// `POST /users`: the Public may create users only under a Public `create` rule on `directus_users`,

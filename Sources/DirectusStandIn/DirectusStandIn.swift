@@ -37,6 +37,9 @@ public final class DirectusStandIn: @unchecked Sendable {
         public var seedSchema = true
         /// The version `/server/info` reports; majors below 11 have no `/policies` or `/access`.
         public var version = DirectusStandIn.version
+        /// Node's `server.keepAliveTimeout` (Directus sets none, so Node's 5 s): idle keep-alive connections are
+        /// closed after this many milliseconds by the server hosting the stand-in (`serverLimits`).
+        public var keepAliveTimeoutMs = 5000
 
         /// Default options.
         public init() {}
@@ -66,6 +69,13 @@ public final class DirectusStandIn: @unchecked Sendable {
 
     /// The options it was built with.
     public let options: Options
+
+    /// Limits for the `HTTPServer` that hosts the stand-in: idle keep-alive connections close like Node's.
+    public var serverLimits: ServerLimits {
+        var limits = ServerLimits()
+        limits.inactivityTimeoutMilliseconds = options.keepAliveTimeoutMs
+        return limits
+    }
     /// Signs and checks access tokens.
     let jwt: StandInJWT
     /// Guards `state`.

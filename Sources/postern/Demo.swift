@@ -12,7 +12,7 @@ enum Demo {
         options.recordRequests = false
         let standIn = DirectusStandIn(options: options)
         let group = EventLoopGroup(count: 1, name: "standin")
-        let server = HTTPServer(group: group) { request in standIn.handle(request) }
+        let server = HTTPServer(group: group, limits: standIn.serverLimits) { request in standIn.handle(request) }
         do {
             try server.start(host: "127.0.0.1", port: port)
         } catch {
@@ -35,7 +35,7 @@ enum Demo {
         options.recordRequests = false  // a long-running demo must not grow without bound
         let standIn = DirectusStandIn(options: options)
         let group = EventLoopGroup(count: 1, name: "standin")
-        let server = HTTPServer(group: group) { request in standIn.handle(request) }
+        let server = HTTPServer(group: group, limits: standIn.serverLimits) { request in standIn.handle(request) }
         do {
             try server.start(host: "127.0.0.1", port: standInPort)
         } catch {

@@ -50,6 +50,8 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         #expect(config.listenAddress == HostPort(host: "0.0.0.0", port: 8080))
         #expect(config.adminListenAddress == HostPort(host: "127.0.0.1", port: 9180))
         #expect(config.directus.timeoutMs == 10_000)
+        #expect(config.directus.keepaliveIdleMs == 4000)
+        #expect(config.directus.maxWaitingPerWorker == 1024)
         #expect(config.sessions.storeKind == .sqlite(path: "data/sessions.db"))
         #expect(config.limits.maxBodyBytes == 1_048_576)
         #expect(config.cors.allowedOrigins == ["*"] && !config.cors.allowCredentials)
@@ -164,6 +166,8 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         BadConfig(#"{"directus": {"timeout_ms": 1.5}}"#, "directus.timeout_ms", "must be an integer between 1 and 600000"),
         BadConfig(#"{"directus": {"max_connections_per_worker": 0}}"#, "directus.max_connections_per_worker", "between 1"),
         BadConfig(#"{"directus": {"registration": "open"}}"#, "directus.registration", #""users" or "register""#),
+        BadConfig(#"{"directus": {"keepalive_idle_ms": 0}}"#, "directus.keepalive_idle_ms", "between 1 and 600000"),
+        BadConfig(#"{"directus": {"max_waiting_per_worker": -1}}"#, "directus.max_waiting_per_worker", "between 0 and 1000000"),
         BadConfig(#"{"directus": []}"#, "directus", "must be a JSON object"),
         BadConfig(#"{"sessions": {"store": "file:x.db"}}"#, "sessions.store", "memory, sqlite:<path> or redis://host:port"),
         BadConfig(#"{"sessions": {"store": "sqlite:"}}"#, "sessions.store", "sqlite:<path>"),

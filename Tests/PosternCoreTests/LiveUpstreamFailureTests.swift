@@ -22,7 +22,9 @@ import Testing
         Failure(name: "closed after the request", mode: .closeAfterRequest, status: 502, code: "upstream_error"),
         Failure(name: "500 without envelope", mode: .status(500, #"{"oops":true}"#), status: 502, code: "upstream_error"),
         Failure(name: "503 with a Directus envelope", mode: .status(503, #"{"errors":[{"message":"down","extensions":{"code":"SERVICE_UNAVAILABLE"}}]}"#),
-                status: 502, code: "upstream_error"),
+                status: 503, code: "upstream_unavailable"),
+        Failure(name: "503 from /server/health without envelope", mode: .status(503, #"{"status":"error"}"#),
+                status: 503, code: "upstream_unavailable"),
         Failure(name: "200 not JSON", mode: .notJSON, status: 502, code: "upstream_error"),
         Failure(name: "200 wrong shape", mode: .wrongShape, status: 502, code: "upstream_error"),
     ]

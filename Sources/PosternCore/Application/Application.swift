@@ -52,7 +52,9 @@ public final class Application: @unchecked Sendable {
             }
             let workers = EventLoopGroup(count: config.effectiveWorkers)
             group = workers
-            upstream = LoopTransport(group: workers, endpoint: endpoint, maxConnections: config.directus.maxConnectionsPerWorker)
+            upstream = LoopTransport(group: workers, endpoint: endpoint, maxConnections: config.directus.maxConnectionsPerWorker,
+                                     maxWaiting: config.directus.maxWaitingPerWorker,
+                                     keepaliveIdle: Double(config.directus.keepaliveIdleMs) / 1000)
         }
         let sessionStore: any SessionStore
         var close: (() -> Void)?

@@ -11,6 +11,8 @@ public final class Gateway: Sendable {
     public let metrics: Metrics
     /// The session manager (for maintenance timers and metrics).
     public let sessions: SessionManager
+    /// What Directus's answers said about its schema (a missing collection makes `/readyz` 503).
+    public let schema: SchemaWatch
 
     /// Builds the pipeline. `metrics` and `rateLimits` are process-wide (shared by every loop).
     public init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog,
@@ -18,9 +20,12 @@ public final class Gateway: Sendable {
         self.sessions = sessions
         self.metrics = metrics
         self.log = log
+        let schema = SchemaWatch(log: log)
+        self.schema = schema
         clientAddress = ClientAddress(trustedProxies: Set(config.rateLimits.trustedProxies))
         routes = RouteTable(config: config, directus: directus, sessions: sessions, log: log, metrics: metrics,
-                            rateLimits: rateLimits ?? RateLimits(config.rateLimits, metrics: metrics), breaker: breaker)
+                            rateLimits: rateLimits ?? RateLimits(config.rateLimits, metrics: metrics), breaker: breaker,
+                            schema: schema)
     }
 
     /// Answers one request on the public listener; never throws, every error is rendered.

@@ -5,6 +5,8 @@ import Foundation
 struct ResourceHandlers: Sendable {
     let mapper: ResourceMapper
     let items: DirectusItems
+    /// Learns from list answers whether the collection exists (for `/readyz`).
+    var schema: SchemaWatch? = nil
 
     private var directus: DirectusClient { items.directus }
     private var notFound: GatewayError { .notFound("no such \(mapper.resource.name) item") }
@@ -16,11 +18,19 @@ struct ResourceHandlers: Sendable {
             query.append(("filter[\(owner)][_eq]", "$CURRENT_USER"))
         }
         let path = mapper.upstreamCollectionPath
-        let body = try await items.withToken(context.session, mapper: mapper, context: context,
+        let body: Data
+        do {
+            body = try await items.withToken(context.session, mapper: mapper, context: context,
                                              forbidden: .forbidden("you may not list \(mapper.resource.name)")) {
-            (token) async throws(DirectusError) -> Data in
-            try await directus.listItems(path: path, query: query, token: token, context: context.call)
+                (token) async throws(DirectusError) -> Data in
+                try await directus.listItems(path: path, query: query, token: token, context: context.call)
+            }
+        } catch {
+            // A signed-in caller refused a whole collection: it is missing (or the app role cannot read it).
+            if error.status == 403, context.session != nil { schema?.listForbidden(collection: mapper.resource.collection) }
+            throw error
         }
+        schema?.succeeded(collection: mapper.resource.collection)
         return .json(200, try mapper.renderer.renderList(directusBody: body))
     }
 

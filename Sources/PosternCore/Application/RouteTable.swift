@@ -20,11 +20,13 @@ struct RouteTable: Sendable {
         let requiredAuth: AuthenticationMiddleware
         /// Directus item calls on behalf of the caller.
         let items: DirectusItems
+        /// Learns from list answers whether a collection exists (for `/readyz`).
+        let schema: SchemaWatch
     }
 
     /// Builds every route. `metrics` and `rateLimits` are process-wide (shared by every loop).
     init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog, metrics: Metrics,
-         rateLimits: RateLimits, breaker: CircuitBreaker?) {
+         rateLimits: RateLimits, breaker: CircuitBreaker?, schema: SchemaWatch) {
         let cors = CORSPolicy(config.cors)
         let edge: [any Middleware] = [
             ObservationMiddleware(metrics: metrics, log: log), ResponseHeadersMiddleware(), CORSHeadersMiddleware(cors: cors),
@@ -33,10 +35,10 @@ struct RouteTable: Sendable {
         let stages = Stages(limit: BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes),
                             optionalAuth: AuthenticationMiddleware(sessions: sessions, required: false, rateLimits: rateLimits),
                             requiredAuth: AuthenticationMiddleware(sessions: sessions, required: true, rateLimits: rateLimits),
-                            items: DirectusItems(directus: directus, sessions: sessions))
+                            items: DirectusItems(directus: directus, sessions: sessions), schema: schema)
         let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
                                  registerEndpoint: config.directus.registration == "register")
-        let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker)
+        let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker, schema: schema)
         let publicRoutes = operations + [RouteTable.openAPIRoute(config)] + RouteTable.userRoutes(users, stages)
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
         router = Router(routes: publicRoutes.map { $0.wrapped(in: edge) })
@@ -45,10 +47,16 @@ struct RouteTable: Sendable {
     }
 
     /// `/healthz` and `/readyz` (on both listeners).
-    static func operationsRoutes(directus: DirectusClient, breaker: CircuitBreaker?) -> [Route] {
+    static func operationsRoutes(directus: DirectusClient, breaker: CircuitBreaker?, schema: SchemaWatch) -> [Route] {
         [
             Route("/healthz", methods: [(.get, ClosureResponder { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
             Route("/readyz", methods: [(.get, ClosureResponder { _, context throws(GatewayError) in
+                // Not ready while a configured collection is known to be missing (Directus not bootstrapped).
+                if let problem = schema.problem {
+                    var error = GatewayError.upstreamUnavailable(problem)
+                    error.message = problem
+                    throw error
+                }
                 // Ready when Directus answers its ping and the circuit is closed (the ping is the probe when half-open).
                 guard await directus.ping(context: context.call), breaker?.state ?? .closed == .closed else {
                     throw .upstreamUnavailable("/server/ping failed or circuit open")
@@ -86,7 +94,7 @@ struct RouteTable: Sendable {
     /// `/api/v1/R` and `/api/v1/R/{id}` for one configured resource: limit → authentication → (id check) → policy → handler.
     static func resourceRoutes(_ resource: ResourceConfig, _ stages: Stages) -> [Route] {
         let mapper = ResourceMapper(resource)
-        let handlers = ResourceHandlers(mapper: mapper, items: stages.items)
+        let handlers = ResourceHandlers(mapper: mapper, items: stages.items, schema: stages.schema)
         func rule(_ action: ResourceAction) -> PermissionRule { resource.permissions[action] ?? .nobody }
         func policy(_ action: ResourceAction) -> PolicyMiddleware {
             PolicyMiddleware(action: action, rule: rule(action), mapper: mapper, items: stages.items)

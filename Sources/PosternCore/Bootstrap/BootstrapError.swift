@@ -47,6 +47,8 @@ public enum BootstrapOutcome: String, Sendable, Equatable {
     case created
     /// Changed to what is wanted.
     case updated
+    /// Removed (something the current mode must not leave in place).
+    case removed
 }
 
 /// The result of a successful bootstrap.
@@ -77,8 +79,10 @@ public struct BootstrapReport: Sendable, Equatable {
     public var summary: String {
         let created = steps.filter { $0.outcome == .created }.count
         let updated = steps.filter { $0.outcome == .updated }.count
-        if created + updated == 0 { return "done: Directus \(version) already set up, nothing changed" }
+        let removed = steps.filter { $0.outcome == .removed }.count
+        if created + updated + removed == 0 { return "done: Directus \(version) already set up, nothing changed" }
         return "done: Directus \(version), \(created) created, \(updated) updated, "
-            + "\(steps.count - created - updated) already in place (role \(roleID), policy \(policyID))"
+            + (removed > 0 ? "\(removed) removed, " : "")
+            + "\(steps.count - created - updated - removed) already in place (role \(roleID), policy \(policyID))"
     }
 }

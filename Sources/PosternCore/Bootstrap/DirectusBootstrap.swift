@@ -41,7 +41,14 @@ public struct DirectusBootstrap: Sendable {
 
         // The collection, its fields and the m2o relations to directus_users.
         let collection = BootstrapPlan.collection
-        if try await admin.lookup("collection \(collection)", "/collections/\(collection)") == nil {
+        let existing = try await admin.lookup("collection \(collection)", "/collections/\(collection)")
+        if let row = existing, row["schema"]?.isNull ?? false {
+            // A folder: a directus_collections row without a table. Directus answers 403 on its fields, which
+            // is not about admin rights.
+            throw .step(name: "collection \(collection)", reason: "\"\(collection)\" exists in Directus as a folder "
+                + "(a collection with no table: schema is null), so it cannot hold items; delete it or make it a "
+                + "collection with a table (Settings → Data Model), then run `postern bootstrap` again")
+        } else if existing == nil {
             _ = try await admin.send("collection \(collection)", .post, "/collections", BootstrapPlan.collectionBody)
             record("collection \(collection)", .created, "\(BootstrapPlan.fields.count) fields")
         } else {
@@ -80,15 +87,21 @@ public struct DirectusBootstrap: Sendable {
             record(name, outcome)
         }
 
-        // Registration (docs/api.md, Users): Public create on directus_users (email, password, role preset).
+        // Registration: in `users` mode a Public create on directus_users (email, password, role preset); in
+        // `register` mode none, since it would leave Directus's own /users open beside Postern's limits (and
+        // RECORD_NOT_UNIQUE tells which emails exist): one left from an earlier `users` run is removed.
         let publicPolicyID = try await publicPolicy(admin)
-        for (name, outcome) in try await reconcile(admin, policy: publicPolicyID,
-                                                   rules: [BootstrapPlan.publicRegistration(role: roleID)],
-                                                   label: "Public permission") {
-            record(name, outcome)
-        }
         if config.directus.registration == "register" {
+            for (name, outcome) in try await removePublicUserCreate(admin, policy: publicPolicyID, role: roleID) {
+                record(name, outcome)
+            }
             record("settings /users/register", try await registrationSettings(admin, role: roleID))
+        } else {
+            for (name, outcome) in try await reconcile(admin, policy: publicPolicyID,
+                                                       rules: [BootstrapPlan.publicRegistration(role: roleID)],
+                                                       label: "Public permission") {
+                record(name, outcome)
+            }
         }
 
         let report = BootstrapReport(version: version, roleID: roleID, policyID: policyID,
@@ -221,6 +234,29 @@ public struct DirectusBootstrap: Sendable {
         }
         if !missing.isEmpty {
             _ = try await admin.send("\(label)s", .post, "/permissions", .array(missing.map { $0.body(policy: policy) }))
+        }
+        return outcomes
+    }
+
+    /// Deletes the Public create rules on `directus_users` that the `users` mode left (their preset role is the
+    /// app role); other such rules were added by someone else and are only reported.
+    private func removePublicUserCreate(_ admin: Admin, policy: String,
+                                        role: String) async throws(BootstrapError) -> [(String, BootstrapOutcome)] {
+        let name = "Public permission directus_users create"
+        let query = QueryString.build([("filter[policy][_eq]", policy), ("filter[collection][_eq]", "directus_users"),
+                                       ("filter[action][_eq]", "create"), ("fields", "id,presets"), ("limit", "-1")])
+        let rows = (try await admin.send("\(name)s", .get, "/permissions?\(query)"))?.arrayValue?
+            .filter { Admin.id($0["id"]) != nil } ?? []
+        var outcomes: [(String, BootstrapOutcome)] = []
+        for row in rows {
+            guard let id = Admin.id(row["id"]) else { continue }
+            if row["presets"]?["role"]?.stringValue == role {
+                _ = try await admin.send(name, .delete, "/permissions/\(QueryString.encode(id))")
+                outcomes.append((name, .removed))
+            } else {
+                log("warning: the Public policy has another create rule on directus_users (id \(id)); "
+                    + "it leaves Directus's /users open to anyone: remove it unless it is wanted")
+            }
         }
         return outcomes
     }

@@ -39,6 +39,10 @@ public struct DirectusConfig: Sendable, Equatable {
     public var maxConnectionsPerWorker = 64
     /// `users` (public create on `/users`) or `register` (`/users/register`).
     public var registration = "users"
+    /// Pooled connections idle longer than this many milliseconds are closed, under Node's 5 s keep-alive.
+    public var keepaliveIdleMs = 4000
+    /// Requests that may wait for a free pooled connection per worker; beyond it → 503.
+    public var maxWaitingPerWorker = 1024
     /// The defaults.
     public init() {}
 }

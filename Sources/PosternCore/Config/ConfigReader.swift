@@ -26,6 +26,10 @@ struct IntRule: Sendable {
     static let timeoutMs = IntRule(min: 1, max: 600_000)
     /// `directus.max_connections_per_worker`.
     static let connections = IntRule(min: 1, max: 10_000)
+    /// `directus.keepalive_idle_ms`.
+    static let keepaliveIdleMs = IntRule(min: 1, max: 600_000)
+    /// `directus.max_waiting_per_worker` (0: never wait for a connection).
+    static let waiting = IntRule(min: 0, max: 1_000_000)
     /// TTLs, timeouts, limits.
     static let positive = IntRule(min: 1, max: nil)
     /// Rate limits (0 disables) and cache lifetimes.

@@ -4,7 +4,8 @@ enum ConfigKeys {
     static let root = ["listen", "admin_listen", "workers", "directus", "sessions", "limits", "rate_limits",
                        "cors", "circuit_breaker", "resources"]
     /// `directus`.
-    static let directus = ["url", "timeout_ms", "max_connections_per_worker", "registration"]
+    static let directus = ["url", "timeout_ms", "max_connections_per_worker", "registration", "keepalive_idle_ms",
+                           "max_waiting_per_worker"]
     /// `sessions`.
     static let sessions = ["store", "idle_ttl_s", "max_ttl_s"]
     /// `limits`.
@@ -42,6 +43,8 @@ extension PosternConfig {
                 config.directus.maxConnectionsPerWorker = v
             }
             if let v = reader.string(o, "registration", at: p) { config.directus.registration = v }
+            if let v = reader.int(o, "keepalive_idle_ms", at: p, rule: .keepaliveIdleMs) { config.directus.keepaliveIdleMs = v }
+            if let v = reader.int(o, "max_waiting_per_worker", at: p, rule: .waiting) { config.directus.maxWaitingPerWorker = v }
         }
         if let value = top["sessions"], let o = reader.object(value, at: "sessions", keys: ConfigKeys.sessions) {
             let p = "sessions"

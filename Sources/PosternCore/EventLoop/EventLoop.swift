@@ -12,6 +12,8 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     private let lock = NSLock()
     private var jobs: [UnownedJob] = []
     private var closures: [() -> Void] = []
+    /// Set by `stop()` (under `lock`); the wake callback breaks the loop when it sees it.
+    private var stopRequested = false
     private var wake: OpaquePointer?
     private var thread: pthread_t?
     private let name: String
@@ -101,7 +103,15 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     }
 
     /// Stops the loop and waits for its thread to end (call from another thread).
+    ///
+    /// `event_base_loopbreak` alone can be lost: `event_base_loop` clears the break flag when it begins, so a
+    /// break requested after `start()` returned but before the thread entered the loop was forgotten and the
+    /// loop ran for ever. The request is therefore also kept in `stopRequested` and delivered through the wake
+    /// event, which stays active until the loop runs its callback, whenever the loop starts.
     public func stop() {
+        guard thread != nil else { return }
+        lock.withLock { stopRequested = true }
+        event_active(wake, 0, 0)
         // Thread-safe: libevent locks the base and wakes its loop (evthread_use_pthreads is on).
         event_base_loopbreak(base)
         finished.wait()
@@ -157,6 +167,8 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
 
     private func drain() {
         draining = true
+        // On the loop thread: a break requested here cannot be lost, the loop is running.
+        if lock.withLock({ stopRequested }) { event_base_loopbreak(base) }
         while true {
             lock.lock()
             let pendingJobs = jobs

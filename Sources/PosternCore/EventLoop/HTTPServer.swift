@@ -18,6 +18,9 @@ public struct ServerLimits: Sendable {
     public var inactivityTimeoutSeconds = 10
     /// Seconds a request may take to arrive whole from its first byte; then the connection is closed.
     public var requestTimeoutSeconds = 30
+    /// The same timeout in milliseconds, replacing `inactivityTimeoutSeconds` when set (the Directus stand-in
+    /// closes idle keep-alive connections after 5 s, like Node).
+    public var inactivityTimeoutMilliseconds: Int? = nil
     /// The defaults.
     public init() {}
 }
@@ -178,7 +181,12 @@ final class ServerWorker: @unchecked Sendable {
         evhttp_set_allowed_methods(http, UInt16(all))
         evhttp_set_max_body_size(http, Int(limits.bodyCeiling))
         evhttp_set_max_headers_size(http, Int(limits.maxHeaderBytes))
-        evhttp_set_timeout(http, Int32(limits.inactivityTimeoutSeconds))
+        if let ms = limits.inactivityTimeoutMilliseconds {
+            var tv = timeval(tv_sec: ms / 1000, tv_usec: Int((ms % 1000) * 1000))
+            evhttp_set_timeout_tv(http, &tv)
+        } else {
+            evhttp_set_timeout(http, Int32(limits.inactivityTimeoutSeconds))
+        }
         // Each connection's bufferevent is made here, so that its request deadline starts with its first byte.
         evhttp_set_bevcb(http, serverBufferEvent, nil)
         ServerWorker.byServer.withLock { $0[http] = Unmanaged.passUnretained(self) }

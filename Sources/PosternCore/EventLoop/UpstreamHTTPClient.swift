@@ -4,42 +4,70 @@ import Foundation
 /// Sends requests to one upstream from one event loop, over a pool of keep-alive connections.
 ///
 /// Not thread-safe by design: every method runs on `loop`'s thread (the handlers' task executor).
+/// The upstream timeout runs from the call, so time spent waiting for a free connection counts; at most
+/// `maxWaiting` calls wait, later ones fail at once. A connection idle longer than `keepaliveIdle` is
+/// closed instead of reused: Directus (Node) closes idle keep-alive connections after 5 s, and a request
+/// sent just as it does is lost (docs/api.md, Upstream and edge rules).
 public final class UpstreamHTTPClient: @unchecked Sendable {
     let loop: EventLoop
     let endpoint: UpstreamEndpoint
     private let maxConnections: Int
+    private let maxWaiting: Int
+    private let keepaliveIdleNanos: UInt64
+    /// Idle connections, oldest first.
     private var idle: [UpstreamConnection] = []
     private var open = 0
-    private var waiters: [CheckedContinuation<UpstreamConnection, Never>] = []
+    /// Calls waiting for a connection, first come first served.
+    private var waiters: [PoolWaiter] = []
     private let tlsContext: TLSClientContext?
 
     /// Creates a client for `endpoint` on `loop`.
-    public init(loop: EventLoop, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil) {
+    public init(loop: EventLoop, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil,
+                maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0) {
         self.loop = loop
         self.endpoint = endpoint
         self.maxConnections = max(1, maxConnections)
+        self.maxWaiting = max(0, maxWaiting)
+        keepaliveIdleNanos = UInt64(max(0, keepaliveIdle) * 1_000_000_000)
         tlsContext = endpoint.tls ? (tls ?? TLSClientContext.shared) : nil
     }
 
-    /// Sends one request and waits for the answer, at most `timeout` seconds.
-    /// An idempotent GET that fails because a reused keep-alive connection was closed is retried once on a fresh one.
+    /// Sends one request and waits for the answer, at most `timeout` seconds from now (waiting for a pooled
+    /// connection included). An idempotent GET that fails because a reused keep-alive connection was closed
+    /// is retried once on a fresh one, within the same time.
     public func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
-        let connection = await checkout()
+        let deadline = Self.now() &+ UInt64(max(0, timeout) * 1_000_000_000)
+        let connection = try await checkout(deadline: deadline)
         let reused = connection.completed > 0
-        let outcome = await perform(request, on: connection, timeout: timeout)
+        let outcome = await perform(request, on: connection, deadline: deadline)
         switch outcome {
         case .success(let response):
             return response
         case .failure(.closed) where reused && request.method == .get:
-            let fresh = await checkout(fresh: true)
-            return try await perform(request, on: fresh, timeout: timeout).get()
+            let fresh = try await checkout(fresh: true, deadline: deadline)
+            return try await perform(request, on: fresh, deadline: deadline).get()
         case .failure(let failure):
             throw failure
         }
     }
 
-    private func perform(_ request: UpstreamRequest, on connection: UpstreamConnection, timeout: Double) async
+    /// Monotonic nanoseconds.
+    private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Seconds left until `deadline` (0 when it passed).
+    private static func remaining(_ deadline: UInt64) -> Double {
+        let now = now()
+        return deadline > now ? Double(deadline - now) / 1_000_000_000 : 0
+    }
+
+    private func perform(_ request: UpstreamRequest, on connection: UpstreamConnection, deadline: UInt64) async
         -> Result<UpstreamResponse, UpstreamFailure> {
+        let timeout = Self.remaining(deadline)
+        guard timeout > 0 else {
+            // The wait for the connection used up the time: nothing was sent, the connection is still good.
+            checkin(connection, healthy: true)
+            return .failure(.timeout)
+        }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>) in
             let call = UpstreamCall(connection: connection, continuation: continuation)
             call.start(request, endpoint: endpoint, loop: loop, timeout: timeout)
@@ -50,13 +78,46 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
 
     // MARK: Pool
 
-    private func checkout(fresh: Bool = false) async -> UpstreamConnection {
+    private func checkout(fresh: Bool = false, deadline: UInt64) async throws(UpstreamFailure) -> UpstreamConnection {
+        closeStaleIdleConnections()
         if !fresh, let connection = idle.popLast() { return connection }
         if open < maxConnections || fresh {
             open += 1
             return UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext)
         }
-        return await withCheckedContinuation { waiters.append($0) }
+        guard waiters.count < maxWaiting else { throw .unreachable(UpstreamFailure.poolQueueFull) }
+        // Queued before the first suspension: other calls may run before the continuation below exists, and
+        // they must see this one in the queue (a checkin meanwhile leaves its connection in the waiter).
+        let waiter = PoolWaiter()
+        waiters.append(waiter)
+        waiter.timer = EventLoop.Timer(loop: loop, seconds: Self.remaining(deadline)) { [weak self, waiter] in
+            waiter.timer = nil
+            self?.waiters.removeAll { $0 === waiter }
+            waiter.resume(nil)
+        }
+        let connection = await withCheckedContinuation { waiter.wait($0) }
+        guard let connection else { throw .timeout }
+        return connection
+    }
+
+    /// Closes the idle connections that have idled longer than `keepaliveIdle` (the oldest are first).
+    private func closeStaleIdleConnections() {
+        guard let oldest = idle.first, Self.now() &- oldest.idleSince > keepaliveIdleNanos else { return }
+        let now = Self.now()
+        let stale = idle.prefix { now &- $0.idleSince > keepaliveIdleNanos }
+        idle.removeFirst(stale.count)
+        open -= stale.count
+        for connection in stale { connection.free() }
+    }
+
+    /// Hands `connection` to the first waiting call, if any.
+    private func handToWaiter(_ connection: UpstreamConnection) -> Bool {
+        guard !waiters.isEmpty else { return false }
+        let waiter = waiters.removeFirst()
+        waiter.timer?.cancel()
+        waiter.timer = nil
+        waiter.resume(connection)
+        return true
     }
 
     private func checkin(_ connection: UpstreamConnection, healthy: Bool) {
@@ -67,18 +128,15 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
             return
         }
         if healthy {
-            if !waiters.isEmpty {
-                waiters.removeFirst().resume(returning: connection)
-            } else {
+            if !handToWaiter(connection) {
+                connection.idleSince = Self.now()
                 idle.append(connection)
             }
             return
         }
         // Free outside libevent's callback stack: the connection may still be on it.
         loop.execute { [connection] in connection.free() }
-        if !waiters.isEmpty {
-            waiters.removeFirst().resume(returning: UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext))
-        } else {
+        if !handToWaiter(UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext)) {
             open -= 1
         }
     }
@@ -87,9 +145,41 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     public var openConnections: Int { open }
 }
 
+/// A call waiting for a pooled connection: resumed once, by a checkin or by its deadline timer, possibly
+/// before the waiting call got to `wait` (then the outcome is kept until it does).
+private final class PoolWaiter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<UpstreamConnection?, Never>?
+    private var outcome: UpstreamConnection??
+    /// The deadline timer (loop thread only).
+    var timer: EventLoop.Timer?
+
+    /// Suspends the call until `resume`, or returns at once when it already came.
+    func wait(_ continuation: CheckedContinuation<UpstreamConnection?, Never>) {
+        let ready: UpstreamConnection?? = lock.withLock {
+            if outcome == nil { self.continuation = continuation }
+            return outcome
+        }
+        if let ready { continuation.resume(returning: ready) }
+    }
+
+    /// Gives the call its connection (nil: the deadline passed); only the first outcome counts.
+    func resume(_ connection: UpstreamConnection?) {
+        let waiting: CheckedContinuation<UpstreamConnection?, Never>? = lock.withLock {
+            guard outcome == nil else { return nil }
+            outcome = .some(connection)
+            defer { continuation = nil }
+            return continuation
+        }
+        waiting?.resume(returning: connection)
+    }
+}
+
 /// One `evhttp_connection` (one request at a time).
 final class UpstreamConnection: @unchecked Sendable {
     private(set) var evcon: OpaquePointer?
+    /// When the connection last went back to the idle pool (monotonic nanoseconds).
+    var idleSince: UInt64 = 0
     /// Kept so the base outlives the connection, and so teardown happens on the loop's thread.
     private let loop: EventLoop
     /// Requests completed on this connection (0 = fresh).

@@ -139,7 +139,7 @@ public final class Metrics: @unchecked Sendable {
         out += histogram("postern_upstream_duration_seconds", "Directus call latency, by method.", label: "method", upstreamLatency)
         out += "# HELP postern_upstream_errors_total Directus calls that got no usable HTTP answer, by kind.\n"
         out += "# TYPE postern_upstream_errors_total counter\n"
-        for kind in ["unreachable", "timeout", "closed", "bad_response", "circuit_open"] {
+        for kind in ["unreachable", "timeout", "closed", "bad_response", "circuit_open", "queue_full"] {
             out += "postern_upstream_errors_total{kind=\"\(kind)\"} \(upstreamErrors[kind] ?? 0)\n"
         }
         out += "# HELP postern_rate_limited_total Requests refused by a rate limit, by limit.\n"

@@ -94,6 +94,10 @@ struct GuardedTransport: UpstreamTransport {
             return response
         } catch {
             switch error {
+            case .unreachable(UpstreamFailure.poolQueueFull):
+                // Our own queue is full: says nothing about Directus being reachable.
+                breaker.inconclusive()
+                metrics.upstreamError("queue_full")
             case .unreachable:
                 breaker.failed()
                 metrics.upstreamError("unreachable")

@@ -15,6 +15,12 @@ extension DirectusError {
         case .badAnswer(let why): return .upstreamError(why)
         case .api(let status, let errors):
             let first = errors.first
+            if status == 503 {
+                // Directus cannot serve now (pressure limiter, health): unavailable, with its Retry-After.
+                var error = GatewayError.upstreamUnavailable("Directus answered 503 \(first?.code.rawValue ?? "")")
+                if let retryAfter = first?.retryAfter { error.headers.set("Retry-After", retryAfter) }
+                return error
+            }
             switch first?.code {
             case .recordNotUnique:
                 let field = first?.field.flatMap(fieldName) ?? first?.field ?? "value"
@@ -26,7 +32,9 @@ extension DirectusError {
                 }
                 return .invalidRequest("the request was rejected as invalid")
             case .requestsExceeded:
-                return .rateLimited(retryAfter: 60)
+                var error = GatewayError.rateLimited(retryAfter: 60)
+                if let retryAfter = first?.retryAfter { error.headers.set("Retry-After", retryAfter) }
+                return error
             case .forbidden:
                 return .forbidden()
             case .tokenExpired, .invalidToken, .invalidCredentials:

@@ -8,6 +8,8 @@ public struct DirectusErrorEntry: Sendable, Equatable {
     public var message: String
     /// `extensions.field`, when present.
     public var field: String?
+    /// The answer's `Retry-After` header on a 429 or 503, as it came (passed on to the client).
+    public var retryAfter: String? = nil
 }
 
 /// Why a Directus call failed.
@@ -37,18 +39,34 @@ public enum DirectusError: Error, Sendable, Equatable {
     }
 
     /// Decodes an error answer; anything not a Directus envelope is a bad answer.
+    /// A 503 is Directus saying it cannot serve now (`SERVICE_UNAVAILABLE` from its pressure limiter, or
+    /// `/server/health` answering `{"status":"error"}`), with or without an envelope.
     static func from(_ response: UpstreamResponse) -> DirectusError {
-        if response.status >= 500 {
-            return .badAnswer("Directus answered \(response.status)")
-        }
-        guard let json = try? JSONValue.parse(response.body), let list = json["errors"]?.arrayValue, !list.isEmpty else {
-            return .badAnswer("Directus answered \(response.status) without an error envelope")
-        }
-        let entries = list.map { e in
+        let json = try? JSONValue.parse(response.body)
+        var entries = (json?["errors"]?.arrayValue ?? []).map { e in
             DirectusErrorEntry(code: DirectusErrorCode(e["extensions"]?["code"]?.stringValue ?? "UNKNOWN"),
                                message: e["message"]?.stringValue ?? "",
                                field: e["extensions"]?["field"]?.stringValue)
         }
+        if response.status == 503 && entries.isEmpty {
+            entries = [DirectusErrorEntry(code: DirectusErrorCode("SERVICE_UNAVAILABLE"), message: "Directus answered 503")]
+        }
+        if response.status == 503 || response.status == 429, let value = retryAfter(response.headers["Retry-After"]) {
+            for index in entries.indices { entries[index].retryAfter = value }
+        }
+        if response.status >= 500 && response.status != 503 {
+            return .badAnswer("Directus answered \(response.status)")
+        }
+        guard !entries.isEmpty else {
+            return .badAnswer("Directus answered \(response.status) without an error envelope")
+        }
         return .api(status: response.status, errors: entries)
+    }
+
+    /// A `Retry-After` value worth passing on: delay seconds or an HTTP date, printable ASCII, not too long.
+    private static func retryAfter(_ raw: String?) -> String? {
+        guard let value = raw?.trimmingCharacters(in: .whitespaces), !value.isEmpty, value.utf8.count <= 64,
+              value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
+        return value
     }
 }

@@ -33,6 +33,10 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
     case closed
     /// The answer was not valid HTTP: → 502.
     case badResponse(String)
+
+    /// The reason of the `unreachable` failure given when too many calls already wait for a pooled connection
+    /// (`directus.max_waiting_per_worker`): → 503, and not a sign that Directus is down.
+    public static let poolQueueFull = "too many requests waiting for a Directus connection"
 }
 
 /// Where the upstream lives.

@@ -16,6 +16,8 @@ final class FakeUpstream: @unchecked Sendable {
         case silent
         /// Answers with this status and body (`application/json`).
         case status(Int, String)
+        /// Answers with this status, extra headers and JSON body.
+        case statusWithHeaders(Int, [String], String)
         /// Answers 200 with an HTML page.
         case notJSON
         /// Answers 200 with JSON of the wrong shape: `{"data":"x"}`.
@@ -28,11 +30,16 @@ final class FakeUpstream: @unchecked Sendable {
     }
 
     /// When a `.keepAlive` connection is closed after its first answer.
-    enum HangUp: Sendable {
+    enum HangUp: Sendable, Equatable {
         /// Right away, while the connection is idle in the gateway's pool (an upstream keep-alive timeout).
         case whenIdle
         /// After reading the next request, without answering it (a race with the upstream's keep-alive timeout).
         case onNextRequest
+        /// Like Node's keep-alive timeout racing a request: each connection answers requests until it has been
+        /// idle for `milliseconds` (counted in `idleCloses`, the moment Node would close it); the next request on
+        /// it is then read and the connection closed without an answer, as if the close and the request had
+        /// crossed on the wire.
+        case crossingIdleClose(milliseconds: Int)
     }
 
     let port: UInt16
@@ -42,6 +49,7 @@ final class FakeUpstream: @unchecked Sendable {
     private var stopped = false
     private var requestHeads: [String] = []
     private var connectionFDs: [Int32] = []
+    private var idleCloseCount = 0
     private let finished = DispatchGroup()
     private let hungUp = DispatchSemaphore(value: 0)
 
@@ -50,6 +58,19 @@ final class FakeUpstream: @unchecked Sendable {
 
     /// The request heads (request line and headers) received so far.
     var received: [String] { lock.withLock { requestHeads } }
+
+    /// Connections that reached their idle close (`.crossingIdleClose`).
+    var idleCloses: Int { lock.withLock { idleCloseCount } }
+
+    /// Waits until `condition` holds (checked every 5 ms), at most `seconds`; false when it never did.
+    func wait(seconds: Double = 5, until condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            if Date() >= deadline { return false }
+            usleep(5_000)
+        }
+        return true
+    }
 
     /// Starts listening (or, for `.refuse`, reserves and releases a port).
     init(_ mode: Mode) throws {
@@ -111,7 +132,26 @@ final class FakeUpstream: @unchecked Sendable {
         guard let head = readRequest(fd) else { return }
         lock.withLock { requestHeads.append(head) }
         if case .keepAlive(let status, let body, let hangUp) = mode {
-            write(fd, "HTTP/1.1 \(status) X\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            let answer = "HTTP/1.1 \(status) X\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            write(fd, answer)
+            if case .crossingIdleClose(let milliseconds) = hangUp {
+                while true {
+                    let idleFrom = Date()
+                    // Wait for the next request or for the idle close, whichever comes first.
+                    var expired = false
+                    while !isStopped && !SocketTools.waitReadable(fd, milliseconds: 5) {
+                        if Date().timeIntervalSince(idleFrom) * 1000 >= Double(milliseconds) {
+                            expired = true
+                            break
+                        }
+                    }
+                    if expired { lock.withLock { idleCloseCount += 1 } }
+                    guard let next = readRequest(fd) else { return }
+                    lock.withLock { requestHeads.append(next) }
+                    if expired { return }  // closed under the request: no answer
+                    write(fd, answer)
+                }
+            }
             if hangUp == .onNextRequest, let next = readRequest(fd) {
                 lock.withLock { requestHeads.append(next) }
             }
@@ -130,6 +170,8 @@ final class FakeUpstream: @unchecked Sendable {
             while !isStopped { usleep(20_000) }
         case .status(let status, let body):
             write(fd, FakeUpstream.response(status, "application/json", body))
+        case .statusWithHeaders(let status, let headers, let body):
+            write(fd, FakeUpstream.response(status, "application/json", body, extra: headers))
         case .notJSON:
             write(fd, FakeUpstream.response(200, "text/html", "<html><body>Directus is down for maintenance</body></html>"))
         case .wrongShape:
@@ -141,8 +183,9 @@ final class FakeUpstream: @unchecked Sendable {
         }
     }
 
-    private static func response(_ status: Int, _ type: String, _ body: String) -> String {
-        "HTTP/1.1 \(status) X\r\nContent-Type: \(type)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+    private static func response(_ status: Int, _ type: String, _ body: String, extra: [String] = []) -> String {
+        "HTTP/1.1 \(status) X\r\nContent-Type: \(type)\r\nContent-Length: \(body.utf8.count)\r\n"
+            + extra.map { "\($0)\r\n" }.joined() + "Connection: close\r\n\r\n\(body)"
     }
 
     private func write(_ fd: Int32, _ text: String) {

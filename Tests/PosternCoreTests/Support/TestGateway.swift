@@ -18,7 +18,7 @@ final class TestGateway: @unchecked Sendable {
         standIn = DirectusStandIn(options: standInOptions)
         standInGroup = EventLoopGroup(count: 1, name: "standin")
         let standIn = self.standIn
-        standInServer = HTTPServer(group: standInGroup) { request in standIn.handle(request) }
+        standInServer = HTTPServer(group: standInGroup, limits: standIn.serverLimits) { request in standIn.handle(request) }
         try standInServer.start(host: "127.0.0.1", port: 0)
         var config = PosternConfig.testing
         config.directus.url = "http://127.0.0.1:\(standInServer.port)"
