@@ -27,12 +27,26 @@ public struct AuthenticationMiddleware: Middleware {
         return try await next.respond(to: request, context: context)
     }
 
-    /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive).
+    /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive; spaces around and
+    /// between the two words allowed, anything more is no token). Scans bytes: one `String`, the token.
     static func bearer(_ header: String?) -> String? {
         guard let header else { return nil }
-        let parts = header.split(separator: " ", omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        return String(parts[1])
+        let utf8 = header.utf8
+        let space = UInt8(ascii: " ")
+        var i = utf8.startIndex
+        while i != utf8.endIndex && utf8[i] == space { i = utf8.index(after: i) }
+        for expected in "bearer".utf8 {
+            guard i != utf8.endIndex, utf8[i] | 0x20 == expected else { return nil }
+            i = utf8.index(after: i)
+        }
+        guard i != utf8.endIndex, utf8[i] == space else { return nil }
+        while i != utf8.endIndex && utf8[i] == space { i = utf8.index(after: i) }
+        let start = i
+        while i != utf8.endIndex && utf8[i] != space { i = utf8.index(after: i) }
+        let end = i
+        while i != utf8.endIndex && utf8[i] == space { i = utf8.index(after: i) }
+        guard start != end, i == utf8.endIndex else { return nil }
+        return String(header[start..<end])
     }
 }
 

@@ -314,13 +314,13 @@ final class ServerWorker: @unchecked Sendable {
         let req = pending.take()
         let headers = evhttp_request_get_output_headers(req)
         for (name, value) in response.headers {
-            evhttp_add_header(headers, name, value)
+            EvhttpOutput.addHeader(headers, name, value)
         }
         // HEAD: the headers of the answer, with its length, and no body byte (evhttp would send the
         // buffer as it is, and a stray body breaks the next request on a keep-alive connection).
         let head = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD
         if head, response.status != 204, response.status != 304, response.headers["Content-Length"] == nil {
-            evhttp_add_header(headers, "Content-Length", String(response.body.count))
+            EvhttpOutput.addHeader(headers, "Content-Length", String(response.body.count))
         }
         // The body goes once, straight into the request's own output buffer (no buffer of our own to
         // allocate, fill, move and free): evhttp_send_reply with no buffer sends that one.
@@ -403,5 +403,37 @@ private final class PendingReply: @unchecked Sendable {
         guard let r = raw else { preconditionFailure("a request was answered twice") }
         raw = nil
         return r
+    }
+}
+
+/// Writes header fields into evhttp header lists.
+enum EvhttpOutput {
+    /// Adds `name: value` to `headers`. Swift hands a small string (15 bytes or fewer, kept inline) to C by
+    /// allocating an array for it; this copies short strings to the stack instead (evhttp copies them anyway).
+    static func addHeader(_ headers: UnsafeMutablePointer<evkeyvalq>?, _ name: String, _ value: String) {
+        withCString(name) { n in
+            withCString(value) { v in _ = evhttp_add_header(headers, n, v) }
+        }
+    }
+
+    /// `body` with a NUL-terminated copy of `text`: on the stack up to 256 bytes, the usual bridging above.
+    private static func withCString(_ text: String, _ body: (UnsafePointer<CChar>) -> Void) {
+        var text = text
+        text.withUTF8 { utf8 in
+            guard utf8.count < 256 else {
+                let heap = String(decoding: utf8, as: UTF8.self)
+                heap.withCString(body)
+                return
+            }
+            withUnsafeTemporaryAllocation(of: CChar.self, capacity: utf8.count + 1) { buffer in
+                // The capacity is count + 1, and the base exists for any capacity above 0.
+                let base = buffer.baseAddress!
+                utf8.withMemoryRebound(to: CChar.self) { source in
+                    if let from = source.baseAddress { base.update(from: from, count: source.count) }
+                }
+                base[utf8.count] = 0
+                body(base)
+            }
+        }
     }
 }

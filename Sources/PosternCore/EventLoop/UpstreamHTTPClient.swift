@@ -20,6 +20,8 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     /// Calls waiting for a connection, first come first served.
     private var waiters: [PoolWaiter] = []
     private let tlsContext: TLSClientContext?
+    /// The `Host` header, built once.
+    private let hostHeader: String
 
     /// Creates a client for `endpoint` on `loop`.
     public init(loop: EventLoop, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil,
@@ -30,6 +32,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
         self.maxWaiting = max(0, maxWaiting)
         keepaliveIdleNanos = UInt64(max(0, keepaliveIdle) * 1_000_000_000)
         tlsContext = endpoint.tls ? (tls ?? TLSClientContext.shared) : nil
+        hostHeader = endpoint.hostHeader
     }
 
     /// Sends one request and waits for the answer, at most `timeout` seconds from now (waiting for a pooled
@@ -70,7 +73,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
         }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>) in
             let call = UpstreamCall(connection: connection, continuation: continuation)
-            call.start(request, endpoint: endpoint, loop: loop, timeout: timeout)
+            call.start(request, endpoint: endpoint, hostHeader: hostHeader, loop: loop, timeout: timeout)
         }
         checkin(connection, healthy: (try? result.get()) != nil && !connection.closedByPeer)
         return result
@@ -241,7 +244,7 @@ private final class UpstreamCall {
         self.continuation = continuation
     }
 
-    func start(_ request: UpstreamRequest, endpoint: UpstreamEndpoint, loop: EventLoop, timeout: Double) {
+    func start(_ request: UpstreamRequest, endpoint: UpstreamEndpoint, hostHeader: String, loop: EventLoop, timeout: Double) {
         guard let evcon = connection.evcon else {
             finish(.failure(.unreachable("cannot create a connection to \(endpoint.host)")))
             return
@@ -265,12 +268,12 @@ private final class UpstreamCall {
             Unmanaged<UpstreamCall>.fromOpaque(arg).takeUnretainedValue().errorKind = error
         }
         let headers = evhttp_request_get_output_headers(req)
-        evhttp_add_header(headers, "Host", endpoint.hostHeader)
+        EvhttpOutput.addHeader(headers, "Host", hostHeader)
         for (name, value) in request.headers {
-            evhttp_add_header(headers, name, value)
+            EvhttpOutput.addHeader(headers, name, value)
         }
         if !request.body.isEmpty {
-            evhttp_add_header(headers, "Content-Length", String(request.body.count))
+            EvhttpOutput.addHeader(headers, "Content-Length", String(request.body.count))
             request.body.withUnsafeBytes { raw in
                 _ = evbuffer_add(evhttp_request_get_output_buffer(req), raw.baseAddress, raw.count)
             }
@@ -280,7 +283,8 @@ private final class UpstreamCall {
         timer = EventLoop.Timer(loop: loop, seconds: timeout) { [self] in
             self.timedOut(arg)
         }
-        if evhttp_make_request(evcon, req, UpstreamCall.command(request.method), endpoint.basePath + request.target) != 0 {
+        let target = endpoint.basePath.isEmpty ? request.target : endpoint.basePath + request.target
+        if evhttp_make_request(evcon, req, UpstreamCall.command(request.method), target) != 0 {
             // evhttp_make_request frees the request on failure, so the callback never runs.
             timer?.cancel()
             Unmanaged<UpstreamCall>.fromOpaque(arg).release()

@@ -6,6 +6,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// An empty header list.
     public init() {}
 
+    /// An empty header list with room for `capacity` fields.
+    public init(capacity: Int) {
+        fields.reserveCapacity(capacity)
+    }
+
     /// A header list from literal pairs.
     public init(dictionaryLiteral elements: (String, String)...) {
         for (name, value) in elements { add(name, value) }

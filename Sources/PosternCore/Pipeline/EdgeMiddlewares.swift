@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 // The edge stages at the head of every chain, outermost first: observation (metrics, access log),
 // response headers, CORS decoration, the request-target limit, CORS preflight, error rendering.
@@ -127,6 +128,43 @@ enum RequestID {
         }) {
             return given
         }
-        return Crypto.hex(Crypto.randomBytes(12))
+        return generate()
+    }
+
+    /// Random start and odd step of the id sequence, drawn once from the system's secure generator.
+    private static let seed: (start: UInt64, step: UInt64) = {
+        let bytes = Crypto.randomBytes(16)
+        var start: UInt64 = 0
+        var step: UInt64 = 0
+        for i in 0..<8 {
+            start = start << 8 | UInt64(bytes[i])
+            step = step << 8 | UInt64(bytes[8 + i])
+        }
+        return (start, step | 1)
+    }()
+    /// How many ids were generated (one atomic add per id: no lock, no system call, no OpenSSL call).
+    private static let counter = Atomic<UInt64>(0)
+
+    /// 24 hex digits: a counter taken through a bijective mix (so ids never repeat within a process) keyed by a
+    /// random seed (so they do not repeat across restarts and are not guessable by counting). An id
+    /// correlates log lines; it is not a secret.
+    static func generate() -> String {
+        let n = counter.add(1, ordering: .relaxed).newValue
+        let a = mix(seed.start &+ n &* seed.step)
+        let b = mix(a ^ seed.step)
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 24) { out in
+            for i in 0..<16 { out[i] = digits.utf8Start[Int(a >> UInt64(60 - 4 * i) & 15)] }
+            for i in 0..<8 { out[16 + i] = digits.utf8Start[Int(b >> UInt64(28 - 4 * i) & 15)] }
+            return 24
+        }
+    }
+
+    /// The splitmix64 finaliser: a bijection on 64 bits that spreads every input bit.
+    private static func mix(_ value: UInt64) -> UInt64 {
+        var z = value
+        z = (z ^ (z >> 30)) &* 0xbf58476d1ce4e5b9
+        z = (z ^ (z >> 27)) &* 0x94d049bb133111eb
+        return z ^ (z >> 31)
     }
 }

@@ -118,9 +118,11 @@ public struct DirectusClient: Sendable {
     // MARK: Plumbing
 
     private func headers(token: String?, context: CallContext) -> HTTPHeaders {
-        var h: HTTPHeaders = ["Accept": "application/json", "X-Request-Id": context.requestID,
-                              "X-Forwarded-For": context.clientIP]
-        if let token { h.add("Authorization", "Bearer \(token)") }
+        var h = HTTPHeaders(capacity: 5)  // these four and a Content-Type: one allocation
+        h.add("Accept", "application/json")
+        h.add("X-Request-Id", context.requestID)
+        h.add("X-Forwarded-For", context.clientIP)
+        if let token { h.add("Authorization", "Bearer " + token) }
         return h
     }
 
