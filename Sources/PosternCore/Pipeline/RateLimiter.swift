@@ -1,19 +1,27 @@
 import Foundation
 
 /// Token buckets by key (an IP, an email, a token digest): `capacity` tokens, refilled evenly over `window`.
-/// Process-wide and lock-protected; the lock is never held across an await.
+/// Process-wide, in shards by key, each behind its own lock: requests of different loops rarely meet on
+/// one lock (the per-token limit is taken on every request). No lock is held across an await.
 public final class TokenBuckets: @unchecked Sendable {
     private struct Bucket {
         var tokens: Double
         var updated: TimeInterval
     }
 
+    /// One shard of the buckets.
+    private final class Shard: @unchecked Sendable {
+        let lock = NSLock()
+        var buckets: [String: Bucket] = [:]
+    }
+
+    /// Shards (a power of two).
+    private static let shardCount = 16
     /// Tokens a full bucket holds (0 disables the limit).
     public let capacity: Int
     /// Seconds to refill a bucket from empty.
     public let window: TimeInterval
-    private let lock = NSLock()
-    private var buckets: [String: Bucket] = [:]
+    private let shards: [Shard] = (0..<TokenBuckets.shardCount).map { _ in Shard() }
     private let clock: @Sendable () -> TimeInterval
 
     /// Creates buckets of `capacity` per `window` seconds.
@@ -25,13 +33,18 @@ public final class TokenBuckets: @unchecked Sendable {
 
     private var rate: Double { Double(capacity) / window }
 
+    private func shard(_ key: String) -> Shard {
+        shards[key.hashValue & (TokenBuckets.shardCount - 1)]
+    }
+
     /// Takes one token for `key`: nil when taken, else the seconds until one is available.
     public func take(_ key: String) -> Int? {
         guard capacity > 0 else { return nil }
         let now = clock()
-        return lock.withLock {
-            var bucket = refilled(key, now)
-            defer { buckets[key] = bucket }
+        let shard = shard(key)
+        return shard.lock.withLock {
+            var bucket = refilled(shard.buckets[key], now)
+            defer { shard.buckets[key] = bucket }
             if bucket.tokens >= 1 {
                 bucket.tokens -= 1
                 return nil
@@ -44,26 +57,31 @@ public final class TokenBuckets: @unchecked Sendable {
     public func giveBack(_ key: String) {
         guard capacity > 0 else { return }
         let now = clock()
-        lock.withLock {
-            var bucket = refilled(key, now)
+        let shard = shard(key)
+        shard.lock.withLock {
+            var bucket = refilled(shard.buckets[key], now)
             bucket.tokens = min(Double(capacity), bucket.tokens + 1)
-            buckets[key] = bucket
+            shard.buckets[key] = bucket
         }
     }
 
     /// Drops full buckets (they hold no information), bounding memory.
     public func prune() {
         let now = clock()
-        lock.withLock {
-            for (key, _) in buckets where refilled(key, now).tokens >= Double(capacity) { buckets[key] = nil }
+        for shard in shards {
+            shard.lock.withLock {
+                for (key, bucket) in shard.buckets where refilled(bucket, now).tokens >= Double(capacity) {
+                    shard.buckets[key] = nil
+                }
+            }
         }
     }
 
     /// Keys currently tracked.
-    public var trackedKeys: Int { lock.withLock { buckets.count } }
+    public var trackedKeys: Int { shards.reduce(0) { total, shard in total + shard.lock.withLock { shard.buckets.count } } }
 
-    private func refilled(_ key: String, _ now: TimeInterval) -> Bucket {
-        guard var bucket = buckets[key] else { return Bucket(tokens: Double(capacity), updated: now) }
+    private func refilled(_ stored: Bucket?, _ now: TimeInterval) -> Bucket {
+        guard var bucket = stored else { return Bucket(tokens: Double(capacity), updated: now) }
         bucket.tokens = min(Double(capacity), bucket.tokens + (now - bucket.updated) * rate)
         bucket.updated = now
         return bucket

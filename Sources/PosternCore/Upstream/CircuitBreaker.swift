@@ -1,6 +1,7 @@
 import Foundation
+import Synchronization
 
-/// A process-wide circuit breaker (docs/api.md, Limits and defaults): after `threshold` consecutive connection failures or
+/// A process-wide circuit breaker (lock-free while closed and healthy) (docs/api.md, Limits and defaults): after `threshold` consecutive connection failures or
 /// timeouts it opens, and calls fail fast with 503 without reaching Directus; after `openSeconds` one
 /// probe is let through, and its success closes the circuit again.
 public final class CircuitBreaker: @unchecked Sendable {
@@ -16,6 +17,9 @@ public final class CircuitBreaker: @unchecked Sendable {
     private var failures = 0
     private var openedAt: TimeInterval?
     private var probing = false
+    /// True while closed with no failure counted: then a call is allowed and a success changes nothing,
+    /// so the two per-call steps read this flag instead of taking the lock every loop shares.
+    private let healthy = Atomic<Bool>(true)
 
     /// Creates a closed breaker.
     public init(threshold: Int, openSeconds: TimeInterval,
@@ -35,7 +39,8 @@ public final class CircuitBreaker: @unchecked Sendable {
 
     /// May a call go upstream now? In the open state no; after the open period exactly one probe may.
     func allow() -> Bool {
-        lock.withLock {
+        if healthy.load(ordering: .acquiring) { return true }
+        return lock.withLock {
             guard let openedAt else { return true }
             if probing || clock() - openedAt < openSeconds { return false }
             probing = true
@@ -45,16 +50,19 @@ public final class CircuitBreaker: @unchecked Sendable {
 
     /// Records a call that got an HTTP answer (any status): the upstream is reachable.
     func succeeded() {
+        if healthy.load(ordering: .acquiring) { return }
         lock.withLock {
             failures = 0
             openedAt = nil
             probing = false
+            healthy.store(true, ordering: .releasing)
         }
     }
 
     /// Records a connection failure or timeout.
     func failed() {
         lock.withLock {
+            healthy.store(false, ordering: .releasing)
             failures += 1
             if probing || failures >= threshold {
                 openedAt = clock()
@@ -65,6 +73,7 @@ public final class CircuitBreaker: @unchecked Sendable {
 
     /// Records a call that ended without telling anything about reachability (e.g. the peer hung up).
     func inconclusive() {
+        if healthy.load(ordering: .acquiring) { return }  // closed: nothing to change
         lock.withLock { if probing { probing = false; openedAt = clock() } }
     }
 }
