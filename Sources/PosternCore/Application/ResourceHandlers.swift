@@ -5,6 +5,8 @@ import Foundation
 struct ResourceHandlers: Sendable {
     let mapper: ResourceMapper
     let items: DirectusItems
+    /// The micro-cache for list and read answers; writes invalidate the collection through it.
+    let cache: ResourceCache
 
     private var directus: DirectusClient { items.directus }
     private var notFound: GatewayError { .notFound("no such \(mapper.resource.name) item") }
@@ -16,29 +18,41 @@ struct ResourceHandlers: Sendable {
             query.append(("filter[\(owner)][_eq]", "$CURRENT_USER"))
         }
         let path = mapper.upstreamCollectionPath
-        let body = try await items.withToken(context.session, mapper: mapper, context: context,
-                                             forbidden: .forbidden("you may not list \(mapper.resource.name)")) {
-            (token) async throws(DirectusError) -> Data in
-            try await directus.listItems(path: path, query: query, token: token, context: context.call)
+        let upstreamQuery = query
+        // An owner-narrowed list is keyed per caller whatever the cache scope.
+        let perUser: Bool
+        if case .ownItemsOnly = context.authorization { perUser = true } else { perUser = false }
+        return try await cache.respond(path: path, query: upstreamQuery, session: context.session, perUser: perUser) {
+            () async throws(GatewayError) -> HTTPResponse in
+            let body = try await items.withToken(context.session, mapper: mapper, context: context,
+                                                 forbidden: .forbidden("you may not list \(mapper.resource.name)")) {
+                (token) async throws(DirectusError) -> Data in
+                try await directus.listItems(path: path, query: upstreamQuery, token: token, context: context.call)
+            }
+            return .json(200, try mapper.renderer.renderList(directusBody: body))
         }
-        return .json(200, try mapper.renderer.renderList(directusBody: body))
     }
 
     /// `GET /api/v1/R/{id}`.
     func read(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        let body: Data
         if case .ownerVerified(let item) = context.authorization {
-            body = item.directusBody  // the policy stage read it with the caller's token
-        } else {
-            body = try await items.readItem(id: try itemID(context), mapper: mapper, session: context.session, context: context)
+            // The policy stage read it upstream with the caller's token (never from the cache): use it.
+            return .json(200, try mapper.renderer.renderItem(directusBody: item.directusBody))
         }
-        return .json(200, try mapper.renderer.renderItem(directusBody: body))
+        let id = try itemID(context)
+        return try await cache.respond(path: mapper.upstreamItemPath(id: id), query: [("fields", mapper.directusFieldList)],
+                                       session: context.session, perUser: false) {
+            () async throws(GatewayError) -> HTTPResponse in
+            let body = try await items.readItem(id: id, mapper: mapper, session: context.session, context: context)
+            return .json(200, try mapper.renderer.renderItem(directusBody: body))
+        }
     }
 
     /// `POST /api/v1/R` without an `id`.
     func create(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let payload = try parsedPayload(request, context, mode: .create)
         let path = mapper.upstreamCollectionPath
+        defer { cache.invalidate() }  // before the response is sent; also on errors (the write may have landed)
         let body = try await items.withToken(context.session, mapper: mapper, context: context,
                                              forbidden: .forbidden("you may not create \(mapper.resource.name)")) {
             (token) async throws(DirectusError) -> Data? in
@@ -55,6 +69,7 @@ struct ResourceHandlers: Sendable {
         let id = try itemID(context)
         let payload = try parsedPayload(request, context, mode: .update)
         let path = mapper.upstreamItemPath(id: id)
+        defer { cache.invalidate() }  // before the response is sent; also on errors (the write may have landed)
         // Ownership was checked before (when the rule needs it); a Directus 403 now means Directus itself refused.
         let forbidden: GatewayError = ownerVerified(context) ? .forbidden("Directus refused the update") : notFound
         let body = try await items.withToken(context.session, mapper: mapper, context: context, forbidden: forbidden) {
@@ -76,6 +91,7 @@ struct ResourceHandlers: Sendable {
     func delete(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let path = mapper.upstreamItemPath(id: try itemID(context))
         let forbidden: GatewayError = ownerVerified(context) ? .forbidden("Directus refused the delete") : notFound
+        defer { cache.invalidate() }  // before the response is sent; also on errors (the write may have landed)
         try await items.withToken(context.session, mapper: mapper, context: context, forbidden: forbidden) {
             (token) async throws(DirectusError) -> Void in
             try await directus.deleteItem(path: path, token: token, context: context.call)

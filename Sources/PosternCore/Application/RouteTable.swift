@@ -20,11 +20,15 @@ struct RouteTable: Sendable {
         let requiredAuth: AuthenticationMiddleware
         /// Directus item calls on behalf of the caller.
         let items: DirectusItems
+        /// The process-wide micro-cache.
+        let cache: MicroCache
+        /// Where writes announce that a collection changed.
+        let invalidations: any CacheInvalidationBus
     }
 
     /// Builds every route. `metrics` and `rateLimits` are process-wide (shared by every loop).
     init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog, metrics: Metrics,
-         rateLimits: RateLimits, breaker: CircuitBreaker?) {
+         rateLimits: RateLimits, breaker: CircuitBreaker?, cache: MicroCache, invalidations: any CacheInvalidationBus) {
         let cors = CORSPolicy(config.cors)
         let edge: [any Middleware] = [
             ObservationMiddleware(metrics: metrics, log: log), ResponseHeadersMiddleware(), CORSHeadersMiddleware(cors: cors),
@@ -33,7 +37,8 @@ struct RouteTable: Sendable {
         let stages = Stages(limit: BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes),
                             optionalAuth: AuthenticationMiddleware(sessions: sessions, required: false, rateLimits: rateLimits),
                             requiredAuth: AuthenticationMiddleware(sessions: sessions, required: true, rateLimits: rateLimits),
-                            items: DirectusItems(directus: directus, sessions: sessions))
+                            items: DirectusItems(directus: directus, sessions: sessions),
+                            cache: cache, invalidations: invalidations)
         let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
                                  registerEndpoint: config.directus.registration == "register")
         let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker)
@@ -86,7 +91,8 @@ struct RouteTable: Sendable {
     /// `/api/v1/R` and `/api/v1/R/{id}` for one configured resource: limit → authentication → (id check) → policy → handler.
     static func resourceRoutes(_ resource: ResourceConfig, _ stages: Stages) -> [Route] {
         let mapper = ResourceMapper(resource)
-        let handlers = ResourceHandlers(mapper: mapper, items: stages.items)
+        let handlers = ResourceHandlers(mapper: mapper, items: stages.items,
+                                        cache: ResourceCache(resource, cache: stages.cache, invalidations: stages.invalidations))
         func rule(_ action: ResourceAction) -> PermissionRule { resource.permissions[action] ?? .nobody }
         func policy(_ action: ResourceAction) -> PolicyMiddleware {
             PolicyMiddleware(action: action, rule: rule(action), mapper: mapper, items: stages.items)
