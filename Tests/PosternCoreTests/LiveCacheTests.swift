@@ -302,4 +302,35 @@ func waitFor(_ what: String, _ condition: () -> Bool) throws {
         let next = try gw.client().json("GET", "/api/v1/books?limit=100", token: token)
         #expect(Self.titles(next).contains("Landed mid-read"))
     }
+
+    @Test func ownershipChecksBeforeAWriteNeverUseTheCache() throws {
+        let gw = try Self.gateway()
+        defer { gw.stop() }
+        let a = try gw.login()
+        let b = try gw.login(Self.second.0, Self.second.1)
+        #expect(try gw.client().json("GET", "/api/v1/books/1", token: b).headers["X-Cache"] == "MISS")
+        #expect(try gw.client().json("GET", "/api/v1/books/1", token: b).headers["X-Cache"] == "HIT")
+        let reads = { gw.upstream("/items/posts/1").filter { $0.method == .get }.count }
+        #expect(reads() == 1)
+        // B does not own post 1: the policy reads its owner from Directus, not from B's cached answer.
+        let refused = try gw.client().json("PATCH", "/api/v1/books/1", #"{"title":"not yours"}"#, token: b)
+        #expect(refused.status == 403)
+        #expect(reads() == 2)
+        #expect(gw.upstream("/items/posts/1").filter { $0.method == .patch }.isEmpty)
+        let allowed = try gw.client().json("PATCH", "/api/v1/books/1", #"{"title":"mine"}"#, token: a)
+        #expect(allowed.status == 200)
+        #expect(reads() == 3)
+    }
+
+    @Test func aReadUnderAnOwnerRuleIsNotCached() throws {
+        let gw = try Self.gateway { $0.resources[0].permissions[.read] = .owner }
+        defer { gw.stop() }
+        let token = try gw.login()
+        for _ in 0..<2 {
+            let r = try gw.client().json("GET", "/api/v1/books/1", token: token)
+            #expect(r.status == 200 && r.headers["X-Cache"] == nil)
+        }
+        #expect(gw.upstream("/items/posts/1").count == 2, "the ownership check's own read, each time")
+        #expect(try gw.client().json("GET", "/api/v1/books/4", token: token).status == 403)
+    }
 }
