@@ -333,4 +333,16 @@ func waitFor(_ what: String, _ condition: () -> Bool) throws {
         #expect(gw.upstream("/items/posts/1").count == 2, "the ownership check's own read, each time")
         #expect(try gw.client().json("GET", "/api/v1/books/4", token: token).status == 403)
     }
+
+    @Test func headSharesTheGETAnswer() throws {
+        let gw = try Self.gateway()
+        defer { gw.stop() }
+        let token = try gw.login()
+        let get = try gw.client().json("GET", "/api/v1/books", token: token)
+        let head = try gw.client().request("HEAD", "/api/v1/books", headers: ["Authorization": "Bearer \(token)"])
+        #expect(get.headers["X-Cache"] == "MISS")
+        #expect(head.status == 200 && head.headers["X-Cache"] == "HIT" && head.body.isEmpty)
+        #expect(head.headers["Content-Length"] == String(get.body.count))
+        #expect(Self.listCalls(gw) == 1)
+    }
 }
