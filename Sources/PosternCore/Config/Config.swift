@@ -20,6 +20,8 @@ public struct PosternConfig: Sendable, Equatable {
     public var circuitBreaker = CircuitBreakerConfig()
     /// The resources served at `/api/v1/<name>`.
     public var resources: [ResourceConfig] = ResourceConfig.shipped
+    /// The most answers the micro-cache keeps (least recently used evicted first).
+    public var cacheMaxEntries = 10_000
     /// `debug`, `info`, `warning` or `error` (from `POSTERN_LOG_LEVEL`; not a file key).
     public var logLevel = "info"
     /// Base64 32-byte key that encrypts Directus tokens at rest (from `POSTERN_SECRET_KEY` only).
@@ -113,6 +115,24 @@ public struct CircuitBreakerConfig: Sendable, Equatable {
     public init() {}
 }
 
+/// What a resource's answers are cached under besides the resource and the upstream query (`cache.scope`).
+public enum CacheScope: String, Sendable, Equatable, CaseIterable {
+    /// One cached answer per caller (user id).
+    case user
+    /// One cached answer per Directus role, for resources whose read permissions do not depend on the user.
+    case role
+}
+
+/// A resource's micro-cache settings (`resources[i].cache`); `ttlMs` 0 is off.
+public struct ResourceCacheConfig: Sendable, Equatable {
+    /// How long a cached answer is served, in milliseconds (0: not cached).
+    public var ttlMs = 0
+    /// Who shares a cached answer.
+    public var scope: CacheScope = .user
+    /// Off.
+    public init() {}
+}
+
 /// Which `{id}` values are valid keys of a collection.
 public enum IDType: String, Sendable, Equatable, CaseIterable {
     case integer, uuid, string
@@ -174,6 +194,8 @@ public struct ResourceConfig: Sendable, Equatable {
     public var maxLimit = 100
     /// `limit` when none is given.
     public var defaultLimit = 20
+    /// The micro-cache settings (off by default).
+    public var cache = ResourceCacheConfig()
     /// The rule per action.
     public var permissions: [ResourceAction: PermissionRule] = [
         .list: .authenticated, .read: .authenticated, .create: .authenticated, .update: .owner, .delete: .owner,
@@ -192,6 +214,7 @@ public struct ResourceConfig: Sendable, Equatable {
             && lhs.fields.map { "\($0.0)=\($0.1)" } == rhs.fields.map { "\($0.0)=\($0.1)" }
             && lhs.required == rhs.required && lhs.writable == rhs.writable && lhs.owner == rhs.owner
             && lhs.maxLimit == rhs.maxLimit && lhs.defaultLimit == rhs.defaultLimit && lhs.permissions == rhs.permissions
+            && lhs.cache == rhs.cache
     }
 
     /// The Directus field of resource field `name`.

@@ -2,7 +2,7 @@
 enum ConfigKeys {
     /// Top level.
     static let root = ["listen", "admin_listen", "workers", "directus", "sessions", "limits", "rate_limits",
-                       "cors", "circuit_breaker", "resources"]
+                       "cors", "circuit_breaker", "resources", "cache_max_entries"]
     /// `directus`.
     static let directus = ["url", "timeout_ms", "max_connections_per_worker", "registration", "keepalive_idle_ms",
                            "max_waiting_per_worker"]
@@ -20,7 +20,9 @@ enum ConfigKeys {
     static let circuitBreaker = ["failures", "open_s"]
     /// `resources[i]`.
     static let resource = ["name", "collection", "id_type", "fields", "required", "writable", "owner",
-                           "max_limit", "default_limit", "permissions"]
+                           "max_limit", "default_limit", "permissions", "cache"]
+    /// `resources[i].cache`.
+    static let cache = ["ttl_ms", "scope"]
 }
 
 extension PosternConfig {
@@ -92,6 +94,7 @@ extension PosternConfig {
             if let v = reader.int(o, "failures", at: p, rule: .positive) { config.circuitBreaker.failures = v }
             if let v = reader.int(o, "open_s", at: p, rule: .positive) { config.circuitBreaker.openSeconds = v }
         }
+        if let v = reader.int(top, "cache_max_entries", at: "", rule: .positive) { config.cacheMaxEntries = v }
         if let value = top["resources"] {
             if let elements = value.arrayValue {
                 config.resources = []
@@ -149,6 +152,17 @@ extension PosternConfig {
         }
         if let v = reader.int(o, "max_limit", at: path, rule: .positive) { resource.maxLimit = v }
         if let v = reader.int(o, "default_limit", at: path, rule: .positive) { resource.defaultLimit = v }
+        if let value = o["cache"], let c = reader.object(value, at: "\(path).cache", keys: ConfigKeys.cache) {
+            let cachePath = "\(path).cache"
+            if let v = reader.int(c, "ttl_ms", at: cachePath, rule: .nonNegative) { resource.cache.ttlMs = v }
+            if let text = reader.string(c, "scope", at: cachePath) {
+                if let scope = CacheScope(rawValue: text) {
+                    resource.cache.scope = scope
+                } else {
+                    reader.report("\(cachePath).scope", "unknown scope \"\(text)\" (user, role)")
+                }
+            }
+        }
         let permissionsPath = "\(path).permissions"
         if let value = o["permissions"],
            let p = reader.object(value, at: permissionsPath, keys: ResourceAction.allCases.map(\.rawValue)) {

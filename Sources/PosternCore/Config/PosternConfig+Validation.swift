@@ -71,6 +71,7 @@ extension PosternConfig {
 
         check("circuit_breaker.failures", circuitBreaker.failures, .positive)
         check("circuit_breaker.open_s", circuitBreaker.openSeconds, .positive)
+        check("cache_max_entries", cacheMaxEntries, .positive)
 
         if !PosternConfig.logLevels.contains(logLevel) {
             report("log_level", "must be one of \(PosternConfig.logLevels.joined(separator: ", ")) (got \"\(logLevel)\")")
@@ -179,6 +180,8 @@ extension ResourceConfig {
         } else if defaultLimit > maxLimit && maxLimit >= 1 {
             report("default_limit", "must not exceed max_limit (\(maxLimit))")
         }
+
+        if cache.ttlMs < 0 { report("cache.ttl_ms", IntRule.nonNegative.message) }
 
         for action in ResourceAction.allCases where permissions[action] == .owner && owner == nil {
             report("permissions.\(action.rawValue)", "rule \"owner\" needs \(path).owner (the Directus field of the creator)")

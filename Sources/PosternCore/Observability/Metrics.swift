@@ -32,6 +32,8 @@ public final class Metrics: @unchecked Sendable {
     private var rateLimits: [String: Int] = [:]
     /// Gauges read at scrape time.
     private var gauges: [(name: String, help: String, read: @Sendable () -> Double)] = []
+    /// Counters kept by their owner (e.g. the micro-cache), read at scrape time.
+    private var counters: [(name: String, help: String, read: @Sendable () -> Double)] = []
 
     /// An empty registry.
     public init() {}
@@ -64,10 +66,16 @@ public final class Metrics: @unchecked Sendable {
         lock.withLock { gauges.append((name, help, read)) }
     }
 
+    /// Registers a counter kept elsewhere and read at scrape time (set up once at start).
+    func counter(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
+        lock.withLock { counters.append((name, help, read)) }
+    }
+
     /// The Prometheus text exposition (version 0.0.4).
     public func render() -> String {
-        let (requests, requestLatency, upstreamLatency, upstreamErrors, rateLimits, gauges) = lock.withLock {
-            (self.requests, self.requestLatency, self.upstreamLatency, self.upstreamErrors, self.rateLimits, self.gauges)
+        let (requests, requestLatency, upstreamLatency, upstreamErrors, rateLimits, gauges, counters) = lock.withLock {
+            (self.requests, self.requestLatency, self.upstreamLatency, self.upstreamErrors, self.rateLimits, self.gauges,
+             self.counters)
         }
         var out = ""
         out += "# HELP postern_requests_total Requests answered, by route pattern, method and status.\n"
@@ -86,6 +94,9 @@ public final class Metrics: @unchecked Sendable {
         out += "# TYPE postern_rate_limited_total counter\n"
         for limit in ["login_ip", "login_email", "login_email_day", "registration_ip", "token"] {
             out += "postern_rate_limited_total{limit=\"\(limit)\"} \(rateLimits[limit] ?? 0)\n"
+        }
+        for counter in counters {
+            out += "# HELP \(counter.name) \(counter.help)\n# TYPE \(counter.name) counter\n\(counter.name) \(Metrics.number(counter.read()))\n"
         }
         for gauge in gauges {
             out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(Metrics.number(gauge.read()))\n"
