@@ -19,7 +19,7 @@ enum ConfigKeys {
     static let circuitBreaker = ["failures", "open_s"]
     /// `resources[i]`.
     static let resource = ["name", "collection", "id_type", "fields", "required", "writable", "owner",
-                           "max_limit", "default_limit", "permissions"]
+                           "search_fields", "max_limit", "default_limit", "permissions"]
 }
 
 extension PosternConfig {
@@ -144,6 +144,7 @@ extension PosternConfig {
         if let ownerValue = o["owner"], !ownerValue.isNull {
             if let v = reader.string(o, "owner", at: path) { resource.owner = v }
         }
+        if let v = reader.strings(o, "search_fields", at: path) { resource.searchFields = v }
         if let v = reader.int(o, "max_limit", at: path, rule: .positive) { resource.maxLimit = v }
         if let v = reader.int(o, "default_limit", at: path, rule: .positive) { resource.defaultLimit = v }
         let permissionsPath = "\(path).permissions"
