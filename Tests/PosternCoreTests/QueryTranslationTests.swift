@@ -93,6 +93,8 @@ func gatewayError(_ body: () throws -> Void) -> GatewayError? {
         ("books", "sort=nope", "sort"), ("books", "sort=content", "sort"), ("books", "sort=user_created", "sort"),
         ("books", "sort=%2Btitle", "sort"), ("books", "sort=user_created.email", "sort"),
         ("posts", "sort=subtitle", "sort"), ("posts", "sort=-user", "sort"),
+        ("books", "search=" + String(repeating: "a", count: 201), "search"),
+        ("books", "search=" + String(repeating: "%C3%A9", count: 101), "search"),
     ])
     func rejectsBadValues(resource: String, query: String, parameter: String) {
         let error = gatewayError { _ = try shippedMapper(resource).listQuery(QueryString.parse(query)) }
@@ -157,6 +159,12 @@ func gatewayError(_ body: () throws -> Void) -> GatewayError? {
     func searchTermsReachDirectusAsText(term: String, sent: String) throws {
         let out = try shippedMapper("books").listQuery([("search", term)])
         #expect(out.filter { $0.0.hasPrefix("filter") }.map(\.1) == [sent, sent])
+    }
+
+    @Test func searchOfTheLongestLengthIsAccepted() throws {
+        let term = String(repeating: "é", count: 100)  // 200 bytes
+        let out = try shippedMapper("books").listQuery([("search", term)])
+        #expect(out.filter { $0.0.hasPrefix("filter") }.count == 2)
     }
 
     @Test func searchFilterIsPercentEncodedOnTheWire() throws {

@@ -3,6 +3,9 @@ extension ResourceMapper {
     /// The client query parameters a list understands; everything else is dropped, never forwarded.
     static let listParameters: Set<String> = ["limit", "offset", "page", "sort", "search"]
 
+    /// The longest `search` text, in UTF-8 bytes (docs/api.md, Limits and defaults).
+    public static let maxSearchBytes = 200
+
     /// Translates the client's decoded list query into the Directus query pairs to send:
     /// `fields`, `limit`, `offset` (also from `page`), `sort` (mapped, `-` kept), `search` (as a filter, see
     /// `searchFilter`), `meta=filter_count`.
@@ -62,10 +65,15 @@ extension ResourceMapper {
     /// fields (docs/api.md, Upstream and edge rules). Never Directus's own `search`, which also looks in
     /// fields the resource does not expose. A resource with no search fields refuses `search` with 400.
     ///
-    /// Directus ANDs top-level filter keys, so an owner filter beside these still applies.
+    /// Directus ANDs top-level filter keys, so an owner filter beside these still applies. The term is
+    /// sent once per field, so it is limited to `maxSearchBytes`: Node refuses a request whose request
+    /// line and headers pass 16 KiB, and 20 fields × 200 bytes percent-encoded stays under that.
     func searchFilter(_ term: String) throws(GatewayError) -> [(String, String)] {
         guard !searchDirectusFields.isEmpty else {
             throw .invalidRequest("query parameter \"search\" is not supported: \(resource.name) has no search fields")
+        }
+        guard term.utf8.count <= Self.maxSearchBytes else {
+            throw .invalidRequest("query parameter \"search\" is longer than \(Self.maxSearchBytes) bytes")
         }
         let value = Self.literalFilterValue(term)
         return searchDirectusFields.enumerated().map { index, field in
