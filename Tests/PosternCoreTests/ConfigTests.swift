@@ -196,6 +196,11 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         BadConfig(resource(#""writable": ["txt"]"#), "resources[0].writable[0]", "not a field of this resource"),
         BadConfig(resource(#""writable": ["id"]"#), "resources[0].writable[0]", #""id" cannot be writable"#),
         BadConfig(resource(#""writable": ["text", "by"]"#), "resources[0].writable[1]", "owner field"),
+        BadConfig(resource(#""search_fields": ["text", "body"]"#), "resources[0].search_fields[1]", "not a field of this resource"),
+        BadConfig(resource(#""search_fields": "text""#), "resources[0].search_fields", "array of strings"),
+        BadConfig(resource(#""search_fields": ["text", 1]"#), "resources[0].search_fields[1]", "must be a string"),
+        BadConfig(resource(#""search_fields": [\#(Array(repeating: "\"text\"", count: 21).joined(separator: ","))]"#),
+                  "resources[0].search_fields", "at most 20"),
         BadConfig(resource(#""max_limit": 0"#), "resources[0].max_limit", "positive"),
         BadConfig(resource(#""default_limit": 0"#), "resources[0].default_limit", "positive"),
         BadConfig(resource(#""max_limit": 10, "default_limit": 20"#), "resources[0].default_limit", "must not exceed max_limit (10)"),
@@ -242,6 +247,17 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         #expect(hit != nil, "expected a problem at \(bad.path), got \(found)")
         #expect(hit?.message.contains(bad.message) == true, "\(String(describing: hit))")
         #expect(found.count == 1, "expected exactly one problem, got \(found)")
+    }
+
+    @Test func decodesSearchFields() throws {
+        let config = try load(resource(#""writable": ["text"], "search_fields": ["by", "text"]"#)).get()
+        #expect(config.resources[0].searchFields == ["by", "text"])
+        #expect(ResourceMapper(config.resources[0]).searchDirectusFields == ["user_created", "body"])
+        let defaulted = try load(resource(#""writable": ["text"]"#)).get()
+        #expect(defaulted.resources[0].searchFields == nil)
+        #expect(defaulted.resources[0].effectiveSearchFields == ["text"])
+        let empty = try load(resource(#""search_fields": []"#)).get()
+        #expect(empty.resources[0].searchFields == [])
     }
 
     @Test func acceptsEdgeValues() throws {

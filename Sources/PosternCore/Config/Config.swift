@@ -190,6 +190,8 @@ public struct ResourceConfig: Sendable, Equatable {
     public var writable: [String] = []
     /// The Directus field that holds the creator's user id (for `owner` rules).
     public var owner: String?
+    /// Resource fields that `search` looks in (`search_fields`); nil means the writable fields.
+    public var searchFields: [String]?
     /// Largest `limit`.
     public var maxLimit = 100
     /// `limit` when none is given.
@@ -213,6 +215,7 @@ public struct ResourceConfig: Sendable, Equatable {
         lhs.name == rhs.name && lhs.collection == rhs.collection && lhs.idType == rhs.idType
             && lhs.fields.map { "\($0.0)=\($0.1)" } == rhs.fields.map { "\($0.0)=\($0.1)" }
             && lhs.required == rhs.required && lhs.writable == rhs.writable && lhs.owner == rhs.owner
+            && lhs.searchFields == rhs.searchFields
             && lhs.maxLimit == rhs.maxLimit && lhs.defaultLimit == rhs.defaultLimit && lhs.permissions == rhs.permissions
             && lhs.cache == rhs.cache
     }

@@ -20,7 +20,7 @@ enum ConfigKeys {
     static let circuitBreaker = ["failures", "open_s"]
     /// `resources[i]`.
     static let resource = ["name", "collection", "id_type", "fields", "required", "writable", "owner",
-                           "max_limit", "default_limit", "permissions", "cache"]
+                           "search_fields", "max_limit", "default_limit", "permissions", "cache"]
     /// `resources[i].cache`.
     static let cache = ["ttl_ms", "scope"]
 }
@@ -150,6 +150,7 @@ extension PosternConfig {
         if let ownerValue = o["owner"], !ownerValue.isNull {
             if let v = reader.string(o, "owner", at: path) { resource.owner = v }
         }
+        if let v = reader.strings(o, "search_fields", at: path) { resource.searchFields = v }
         if let v = reader.int(o, "max_limit", at: path, rule: .positive) { resource.maxLimit = v }
         if let v = reader.int(o, "default_limit", at: path, rule: .positive) { resource.defaultLimit = v }
         if let value = o["cache"], let c = reader.object(value, at: "\(path).cache", keys: ConfigKeys.cache) {

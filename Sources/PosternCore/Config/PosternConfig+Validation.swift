@@ -170,6 +170,12 @@ extension ResourceConfig {
                 report("writable[\(i)]", "\"\(field)\" maps the owner field \(owner), which Directus sets; it cannot be writable")
             }
         }
+        for (j, field) in (searchFields ?? []).enumerated() where !names.contains(field) {
+            report("search_fields[\(j)]", "\"\(field)\" is not a field of this resource \(known)")
+        }
+        if let searchFields, searchFields.count > ResourceConfig.maxSearchFields {
+            report("search_fields", "at most \(ResourceConfig.maxSearchFields) fields (Directus reads longer filter lists as objects)")
+        }
         if let owner, ownerField == nil {
             report("owner", "Directus field \"\(owner)\" is not mapped by any field of this resource")
         }
