@@ -83,7 +83,7 @@ struct UserHandlers: Sendable {
             default: throw error.gatewayError()
             }
         }
-        return tokenResponse(try sessions.open(tokens: tokens, email: email))
+        return tokenResponse(try await sessions.open(tokens: tokens, email: email, context: context.call))
     }
 
     private func tokenResponse(_ issued: IssuedTokens) -> HTTPResponse {

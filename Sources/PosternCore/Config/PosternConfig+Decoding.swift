@@ -6,7 +6,7 @@ enum ConfigKeys {
     /// `directus`.
     static let directus = ["url", "timeout_ms", "max_connections_per_worker", "registration"]
     /// `sessions`.
-    static let sessions = ["store", "idle_ttl_s", "max_ttl_s"]
+    static let sessions = ["store", "idle_ttl_s", "max_ttl_s", "max_per_user"]
     /// `limits`.
     static let limits = ["max_body_bytes", "inactivity_timeout_s", "shutdown_grace_s"]
     /// `rate_limits`.
@@ -48,6 +48,7 @@ extension PosternConfig {
             if let v = reader.string(o, "store", at: p) { config.sessions.store = v }
             if let v = reader.int(o, "idle_ttl_s", at: p, rule: .positive) { config.sessions.idleTTLSeconds = v }
             if let v = reader.int(o, "max_ttl_s", at: p, rule: .positive) { config.sessions.maxTTLSeconds = v }
+            if let v = reader.int(o, "max_per_user", at: p, rule: .positive) { config.sessions.maxPerUser = v }
         }
         if let value = top["limits"], let o = reader.object(value, at: "limits", keys: ConfigKeys.limits) {
             let p = "limits"
