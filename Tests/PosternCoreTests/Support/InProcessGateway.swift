@@ -16,7 +16,7 @@ struct InProcessGateway {
         let directus = DirectusClient(transport: InProcessTransport { standIn.handle($0) }, timeout: 3)
         store = MemorySessionStore()
         let sessions = SessionManager(store: store, directus: directus, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
-                                      maxTTL: TimeInterval(config.sessions.maxTTLSeconds))
+                                      maxTTL: TimeInterval(config.sessions.maxTTLSeconds), maxPerUser: config.sessions.maxPerUser)
         gateway = Gateway(config: config, directus: directus, sessions: sessions, log: AccessLog(level: .error, sink: { _ in }))
     }
 
