@@ -24,6 +24,8 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     private let lock = NSLock()
     private var db: OpaquePointer?
     private var statements: [Query: OpaquePointer] = [:]
+    /// BEGIN IMMEDIATE, COMMIT, ROLLBACK, prepared once (sqlite3_exec would compile them on every write).
+    private var control: [OpaquePointer] = []
 
     private enum Query: CaseIterable {
         case insert, byToken, byRefresh, byID, usedRefresh, oldRefresh, update, rememberUsed, touch
@@ -398,6 +400,13 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
             }
             statements[query] = stmt
         }
+        for sql in ["BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"] {
+            var stmt: OpaquePointer?
+            guard sqlite3_prepare_v2(db, sql, -1, &stmt, nil) == SQLITE_OK, let stmt else {
+                throw SessionStoreError.failed("prepare: \(errorMessage())")
+            }
+            control.append(stmt)
+        }
     }
 
     private func userVersion() throws -> Int32 {
@@ -412,7 +421,9 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
 
     private func closeLocked() {
         for stmt in statements.values { sqlite3_finalize(stmt) }
+        for stmt in control { sqlite3_finalize(stmt) }
         statements = [:]
+        control = []
         if let db { sqlite3_close_v2(db) }
         db = nil
     }
@@ -451,14 +462,22 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     private func transaction(_ body: () throws -> Void) throws {
-        try exec("BEGIN IMMEDIATE")
+        try control(0, "begin")
         do {
             try body()
-            try exec("COMMIT")
+            try control(1, "commit")
         } catch {
-            try? exec("ROLLBACK")
+            try? control(2, "rollback")
             throw error
         }
+    }
+
+    /// Runs one of the prepared BEGIN IMMEDIATE (0), COMMIT (1), ROLLBACK (2).
+    private func control(_ index: Int, _ what: String) throws {
+        guard control.count == 3 else { throw SessionStoreError.failed("store is closed") }
+        let stmt = control[index]
+        defer { sqlite3_reset(stmt) }
+        try check(sqlite3_step(stmt) == SQLITE_DONE, what)
     }
 
     private func check(_ ok: Bool, _ what: String) throws {
