@@ -6,7 +6,7 @@ CONFIG   ?= config/postern.json
 DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-docker run check bench fuzz clean
+.PHONY: deps build release test check-docker run check bench bench-sessions fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing)
 deps:
@@ -48,6 +48,12 @@ check: build
 ## bench: gateway vs nginx vs stand-in (scripts/bench.sh)
 bench: deps
 	bash scripts/bench.sh
+
+## bench-sessions: 100 000 live sessions in the memory and the SQLite store: authenticate (cache hit, cold) and
+## logout µs/op (median, p99) and peak RSS against the targets (< 50 µs each, < 150 MB); fails if one is missed
+bench-sessions: deps
+	$(SWIFT) build -c release --product postern-bench-sessions
+	@status=0; for store in memory sqlite; do .build/release/postern-bench-sessions $$store || status=1; done; exit $$status
 
 ## fuzz: libFuzzer targets (Fuzz/Targets/) with ASan, FUZZ_SECONDS each (default 30)
 fuzz: deps

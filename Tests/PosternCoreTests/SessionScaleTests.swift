@@ -157,6 +157,23 @@ private let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
         #expect(try store.count() == live.count - 1)
     }
 
+    @Test func aFullCacheEvictsButEverySessionStillWorksAndRevokes() async throws {
+        let store = MemorySessionStore()
+        let directus = DirectusClient(transport: InProcessTransport { _ in HTTPResponse(status: 204) }, timeout: 3)
+        let manager = SessionManager(store: store, directus: directus, idleTTL: 1000, maxTTL: 10_000, cacheCapacity: 128)
+        var issued: [IssuedTokens] = []
+        for n in 0..<400 { issued.append(try await manager.open(tokens: fakeDirectusTokens(user: "u\(n)"), email: "x@y.com", context: ctx)) }
+        #expect(manager.cachedSessions <= 128)
+        for s in issued { #expect(try await manager.authenticate(token: s.accessToken).id == s.session.id) }
+        #expect(manager.cachedSessions <= 128)
+        for s in issued.prefix(200) { await manager.revoke(s.session, context: ctx) }
+        for s in issued.prefix(200) {
+            await #expect(throws: GatewayError.self) { try await manager.authenticate(token: s.accessToken) }
+        }
+        for s in issued.suffix(200) { #expect(try await manager.authenticate(token: s.accessToken).id == s.session.id) }
+        #expect(try store.count() == 200)
+    }
+
     @Test func everySQLiteStatementUsesAnIndex() throws {
         let dir = try sessionTestDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

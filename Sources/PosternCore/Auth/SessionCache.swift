@@ -8,6 +8,9 @@ import Foundation
 ///   session's entry in O(1); it and `generation` sit behind `indexLock`, which only writers and
 ///   cache fills take (index lock first, then a shard lock; never the other way round).
 /// - No store I/O runs under either lock.
+/// - It holds at most `capacity` sessions (about 1.5 KB each): a fill into a full shard evicts one of
+///   its entries (the first in hash order, which is random), so memory does not grow with the number of live sessions; an evicted
+///   session is read from the store again on its next use.
 ///
 /// Revocations cannot be undone by a concurrent read. Every write that makes a cached copy wrong
 /// (revocation, rotation, Directus refresh) first writes the store, then bumps `generation` and removes
@@ -29,14 +32,19 @@ final class SessionCache: @unchecked Sendable {
     }
 
     private static let shardCount = 64
+    private static let maxInternedRoles = 1024
     private let shards: [Shard]
+    private let perShard: Int
     private let indexLock = NSLock()
     private var keyByID: [String: TokenKey] = [:]
     private var generation: UInt64 = 0
+    /// Role ids are shared by many sessions: one copy of each.
+    private var roles: [String: String] = [:]
 
-    /// An empty cache.
-    init() {
+    /// An empty cache for at most `capacity` sessions.
+    init(capacity: Int) {
         shards = (0..<SessionCache.shardCount).map { _ in Shard() }
+        perShard = max(1, capacity / SessionCache.shardCount)
     }
 
     private func shard(_ key: TokenKey) -> Shard {
@@ -160,11 +168,30 @@ final class SessionCache: @unchecked Sendable {
     // MARK: Helpers (index lock held)
 
     private func insertLocked(_ key: TokenKey, _ entry: Entry) {
+        var entry = entry
         let id = entry.session.id
+        if let role = entry.session.role {
+            if let shared = roles[role] {
+                entry.session.role = shared
+            } else if roles.count < SessionCache.maxInternedRoles {
+                roles[role] = role
+            }
+        }
         if let old = keyByID[id], old != key { removeLocked(id) }
         keyByID[id] = key
         let shard = shard(key)
-        shard.lock.withLock { shard.entries[key] = entry }
+        let evicted = shard.lock.withLock { () -> String? in
+            var evicted: String?
+            // The first entry in hash order: a random one, since digests are random (O(1), unlike randomElement()).
+            if shard.entries.count >= perShard, shard.entries[key] == nil, let victim = shard.entries.first {
+                shard.entries[victim.key] = nil
+                evicted = victim.value.session.id
+            }
+            shard.entries[key] = entry
+            return evicted
+        }
+        // Its queued touch stays queued: the store still wants it.
+        if let evicted { keyByID[evicted] = nil }
     }
 
     private func removeLocked(_ id: String) {

@@ -29,7 +29,7 @@ public final class SessionManager: @unchecked Sendable {
     /// Live sessions per user: opening one more ends the user's least recently used session.
     public let maxPerUser: Int
     private let clock: @Sendable () -> Date
-    private let cache = SessionCache()
+    private let cache: SessionCache
     private let lock = NSLock()  // guards `refreshes` only
     private var refreshes: [String: Task<Session, any Error>] = [:]  // session id → in-flight Directus refresh
     /// How often `last_used` may be written per session.
@@ -39,9 +39,14 @@ public final class SessionManager: @unchecked Sendable {
     /// Store reads a cache miss makes when concurrent writes keep refusing its fill (then it answers uncached).
     static let fillAttempts = 3
 
-    /// Creates a manager over `store`.
+    /// Sessions the in-process cache holds by default (about 75 MB); the others are read from the store.
+    public static let defaultCacheCapacity = 50_000
+
+    /// Creates a manager over `store`, caching at most `cacheCapacity` sessions in process.
     public init(store: any SessionStore, directus: DirectusClient, idleTTL: TimeInterval, maxTTL: TimeInterval,
-                maxPerUser: Int = 20, clock: @escaping @Sendable () -> Date = { Date() }) {
+                maxPerUser: Int = 20, cacheCapacity: Int = SessionManager.defaultCacheCapacity,
+                clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.cache = SessionCache(capacity: cacheCapacity)
         self.store = store
         self.directus = directus
         self.idleTTL = idleTTL
