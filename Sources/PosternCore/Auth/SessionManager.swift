@@ -197,7 +197,8 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Kills a session at once and logs its Directus refresh token out upstream (best effort).
     public func revoke(_ session: Session, context: CallContext) async {
-        let latest = cache.session(id: session.id) ?? session
+        // The latest Directus refresh token: a refresh may have rotated it since `session` was read.
+        let latest = cache.session(id: session.id) ?? (try? store.session(sessionID: session.id)) ?? session
         drop(sessionID: session.id)
         try? await directus.logout(refreshToken: latest.directusRefreshToken, context: context)
     }
