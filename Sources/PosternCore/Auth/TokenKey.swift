@@ -11,8 +11,8 @@ struct TokenKey: Hashable, Sendable {
     init(token: String) {
         var key = TokenKey(w0: 0, w1: 0, w2: 0, w3: 0)
         withUnsafeMutableBytes(of: &key) { out in
-            let hashed = token.utf8.withContiguousStorageIfAvailable { bytes in
-                _ = SHA256(bytes.baseAddress, bytes.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+            let hashed: Bool? = token.utf8.withContiguousStorageIfAvailable { bytes in
+                SHA256(bytes.baseAddress, bytes.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self)) != nil
             }
             if hashed == nil {
                 let bytes = Array(token.utf8)
