@@ -49,6 +49,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
             case .rememberUsed: return "INSERT OR REPLACE INTO used_refresh (digest, session_id) VALUES (?, ?)"
             case .touch: return "UPDATE sessions SET last_used = ? WHERE id = ?"
             case .delete: return "DELETE FROM sessions WHERE id = ?"
+            // What trigger sessions_forget_used runs; listed so that `queryPlans` shows its index.
             case .deleteUsed: return "DELETE FROM used_refresh WHERE session_id = ?"
             // min(last_used + idle, expires_at) <= now, written so that each side has its index.
             case .purge: return "DELETE FROM sessions WHERE last_used <= ?1 OR expires_at <= ?2 RETURNING id"
@@ -100,6 +101,8 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         CREATE INDEX IF NOT EXISTS sessions_user ON sessions (user_id);
         CREATE INDEX IF NOT EXISTS sessions_last_used ON sessions (last_used);
         CREATE INDEX IF NOT EXISTS sessions_expires_at ON sessions (expires_at);
+        CREATE TRIGGER IF NOT EXISTS sessions_forget_used AFTER DELETE ON sessions
+            BEGIN DELETE FROM used_refresh WHERE session_id = old.id; END;
         PRAGMA user_version = 2;
         """
 
@@ -289,17 +292,12 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
-    /// Removes a session and its used-refresh records.
+    /// Removes a session and (trigger `sessions_forget_used`) its used-refresh records, in one statement.
     public func delete(sessionID: String) throws {
         try locked {
-            try transaction {
-                for query in [Query.delete, .deleteUsed] {
-                    let stmt = try statement(query)
-                    bind(stmt, 1, sessionID)
-                    try check(sqlite3_step(stmt) == SQLITE_DONE, "delete")
-                    sqlite3_reset(stmt)
-                }
-            }
+            let stmt = try statement(.delete)
+            bind(stmt, 1, sessionID)
+            try check(sqlite3_step(stmt) == SQLITE_DONE, "delete")
         }
     }
 
@@ -316,12 +314,6 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
                     if rc == SQLITE_DONE { break }
                     try check(rc == SQLITE_ROW, "purge")
                     removed.append(text(stmt, 0))
-                }
-                sqlite3_reset(stmt)
-                for id in removed {
-                    let used = try statement(.deleteUsed)
-                    bind(used, 1, id)
-                    try check(sqlite3_step(used) == SQLITE_DONE, "purge used refresh")
                 }
             }
             return removed
