@@ -173,6 +173,8 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         BadConfig(#"{"sessions": {"store": "sqlite:"}}"#, "sessions.store", "sqlite:<path>"),
         BadConfig(#"{"sessions": {"idle_ttl_s": 0}}"#, "sessions.idle_ttl_s", "positive"),
         BadConfig(#"{"sessions": {"idle_ttl_s": 100, "max_ttl_s": 50}}"#, "sessions.idle_ttl_s", "must not exceed sessions.max_ttl_s"),
+        BadConfig(#"{"sessions": {"max_per_user": 0}}"#, "sessions.max_per_user", "positive"),
+        BadConfig(#"{"sessions": {"max_per_user": "20"}}"#, "sessions.max_per_user", "positive"),
         BadConfig(#"{"limits": {"max_body_bytes": 8388609}}"#, "limits.max_body_bytes", "between 1 and 8388608"),
         BadConfig(#"{"limits": {"inactivity_timeout_s": 0}}"#, "limits.inactivity_timeout_s", "positive"),
         BadConfig(#"{"limits": {"request_timeout_s": 0}}"#, "limits.request_timeout_s", "positive"),

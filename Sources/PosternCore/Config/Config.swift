@@ -57,6 +57,8 @@ public struct SessionsConfig: Sendable, Equatable {
     public var idleTTLSeconds = 604_800
     /// Absolute expiry in seconds.
     public var maxTTLSeconds = 2_592_000
+    /// Live sessions per user; a login beyond it ends that user's least recently used session.
+    public var maxPerUser = 20
     /// The defaults.
     public init() {}
 }

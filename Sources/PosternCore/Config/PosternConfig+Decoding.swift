@@ -7,7 +7,7 @@ enum ConfigKeys {
     static let directus = ["url", "timeout_ms", "max_connections_per_worker", "registration", "keepalive_idle_ms",
                            "max_waiting_per_worker"]
     /// `sessions`.
-    static let sessions = ["store", "idle_ttl_s", "max_ttl_s"]
+    static let sessions = ["store", "idle_ttl_s", "max_ttl_s", "max_per_user"]
     /// `limits`.
     static let limits = ["max_body_bytes", "inactivity_timeout_s", "request_timeout_s", "shutdown_grace_s"]
     /// `rate_limits`.
@@ -53,6 +53,7 @@ extension PosternConfig {
             if let v = reader.string(o, "store", at: p) { config.sessions.store = v }
             if let v = reader.int(o, "idle_ttl_s", at: p, rule: .positive) { config.sessions.idleTTLSeconds = v }
             if let v = reader.int(o, "max_ttl_s", at: p, rule: .positive) { config.sessions.maxTTLSeconds = v }
+            if let v = reader.int(o, "max_per_user", at: p, rule: .positive) { config.sessions.maxPerUser = v }
         }
         if let value = top["limits"], let o = reader.object(value, at: "limits", keys: ConfigKeys.limits) {
             let p = "limits"

@@ -42,6 +42,7 @@ extension PosternConfig {
         }
         check("sessions.idle_ttl_s", sessions.idleTTLSeconds, .positive)
         check("sessions.max_ttl_s", sessions.maxTTLSeconds, .positive)
+        check("sessions.max_per_user", sessions.maxPerUser, .positive)
         if sessions.idleTTLSeconds > sessions.maxTTLSeconds {
             report("sessions.idle_ttl_s", "must not exceed sessions.max_ttl_s (\(sessions.maxTTLSeconds))")
         }
