@@ -8,7 +8,7 @@ DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config
 TEST_DEB_DEPS := python3-venv curl
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-layers check-docker check-openapi run check bench profile fuzz clean
+.PHONY: deps build release test check-layers check-docker check-openapi run check bench bench-sessions profile fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing), and the Python tools of
 ## check-openapi into .build/venv (scripts/pydeps.sh)
@@ -68,6 +68,12 @@ bench: deps
 ## syscalls and mallocs per request (scripts/profile.sh; data kept in .bench/)
 profile: deps
 	bash scripts/profile.sh
+
+## bench-sessions: 100 000 live sessions in the memory and the SQLite store: authenticate (cache hit, cold) and
+## logout µs/op (median, p99) and peak RSS against the targets (< 50 µs each, < 150 MB); fails if one is missed
+bench-sessions: deps
+	$(SWIFT) build -c release --product postern-bench-sessions
+	@status=0; for store in memory sqlite; do .build/release/postern-bench-sessions $$store || status=1; done; exit $$status
 
 ## fuzz: libFuzzer targets (Fuzz/Targets/) with ASan, FUZZ_SECONDS each (default 30)
 fuzz: deps

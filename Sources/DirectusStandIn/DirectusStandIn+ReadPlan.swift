@@ -162,6 +162,9 @@ extension DirectusStandIn {
             "_starts_with", "_nstarts_with", "_istarts_with", "_nistarts_with",
             "_ends_with", "_nends_with", "_iends_with", "_niends_with",
         ]
+        private static let insensitiveOperators: Set<String> = [
+            "_icontains", "_nicontains", "_istarts_with", "_nistarts_with", "_iends_with", "_niends_with",
+        ]
         private static let listOperators: Set<String> = ["_in", "_nin", "_between", "_nbetween"]
         private static let flagOperators: Set<String> = ["_null", "_nnull", "_empty", "_nempty"]
 
@@ -188,6 +191,11 @@ extension DirectusStandIn {
                 for (op, rawOperand) in operators {
                     let operand = normalize(substitute(rawOperand, caller: caller, now: now), for: field)
                     if primitiveOperators.contains(op) {
+                        // Directus calls `compareValue.toLowerCase()` for these on text columns: a coerced
+                        // `true`/`false`/`null` is no string, and the TypeError is a 500 (`filter/operator.ts`).
+                        if insensitiveOperators.contains(op), field != .id, operand.stringValue == nil {
+                            throw StandInError.internalError
+                        }
                         if operand == .string("") {
                             throw StandInError.invalidQuery("You can't filter for an empty string in \"\(op)\". Use \"_empty\" or \"_nempty\" instead")
                         }

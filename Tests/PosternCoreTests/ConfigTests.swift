@@ -173,6 +173,8 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         BadConfig(#"{"sessions": {"store": "sqlite:"}}"#, "sessions.store", "sqlite:<path>"),
         BadConfig(#"{"sessions": {"idle_ttl_s": 0}}"#, "sessions.idle_ttl_s", "positive"),
         BadConfig(#"{"sessions": {"idle_ttl_s": 100, "max_ttl_s": 50}}"#, "sessions.idle_ttl_s", "must not exceed sessions.max_ttl_s"),
+        BadConfig(#"{"sessions": {"max_per_user": 0}}"#, "sessions.max_per_user", "positive"),
+        BadConfig(#"{"sessions": {"max_per_user": "20"}}"#, "sessions.max_per_user", "positive"),
         BadConfig(#"{"limits": {"max_body_bytes": 8388609}}"#, "limits.max_body_bytes", "between 1 and 8388608"),
         BadConfig(#"{"limits": {"inactivity_timeout_s": 0}}"#, "limits.inactivity_timeout_s", "positive"),
         BadConfig(#"{"limits": {"request_timeout_s": 0}}"#, "limits.request_timeout_s", "positive"),
@@ -196,6 +198,11 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         BadConfig(resource(#""writable": ["txt"]"#), "resources[0].writable[0]", "not a field of this resource"),
         BadConfig(resource(#""writable": ["id"]"#), "resources[0].writable[0]", #""id" cannot be writable"#),
         BadConfig(resource(#""writable": ["text", "by"]"#), "resources[0].writable[1]", "owner field"),
+        BadConfig(resource(#""search_fields": ["text", "body"]"#), "resources[0].search_fields[1]", "not a field of this resource"),
+        BadConfig(resource(#""search_fields": "text""#), "resources[0].search_fields", "array of strings"),
+        BadConfig(resource(#""search_fields": ["text", 1]"#), "resources[0].search_fields[1]", "must be a string"),
+        BadConfig(resource(#""search_fields": [\#(Array(repeating: "\"text\"", count: 21).joined(separator: ","))]"#),
+                  "resources[0].search_fields", "at most 20"),
         BadConfig(resource(#""max_limit": 0"#), "resources[0].max_limit", "positive"),
         BadConfig(resource(#""default_limit": 0"#), "resources[0].default_limit", "positive"),
         BadConfig(resource(#""max_limit": 10, "default_limit": 20"#), "resources[0].default_limit", "must not exceed max_limit (10)"),
@@ -242,6 +249,17 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         #expect(hit != nil, "expected a problem at \(bad.path), got \(found)")
         #expect(hit?.message.contains(bad.message) == true, "\(String(describing: hit))")
         #expect(found.count == 1, "expected exactly one problem, got \(found)")
+    }
+
+    @Test func decodesSearchFields() throws {
+        let config = try load(resource(#""writable": ["text"], "search_fields": ["by", "text"]"#)).get()
+        #expect(config.resources[0].searchFields == ["by", "text"])
+        #expect(ResourceMapper(config.resources[0]).searchDirectusFields == ["user_created", "body"])
+        let defaulted = try load(resource(#""writable": ["text"]"#)).get()
+        #expect(defaulted.resources[0].searchFields == nil)
+        #expect(defaulted.resources[0].effectiveSearchFields == ["text"])
+        let empty = try load(resource(#""search_fields": []"#)).get()
+        #expect(empty.resources[0].searchFields == [])
     }
 
     @Test func acceptsEdgeValues() throws {

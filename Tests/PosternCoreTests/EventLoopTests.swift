@@ -31,8 +31,10 @@ import Testing
         try upstream.start(host: "127.0.0.1", port: 0)
         defer { upstream.shutdown(grace: 1) }
         let loop = group.loops[0]
+        // A long keep-alive idle limit: on a loaded machine a pooled connection may sit idle for seconds, and
+        // replacing it then is the idle rule (tested elsewhere), not a failure to reuse.
         let client = UpstreamHTTPClient(loop: loop, endpoint: UpstreamEndpoint(url: "http://127.0.0.1:\(upstream.port)")!,
-                                        maxConnections: 4)
+                                        maxConnections: 4, keepaliveIdle: 3600)
         let results = try await withThrowingTaskGroup(of: Int.self, returning: [Int].self) { tasks in
             for i in 0..<20 {
                 tasks.addTask(executorPreference: loop) {

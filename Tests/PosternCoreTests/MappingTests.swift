@@ -258,7 +258,8 @@ import Testing
             HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(#"{"data":[],"meta":{"filter_count":0}}"#.utf8))
         }, timeout: 3)
         let sessions = SessionManager(store: MemorySessionStore(), directus: directus, idleTTL: 60, maxTTL: 600)
-        let handlers = ResourceHandlers(mapper: mapper, items: DirectusItems(directus: directus, sessions: sessions))
+        let handlers = ResourceHandlers(mapper: mapper, items: DirectusItems(directus: directus, sessions: sessions),
+                                        cache: ResourceCache(mapper.resource, cache: MicroCache(maxEntries: 1), invalidations: LocalInvalidationBus()))
         let list = try await handlers.list(HTTPRequest(method: .get, target: "/api/v1/books", remoteAddress: "10.0.0.1"),
                                            RequestContext(requestID: "r", clientIP: "10.0.0.1"))
         #expect(list.status == 200)

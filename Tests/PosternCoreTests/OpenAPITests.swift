@@ -146,6 +146,8 @@ import Testing
         #expect(parameters.allSatisfy { $0["in"]?.stringValue == "query" && $0["required"] == .bool(false) })
         let sortPattern = parameters[3]["schema"]?["pattern"]?.stringValue ?? ""
         for (field, _) in resource.fields { #expect(sortPattern.contains(field), "sort \(field)") }
+        let searchText = parameters[4]["description"]?.stringValue ?? ""
+        for field in resource.effectiveSearchFields { #expect(searchText.contains("`\(field)`"), "search \(field)") }
 
         // The item id parameter follows id_type.
         let idSchema = itemPath?["get"]?["parameters"]?.arrayValue?.first?["schema"]

@@ -49,9 +49,13 @@ func gatewayError(_ body: () throws -> Void) -> GatewayError? {
         ("books", "sort=title,-id", ["limit=20", "offset=0", "sort=title,-id"]),
         ("books", "sort=-user,%20subtitle", ["limit=20", "offset=0", "sort=-user_created,content"]),
         ("posts", "sort=-date_created,content", ["limit=20", "offset=0", "sort=-date_created,content"]),
-        ("books", "search=hello+world", ["limit=20", "offset=0", "search=hello world"]),
+        ("books", "search=hello+world", ["limit=20", "offset=0", "filter[_or][0][title][_icontains]=hello world",
+                                         "filter[_or][1][content][_icontains]=hello world"]),
         ("books", "search=", ["limit=20", "offset=0"]),
-        ("books", "search=a&sort=id&page=2&limit=3", ["limit=3", "offset=3", "sort=id", "search=a"]),
+        ("books", "search=a&sort=id&page=2&limit=3", ["limit=3", "offset=3", "sort=id", "filter[_or][0][title][_icontains]=a",
+                                                     "filter[_or][1][content][_icontains]=a"]),
+        ("posts", "search=Swift", ["limit=20", "offset=0", "filter[_or][0][title][_icontains]=swift",
+                                   "filter[_or][1][content][_icontains]=swift"]),
     ])
     func translatesKnownParameters(resource: String, query: String, expected: [String]) throws {
         let out = try translate(resource, query)
@@ -89,6 +93,8 @@ func gatewayError(_ body: () throws -> Void) -> GatewayError? {
         ("books", "sort=nope", "sort"), ("books", "sort=content", "sort"), ("books", "sort=user_created", "sort"),
         ("books", "sort=%2Btitle", "sort"), ("books", "sort=user_created.email", "sort"),
         ("posts", "sort=subtitle", "sort"), ("posts", "sort=-user", "sort"),
+        ("books", "search=" + String(repeating: "a", count: 201), "search"),
+        ("books", "search=" + String(repeating: "%C3%A9", count: 101), "search"),
     ])
     func rejectsBadValues(resource: String, query: String, parameter: String) {
         let error = gatewayError { _ = try shippedMapper(resource).listQuery(QueryString.parse(query)) }
@@ -106,5 +112,64 @@ func gatewayError(_ body: () throws -> Void) -> GatewayError? {
         #expect(try mapper.listQuery([("limit", "50")]).first { $0.0 == "limit" }?.1 == "50")
         let error = gatewayError { _ = try mapper.listQuery([("limit", "51")]) }
         #expect(error?.message.contains("50") == true)
+    }
+
+    @Test func searchIsNeverForwardedAsDirectusSearch() throws {
+        for resource in ["books", "posts"] {
+            let out = try shippedMapper(resource).listQuery([("search", "x")])
+            #expect(!out.contains { $0.0 == "search" })
+            #expect(out.filter { $0.0.hasPrefix("filter[_or]") }.count == 2)
+        }
+    }
+
+    @Test func searchUsesConfiguredSearchFieldsWithDirectusNames() throws {
+        var config = ResourceConfig.shipped[0]  // books: subtitle is Directus's content
+        config.searchFields = ["subtitle"]
+        let out = try ResourceMapper(config).listQuery([("search", "Déjà Vu")]).map { "\($0.0)=\($0.1)" }
+        #expect(out.filter { $0.hasPrefix("filter") } == ["filter[_or][0][content][_icontains]=déjà vu"])
+    }
+
+    @Test func searchFieldsDefaultToTheWritableFields() {
+        var config = ResourceConfig.shipped[1]
+        config.writable = ["content"]
+        #expect(ResourceMapper(config).searchDirectusFields == ["content"])
+        config.searchFields = ["title", "date_created"]
+        #expect(ResourceMapper(config).searchDirectusFields == ["title", "date_created"])
+    }
+
+    @Test func emptySearchFieldsRefuseSearch() throws {
+        var config = ResourceConfig.shipped[0]
+        config.searchFields = []
+        let mapper = ResourceMapper(config)
+        let error = gatewayError { _ = try mapper.listQuery([("search", "x")]) }
+        #expect(error?.status == 400)
+        #expect(error?.code == .invalidRequest)
+        #expect(error?.message.contains("\"search\"") == true)
+        // An empty search is no search, as before.
+        #expect(try mapper.listQuery([("search", "")]).allSatisfy { !$0.0.hasPrefix("filter") })
+    }
+
+    /// Directus coerces `true`/`false`/`null`/`NULL` and resolves `$NOW`, `$CURRENT_USER…` in filter values;
+    /// a search term must reach it as plain text, matching the same rows (Directus lowercases it anyway).
+    @Test(arguments: [
+        ("true", "True"), ("FALSE", "False"), ("null", "Null"), ("NULL", "Null"), ("nullable", "nullable"),
+        ("$CURRENT_USER", "$current_user"), ("$CURRENT_USER.email", "$current_user.email"), ("$NOW(-1 day)", "$now(-1 day)"),
+        ("$CURRENT_ROLES", "$current_roles"), ("Ünïcode ÀB", "Ünïcode Àb"), ("a%b_c", "a%b_c"),
+    ])
+    func searchTermsReachDirectusAsText(term: String, sent: String) throws {
+        let out = try shippedMapper("books").listQuery([("search", term)])
+        #expect(out.filter { $0.0.hasPrefix("filter") }.map(\.1) == [sent, sent])
+    }
+
+    @Test func searchOfTheLongestLengthIsAccepted() throws {
+        let term = String(repeating: "é", count: 100)  // 200 bytes
+        let out = try shippedMapper("books").listQuery([("search", term)])
+        #expect(out.filter { $0.0.hasPrefix("filter") }.count == 2)
+    }
+
+    @Test func searchFilterIsPercentEncodedOnTheWire() throws {
+        let query = QueryString.build(try shippedMapper("books").listQuery([("search", "a&b=c")]))
+        #expect(query.contains("filter%5B_or%5D%5B0%5D%5Btitle%5D%5B_icontains%5D=a%26b%3Dc"))
+        #expect(!query.contains("search="))
     }
 }

@@ -28,7 +28,7 @@ final class SessionTestClock: @unchecked Sendable {
 
         func open() async throws -> IssuedTokens {
             let tokens = try await directus.login(email: "x@y.com", password: "123456", context: CallContext(requestID: "t", clientIP: "127.0.0.1"))
-            return try manager.open(tokens: tokens, email: "x@y.com")
+            return try await manager.open(tokens: tokens, email: "x@y.com", context: CallContext(requestID: "t", clientIP: "127.0.0.1"))
         }
     }
 
@@ -48,10 +48,10 @@ final class SessionTestClock: @unchecked Sendable {
         let issued = try await f.open()
         for _ in 0..<5 {
             f.clock.advance(90)
-            _ = try f.manager.authenticate(token: issued.accessToken)
+            _ = try await f.manager.authenticate(token: issued.accessToken)
         }
         f.clock.advance(101)
-        #expect(throws: GatewayError.self) { try f.manager.authenticate(token: issued.accessToken) }
+        await #expect(throws: GatewayError.self) { try await f.manager.authenticate(token: issued.accessToken) }
         // An expired session is gone for good.
         #expect(try f.store.count() == 0)
     }
@@ -59,10 +59,10 @@ final class SessionTestClock: @unchecked Sendable {
     @Test func absoluteExpiryEndsEvenAnActiveSession() async throws {
         let f = Fixture(idle: 100, max: 250)
         let issued = try await f.open()
-        f.clock.advance(90); _ = try f.manager.authenticate(token: issued.accessToken)
-        f.clock.advance(90); _ = try f.manager.authenticate(token: issued.accessToken)
+        f.clock.advance(90); _ = try await f.manager.authenticate(token: issued.accessToken)
+        f.clock.advance(90); _ = try await f.manager.authenticate(token: issued.accessToken)
         f.clock.advance(90)
-        #expect(throws: GatewayError.self) { try f.manager.authenticate(token: issued.accessToken) }
+        await #expect(throws: GatewayError.self) { try await f.manager.authenticate(token: issued.accessToken) }
     }
 
     @Test func lastUsedIsBatchedNotWrittenPerRequest() async throws {
@@ -70,7 +70,7 @@ final class SessionTestClock: @unchecked Sendable {
         let issued = try await f.open()
         let created = try #require(try f.store.session(tokenDigest: Crypto.sha256Hex(issued.accessToken))).lastUsedAt
         f.clock.advance(120)
-        _ = try f.manager.authenticate(token: issued.accessToken)
+        _ = try await f.manager.authenticate(token: issued.accessToken)
         #expect(try f.store.session(tokenDigest: Crypto.sha256Hex(issued.accessToken))?.lastUsedAt == created)
         f.manager.flush()
         #expect(try f.store.session(tokenDigest: Crypto.sha256Hex(issued.accessToken))?.lastUsedAt == f.clock.now)
@@ -81,7 +81,7 @@ final class SessionTestClock: @unchecked Sendable {
         _ = try await f.open()
         let live = try await f.open()
         f.clock.advance(60)
-        _ = try f.manager.authenticate(token: live.accessToken)
+        _ = try await f.manager.authenticate(token: live.accessToken)
         f.manager.flush()
         f.clock.advance(60)
         #expect(f.manager.purgeExpired() == 1)
@@ -95,9 +95,9 @@ final class SessionTestClock: @unchecked Sendable {
     }
 
     @Test(arguments: ["", "Bearer", "pst_", "psr_abc", String(repeating: "a", count: 5000)])
-    func malformedTokensAre401(token: String) {
+    func malformedTokensAre401(token: String) async {
         let f = Fixture()
-        #expect(throws: GatewayError.self) { try f.manager.authenticate(token: token) }
+        await #expect(throws: GatewayError.self) { try await f.manager.authenticate(token: token) }
     }
 }
 
@@ -159,9 +159,9 @@ extension SessionManagerTests {
         let directus = DirectusClient(transport: gate, timeout: 3)
         let manager = SessionManager(store: MemorySessionStore(), directus: directus, idleTTL: 1000, maxTTL: 10_000)
         let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
-        let issued = try manager.open(tokens: try await directus.login(email: "x@y.com", password: "123456", context: ctx), email: "x@y.com")
+        let issued = try await manager.open(tokens: try await directus.login(email: "x@y.com", password: "123456", context: ctx), email: "x@y.com", context: ctx)
         standIn.expireAllAccessTokens()
-        let session = try manager.authenticate(token: issued.accessToken)
+        let session = try await manager.authenticate(token: issued.accessToken)
         let call = Task {
             try await manager.withDirectusToken(session, context: ctx) { (token) async throws(DirectusError) -> Data in
                 try await directus.listItems(path: "/items/posts", query: [("limit", "1")], token: token, context: ctx)
@@ -171,8 +171,8 @@ extension SessionManagerTests {
         let rotated = try await manager.rotate(refreshToken: issued.refreshToken, context: ctx)
         gate.release()
         _ = try await call.value
-        #expect(throws: GatewayError.self) { try manager.authenticate(token: issued.accessToken) }
-        let live = try manager.authenticate(token: rotated.accessToken)
+        await #expect(throws: GatewayError.self) { try await manager.authenticate(token: issued.accessToken) }
+        let live = try await manager.authenticate(token: rotated.accessToken)
         #expect(live.directusAccessToken != session.directusAccessToken)
         #expect(standIn.refreshCount == 1)
     }

@@ -73,7 +73,7 @@ public final class Application: @unchecked Sendable {
         let guarded = GuardedTransport(inner: upstream, breaker: breaker, metrics: metrics)
         let directus = DirectusClient(transport: guarded, timeout: Double(config.directus.timeoutMs) / 1000)
         let sessions = SessionManager(store: sessionStore, directus: directus, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
-                                      maxTTL: TimeInterval(config.sessions.maxTTLSeconds))
+                                      maxTTL: TimeInterval(config.sessions.maxTTLSeconds), maxPerUser: config.sessions.maxPerUser)
         let rateLimits = RateLimits(config.rateLimits, metrics: metrics)
         let gateway = Gateway(config: config, directus: directus, sessions: sessions, log: log, metrics: metrics,
                               rateLimits: rateLimits, breaker: breaker)

@@ -14,18 +14,27 @@ public final class Gateway: Sendable {
     /// What Directus's answers said about its schema (a missing collection makes `/readyz` 503).
     public let schema: SchemaWatch
 
-    /// Builds the pipeline. `metrics` and `rateLimits` are process-wide (shared by every loop).
+    /// The process-wide micro-cache (docs/api.md, Micro-cache).
+    let cache: MicroCache
+
+    /// Builds the pipeline. `metrics`, `rateLimits` and the cache are process-wide (shared by every loop);
+    /// `invalidations` carries cache invalidations (in-process unless given).
     public init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog,
-                metrics: Metrics = Metrics(), rateLimits: RateLimits? = nil, breaker: CircuitBreaker? = nil) {
+                metrics: Metrics = Metrics(), rateLimits: RateLimits? = nil, breaker: CircuitBreaker? = nil,
+                invalidations: (any CacheInvalidationBus)? = nil, cacheClock: MicroCache.Clock? = nil) {
         self.sessions = sessions
         self.metrics = metrics
         self.log = log
         let schema = SchemaWatch(log: log)
         self.schema = schema
+        let cache = MicroCache(maxEntries: config.cacheMaxEntries, now: cacheClock ?? MicroCache.monotonicClock())
+        let invalidations = invalidations ?? LocalInvalidationBus()
+        cache.attach(to: invalidations, metrics: metrics)
+        self.cache = cache
         clientAddress = ClientAddress(trustedProxies: Set(config.rateLimits.trustedProxies))
         routes = RouteTable(config: config, directus: directus, sessions: sessions, log: log, metrics: metrics,
                             rateLimits: rateLimits ?? RateLimits(config.rateLimits, metrics: metrics), breaker: breaker,
-                            schema: schema)
+                            schema: schema, cache: cache, invalidations: invalidations)
     }
 
     /// Answers one request on the public listener; never throws, every error is rendered.

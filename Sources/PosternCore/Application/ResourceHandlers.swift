@@ -7,6 +7,8 @@ struct ResourceHandlers: Sendable {
     let items: DirectusItems
     /// Learns from list answers whether the collection exists (for `/readyz`).
     var schema: SchemaWatch? = nil
+    /// The micro-cache for list and read answers; writes invalidate the collection through it.
+    let cache: ResourceCache
 
     private var directus: DirectusClient { items.directus }
     private var notFound: GatewayError { .notFound("no such \(mapper.resource.name) item") }
@@ -18,37 +20,50 @@ struct ResourceHandlers: Sendable {
             query.append(("filter[\(owner)][_eq]", "$CURRENT_USER"))
         }
         let path = mapper.upstreamCollectionPath
-        let body: Data
-        do {
-            body = try await items.withToken(context.session, mapper: mapper, context: context,
-                                             forbidden: .forbidden("you may not list \(mapper.resource.name)")) {
-                (token) async throws(DirectusError) -> Data in
-                try await directus.listItems(path: path, query: query, token: token, context: context.call)
+        let upstreamQuery = query
+        // An owner-narrowed list is keyed per caller whatever the cache scope.
+        let perUser: Bool
+        if case .ownItemsOnly = context.authorization { perUser = true } else { perUser = false }
+        let collection = mapper.resource.collection
+        return try await cache.respond(path: path, query: upstreamQuery, session: context.session, perUser: perUser) {
+            () async throws(GatewayError) -> HTTPResponse in
+            let body: Data
+            do throws(GatewayError) {
+                body = try await items.withToken(context.session, mapper: mapper, context: context,
+                                                 forbidden: .forbidden("you may not list \(mapper.resource.name)")) {
+                    (token) async throws(DirectusError) -> Data in
+                    try await directus.listItems(path: path, query: upstreamQuery, token: token, context: context.call)
+                }
+            } catch {
+                // A signed-in caller refused a whole collection: it is missing (or the app role cannot read it).
+                if error.status == 403, context.session != nil { schema?.listForbidden(collection: collection) }
+                throw error
             }
-        } catch {
-            // A signed-in caller refused a whole collection: it is missing (or the app role cannot read it).
-            if error.status == 403, context.session != nil { schema?.listForbidden(collection: mapper.resource.collection) }
-            throw error
+            schema?.succeeded(collection: collection)
+            return .json(200, try mapper.renderer.renderList(directusBody: body))
         }
-        schema?.succeeded(collection: mapper.resource.collection)
-        return .json(200, try mapper.renderer.renderList(directusBody: body))
     }
 
     /// `GET /api/v1/R/{id}`.
     func read(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        let body: Data
         if case .ownerVerified(let item) = context.authorization {
-            body = item.directusBody  // the policy stage read it with the caller's token
-        } else {
-            body = try await items.readItem(id: try itemID(context), mapper: mapper, session: context.session, context: context)
+            // The policy stage read it upstream with the caller's token (never from the cache): use it.
+            return .json(200, try mapper.renderer.renderItem(directusBody: item.directusBody))
         }
-        return .json(200, try mapper.renderer.renderItem(directusBody: body))
+        let id = try itemID(context)
+        return try await cache.respond(path: mapper.upstreamItemPath(id: id), query: [("fields", mapper.directusFieldList)],
+                                       session: context.session, perUser: false) {
+            () async throws(GatewayError) -> HTTPResponse in
+            let body = try await items.readItem(id: id, mapper: mapper, session: context.session, context: context)
+            return .json(200, try mapper.renderer.renderItem(directusBody: body))
+        }
     }
 
     /// `POST /api/v1/R` without an `id`.
     func create(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let payload = try parsedPayload(request, context, mode: .create)
         let path = mapper.upstreamCollectionPath
+        defer { cache.invalidate() }  // before the response is sent; also on errors (the write may have landed)
         let body = try await items.withToken(context.session, mapper: mapper, context: context,
                                              forbidden: .forbidden("you may not create \(mapper.resource.name)")) {
             (token) async throws(DirectusError) -> Data? in
@@ -65,6 +80,7 @@ struct ResourceHandlers: Sendable {
         let id = try itemID(context)
         let payload = try parsedPayload(request, context, mode: .update)
         let path = mapper.upstreamItemPath(id: id)
+        defer { cache.invalidate() }  // before the response is sent; also on errors (the write may have landed)
         // Ownership was checked before (when the rule needs it); a Directus 403 now means Directus itself refused.
         let forbidden: GatewayError = ownerVerified(context) ? .forbidden("Directus refused the update") : notFound
         let body = try await items.withToken(context.session, mapper: mapper, context: context, forbidden: forbidden) {
@@ -86,6 +102,7 @@ struct ResourceHandlers: Sendable {
     func delete(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let path = mapper.upstreamItemPath(id: try itemID(context))
         let forbidden: GatewayError = ownerVerified(context) ? .forbidden("Directus refused the delete") : notFound
+        defer { cache.invalidate() }  // before the response is sent; also on errors (the write may have landed)
         try await items.withToken(context.session, mapper: mapper, context: context, forbidden: forbidden) {
             (token) async throws(DirectusError) -> Void in
             try await directus.deleteItem(path: path, token: token, context: context.call)

@@ -22,11 +22,16 @@ struct RouteTable: Sendable {
         let items: DirectusItems
         /// Learns from list answers whether a collection exists (for `/readyz`).
         let schema: SchemaWatch
+        /// The process-wide micro-cache.
+        let cache: MicroCache
+        /// Where writes announce that a collection changed.
+        let invalidations: any CacheInvalidationBus
     }
 
     /// Builds every route. `metrics` and `rateLimits` are process-wide (shared by every loop).
     init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog, metrics: Metrics,
-         rateLimits: RateLimits, breaker: CircuitBreaker?, schema: SchemaWatch) {
+         rateLimits: RateLimits, breaker: CircuitBreaker?, schema: SchemaWatch, cache: MicroCache,
+         invalidations: any CacheInvalidationBus) {
         let cors = CORSPolicy(config.cors)
         let edge: [any Middleware] = [
             ObservationMiddleware(metrics: metrics, log: log), ResponseHeadersMiddleware(), CORSHeadersMiddleware(cors: cors),
@@ -35,7 +40,8 @@ struct RouteTable: Sendable {
         let stages = Stages(limit: BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes),
                             optionalAuth: AuthenticationMiddleware(sessions: sessions, required: false, rateLimits: rateLimits),
                             requiredAuth: AuthenticationMiddleware(sessions: sessions, required: true, rateLimits: rateLimits),
-                            items: DirectusItems(directus: directus, sessions: sessions), schema: schema)
+                            items: DirectusItems(directus: directus, sessions: sessions), schema: schema,
+                            cache: cache, invalidations: invalidations)
         let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
                                  registerEndpoint: config.directus.registration == "register")
         let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker, schema: schema)
@@ -94,7 +100,8 @@ struct RouteTable: Sendable {
     /// `/api/v1/R` and `/api/v1/R/{id}` for one configured resource: limit → authentication → (id check) → policy → handler.
     static func resourceRoutes(_ resource: ResourceConfig, _ stages: Stages) -> [Route] {
         let mapper = ResourceMapper(resource)
-        let handlers = ResourceHandlers(mapper: mapper, items: stages.items, schema: stages.schema)
+        let handlers = ResourceHandlers(mapper: mapper, items: stages.items, schema: stages.schema,
+                                        cache: ResourceCache(resource, cache: stages.cache, invalidations: stages.invalidations))
         func rule(_ action: ResourceAction) -> PermissionRule { resource.permissions[action] ?? .nobody }
         func policy(_ action: ResourceAction) -> PolicyMiddleware {
             PolicyMiddleware(action: action, rule: rule(action), mapper: mapper, items: stages.items)

@@ -95,7 +95,7 @@ struct UserHandlers: Sendable {
         } catch {
             throw error.forLogin()
         }
-        return tokenResponse(try sessions.open(tokens: tokens, email: email))
+        return tokenResponse(try await sessions.open(tokens: tokens, email: email, context: context.call))
     }
 
     private func tokenResponse(_ issued: IssuedTokens) -> HTTPResponse {

@@ -17,7 +17,7 @@ public struct AuthenticationMiddleware: Middleware {
     public func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
         var context = context
         if let token = AuthenticationMiddleware.bearer(request.headers["Authorization"]) {
-            let session = try sessions.authenticate(token: token)
+            let session = try await sessions.authenticate(token: token)
             try rateLimits.claimRequest(sessionID: session.id)
             context.session = session
             RequestTrace.current?.userID = session.userID

@@ -1,12 +1,19 @@
 import Foundation
 
 /// An in-process session store (tests, single instance without persistence).
+///
+/// Indexed like the SQLite store: by id, token digest, refresh digest, used refresh digest (both ways),
+/// user, and the two expiry times, so that no call scans every session.
 public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     private let lock = NSLock()
     private var byID: [String: Session] = [:]
     private var idByToken: [String: String] = [:]
     private var idByRefresh: [String: String] = [:]
-    private var usedRefresh: [String: String] = [:]
+    private var usedRefresh: [String: String] = [:]        // used refresh digest → session id
+    private var usedByID: [String: [String]] = [:]         // session id → its used refresh digests
+    private var idsByUser: [String: Set<String>] = [:]
+    private var byLastUsed = ExpiryIndex()
+    private var byExpiresAt = ExpiryIndex()
 
     /// Builds an empty store.
     public init() {}
@@ -20,6 +27,9 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
             byID[session.id] = session
             idByToken[session.tokenDigest] = session.id
             idByRefresh[session.refreshDigest] = session.id
+            idsByUser[session.userID, default: []].insert(session.id)
+            byLastUsed.insert(session.id, at: session.lastUsedAt)
+            byExpiresAt.insert(session.id, at: session.expiresAt)
         }
     }
 
@@ -47,32 +57,54 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     public func update(_ session: Session) throws {
         try lock.withLock {
             guard let old = byID[session.id] else { return }
-            if old.tokenDigest != session.tokenDigest {
-                if let other = idByToken[session.tokenDigest], other != session.id {
-                    throw SessionStoreError.duplicate("token digest")
-                }
+            try replaceLocked(old, with: session)
+        }
+    }
+
+    /// Rotates the digests of a session whose refresh digest is still `refreshDigest`.
+    public func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
+                       lastUsed: Date) throws -> Session? {
+        try lock.withLock {
+            guard let old = byID[sessionID], old.refreshDigest == refreshDigest else { return nil }
+            var new = old
+            new.tokenDigest = newTokenDigest
+            new.refreshDigest = newRefreshDigest
+            new.lastUsedAt = lastUsed
+            try replaceLocked(old, with: new)
+            return new
+        }
+    }
+
+    /// Sets the Directus tokens of a session.
+    public func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
+                                     role: String?) throws -> Session? {
+        lock.withLock {
+            guard var session = byID[sessionID] else { return nil }
+            session.directusAccessToken = accessToken
+            session.directusAccessExpiresAt = accessExpiresAt
+            session.directusRefreshToken = refreshToken
+            if let role { session.role = role }
+            byID[sessionID] = session
+            return session
+        }
+    }
+
+    /// Id, creation and last use of each session of `userID`.
+    public func recency(userID: String) throws -> [SessionRecency] {
+        lock.withLock {
+            (idsByUser[userID] ?? []).compactMap { id in
+                byID[id].map { SessionRecency(id: $0.id, createdAt: $0.createdAt, lastUsedAt: $0.lastUsedAt) }
             }
-            if old.refreshDigest != session.refreshDigest {
-                if let other = idByRefresh[session.refreshDigest], other != session.id {
-                    throw SessionStoreError.duplicate("refresh digest")
-                }
-            }
-            idByToken[old.tokenDigest] = nil
-            idByRefresh[old.refreshDigest] = nil
-            if old.refreshDigest != session.refreshDigest {
-                usedRefresh[old.refreshDigest] = session.id
-            }
-            byID[session.id] = session
-            idByToken[session.tokenDigest] = session.id
-            idByRefresh[session.refreshDigest] = session.id
         }
     }
 
     /// Sets `lastUsedAt` of the listed sessions that still exist.
     public func touch(_ lastUsed: [String: Date]) throws {
         lock.withLock {
-            for (id, date) in lastUsed where byID[id] != nil {
+            for (id, date) in lastUsed {
+                guard let old = byID[id]?.lastUsedAt else { continue }
                 byID[id]?.lastUsedAt = date
+                byLastUsed.move(id, from: old, to: date)
             }
         }
     }
@@ -82,12 +114,21 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
         lock.withLock { removeLocked(sessionID) }
     }
 
-    /// Removes every session whose effective expiry is at or before `now`.
-    public func purgeExpired(now: Date, idleTTL: TimeInterval) throws -> Int {
+    /// Removes every session whose effective expiry is at or before `now`: only the sessions whose last use
+    /// or absolute expiry falls in a due time bucket are looked at.
+    public func purgeExpired(now: Date, idleTTL: TimeInterval) throws -> [String] {
         lock.withLock {
-            let dead = byID.values.filter { $0.isExpired(now: now, idleTTL: idleTTL) }.map(\.id)
-            for id in dead { removeLocked(id) }
-            return dead.count
+            var dead: [String] = []
+            let idleCutoff = now.addingTimeInterval(-idleTTL)
+            for id in byLastUsed.candidates(upTo: idleCutoff) {
+                if let s = byID[id], s.lastUsedAt <= idleCutoff { dead.append(id); removeLocked(id) }
+            }
+            for id in byExpiresAt.candidates(upTo: now) {
+                if let s = byID[id], s.expiresAt <= now { dead.append(id); removeLocked(id) }
+            }
+            byLastUsed.advance(to: idleCutoff)
+            byExpiresAt.advance(to: now)
+            return dead
         }
     }
 
@@ -96,11 +137,92 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
         lock.withLock { byID.count }
     }
 
+    private func replaceLocked(_ old: Session, with session: Session) throws {
+        if old.tokenDigest != session.tokenDigest, let other = idByToken[session.tokenDigest], other != session.id {
+            throw SessionStoreError.duplicate("token digest")
+        }
+        if old.refreshDigest != session.refreshDigest, let other = idByRefresh[session.refreshDigest], other != session.id {
+            throw SessionStoreError.duplicate("refresh digest")
+        }
+        idByToken[old.tokenDigest] = nil
+        idByRefresh[old.refreshDigest] = nil
+        if old.refreshDigest != session.refreshDigest {
+            usedRefresh[old.refreshDigest] = session.id
+            usedByID[session.id, default: []].append(old.refreshDigest)
+        }
+        if old.userID != session.userID {
+            idsByUser[old.userID]?.remove(session.id)
+            if idsByUser[old.userID]?.isEmpty == true { idsByUser[old.userID] = nil }
+            idsByUser[session.userID, default: []].insert(session.id)
+        }
+        byLastUsed.move(session.id, from: old.lastUsedAt, to: session.lastUsedAt)
+        byExpiresAt.move(session.id, from: old.expiresAt, to: session.expiresAt)
+        byID[session.id] = session
+        idByToken[session.tokenDigest] = session.id
+        idByRefresh[session.refreshDigest] = session.id
+    }
+
     private func removeLocked(_ id: String) {
         if let old = byID.removeValue(forKey: id) {
             idByToken[old.tokenDigest] = nil
             idByRefresh[old.refreshDigest] = nil
+            idsByUser[old.userID]?.remove(id)
+            if idsByUser[old.userID]?.isEmpty == true { idsByUser[old.userID] = nil }
+            byLastUsed.remove(id, at: old.lastUsedAt)
+            byExpiresAt.remove(id, at: old.expiresAt)
         }
-        usedRefresh = usedRefresh.filter { $0.value != id }
+        for digest in usedByID.removeValue(forKey: id) ?? [] { usedRefresh[digest] = nil }
+    }
+}
+
+/// Session ids filed by a time in one-minute buckets: the ids due by a date are found in O(due), not by
+/// a scan of every session.
+struct ExpiryIndex {
+    private static let width: TimeInterval = 60
+    private var buckets: [Int64: Set<String>] = [:]
+    /// No bucket below this one holds an id.
+    private var floor = Int64.max
+
+    private static func bucket(_ date: Date) -> Int64 {
+        let minutes = (date.timeIntervalSince1970 / width).rounded(.down)
+        return Int64(Swift.max(Swift.min(minutes, Double(Int64.max / 2)), Double(Int64.min / 2)))
+    }
+
+    /// Files `id` under `date`.
+    mutating func insert(_ id: String, at date: Date) {
+        let b = ExpiryIndex.bucket(date)
+        buckets[b, default: []].insert(id)
+        floor = Swift.min(floor, b)
+    }
+
+    /// Removes `id` filed under `date`.
+    mutating func remove(_ id: String, at date: Date) {
+        let b = ExpiryIndex.bucket(date)
+        buckets[b]?.remove(id)
+        if buckets[b]?.isEmpty == true { buckets[b] = nil }
+    }
+
+    /// Refiles `id` from `old` to `new`.
+    mutating func move(_ id: String, from old: Date, to new: Date) {
+        guard ExpiryIndex.bucket(old) != ExpiryIndex.bucket(new) else { return }
+        remove(id, at: old)
+        insert(id, at: new)
+    }
+
+    /// Every id filed in a bucket at or before `cutoff`'s (a superset of those filed at or before `cutoff`).
+    func candidates(upTo cutoff: Date) -> [String] {
+        let top = ExpiryIndex.bucket(cutoff)
+        guard floor <= top else { return [] }
+        if top - floor < Int64(buckets.count) {
+            return (floor...top).flatMap { buckets[$0].map(Array.init) ?? [] }
+        }
+        return buckets.filter { $0.key <= top }.flatMap { Array($0.value) }
+    }
+
+    /// Records that every id filed before `cutoff`'s bucket has been removed.
+    mutating func advance(to cutoff: Date) {
+        let top = ExpiryIndex.bucket(cutoff)
+        if floor < top { floor = top }
+        if buckets.isEmpty { floor = .max }
     }
 }

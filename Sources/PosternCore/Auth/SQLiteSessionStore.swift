@@ -11,10 +11,11 @@ import Darwin
 ///
 /// The file is created with mode 0600, runs in WAL mode with `synchronous=NORMAL`, and when a
 /// `SecretBox` is given the Directus tokens are stored sealed (AES-256-GCM). One connection is
-/// shared behind a lock: every call is short, and SQLite serialises writers anyway.
+/// shared behind a lock: every call is short, and SQLite serialises writers anyway. Every statement
+/// finds its rows through an index (`queryPlans` shows it), so no call scans the table.
 public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     /// The schema version this code writes (`PRAGMA user_version`).
-    public static let schemaVersion: Int32 = 1
+    public static let schemaVersion: Int32 = 2
 
     /// The database file path.
     public let path: String
@@ -23,10 +24,12 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     private let lock = NSLock()
     private var db: OpaquePointer?
     private var statements: [Query: OpaquePointer] = [:]
+    /// BEGIN IMMEDIATE, COMMIT, ROLLBACK, prepared once (sqlite3_exec would compile them on every write).
+    private var control: [OpaquePointer] = []
 
     private enum Query: CaseIterable {
         case insert, byToken, byRefresh, byID, usedRefresh, oldRefresh, update, rememberUsed, touch
-        case delete, deleteUsed, purge, purgeUsed, count
+        case delete, deleteUsed, purge, count, rotate, directusTokens, recency
 
         var sql: String {
             switch self {
@@ -46,10 +49,19 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
             case .rememberUsed: return "INSERT OR REPLACE INTO used_refresh (digest, session_id) VALUES (?, ?)"
             case .touch: return "UPDATE sessions SET last_used = ? WHERE id = ?"
             case .delete: return "DELETE FROM sessions WHERE id = ?"
+            // What trigger sessions_forget_used runs; listed so that `queryPlans` shows its index.
             case .deleteUsed: return "DELETE FROM used_refresh WHERE session_id = ?"
-            case .purge: return "DELETE FROM sessions WHERE min(last_used + ?1, expires_at) <= ?2"
-            case .purgeUsed: return "DELETE FROM used_refresh WHERE session_id NOT IN (SELECT id FROM sessions)"
+            // min(last_used + idle, expires_at) <= now, written so that each side has its index.
+            case .purge: return "DELETE FROM sessions WHERE last_used <= ?1 OR expires_at <= ?2 RETURNING id"
             case .count: return "SELECT count(*) FROM sessions"
+            case .rotate:
+                return "UPDATE sessions SET token_digest = ?3, refresh_digest = ?4, last_used = ?5 WHERE id = ?1 AND refresh_digest = ?2"
+            case .directusTokens:
+                return """
+                    UPDATE sessions SET directus_access = ?2, directus_access_expires = ?3, directus_refresh = ?4, sealed = ?5,
+                    role = coalesce(?6, role) WHERE id = ?1
+                    """
+            case .recency: return "SELECT id, created_at, last_used FROM sessions WHERE user_id = ?"
             }
         }
     }
@@ -82,7 +94,16 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
             session_id TEXT NOT NULL
         );
         CREATE INDEX IF NOT EXISTS used_refresh_session ON used_refresh (session_id);
-        PRAGMA user_version = 1;
+        """
+
+    /// Indexes added by schema version 2 (per-user cap, purge without a scan).
+    private static let indexesV2 = """
+        CREATE INDEX IF NOT EXISTS sessions_user ON sessions (user_id);
+        CREATE INDEX IF NOT EXISTS sessions_last_used ON sessions (last_used);
+        CREATE INDEX IF NOT EXISTS sessions_expires_at ON sessions (expires_at);
+        CREATE TRIGGER IF NOT EXISTS sessions_forget_used AFTER DELETE ON sessions
+            BEGIN DELETE FROM used_refresh WHERE session_id = old.id; END;
+        PRAGMA user_version = 2;
         """
 
     /// Opens (creating if needed) the store at `path`; with `secretBox`, Directus tokens are sealed at rest.
@@ -194,6 +215,67 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
+    /// Rotates the digests of a session whose refresh digest is still `refreshDigest`, in one transaction.
+    public func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
+                       lastUsed: Date) throws -> Session? {
+        try locked {
+            var rotated: Session?
+            try transaction {
+                let stmt = try statement(.rotate)
+                bind(stmt, 1, sessionID)
+                bind(stmt, 2, refreshDigest)
+                bind(stmt, 3, newTokenDigest)
+                bind(stmt, 4, newRefreshDigest)
+                sqlite3_bind_double(stmt, 5, lastUsed.timeIntervalSince1970)
+                let rc = sqlite3_step(stmt)
+                if rc == SQLITE_CONSTRAINT { throw SessionStoreError.duplicate("token or refresh digest") }
+                try check(rc == SQLITE_DONE, "rotate")
+                guard sqlite3_changes(db) == 1 else { return }
+                let used = try statement(.rememberUsed)
+                bind(used, 1, refreshDigest)
+                bind(used, 2, sessionID)
+                try check(sqlite3_step(used) == SQLITE_DONE, "remember used refresh")
+                rotated = try readSession(.byID, sessionID)
+            }
+            return rotated
+        }
+    }
+
+    /// Sets the Directus tokens (sealed like at insert) and role of a session.
+    public func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
+                                     role: String?) throws -> Session? {
+        try locked {
+            let stmt = try statement(.directusTokens)
+            bind(stmt, 1, sessionID)
+            bind(stmt, 2, secretBox?.seal(accessToken) ?? accessToken)
+            sqlite3_bind_double(stmt, 3, accessExpiresAt.timeIntervalSince1970)
+            bind(stmt, 4, secretBox?.seal(refreshToken) ?? refreshToken)
+            sqlite3_bind_int(stmt, 5, secretBox != nil ? 1 : 0)
+            bind(stmt, 6, role)
+            try check(sqlite3_step(stmt) == SQLITE_DONE, "update Directus tokens")
+            guard sqlite3_changes(db) == 1 else { return nil }
+            return try readSession(.byID, sessionID)
+        }
+    }
+
+    /// Id, creation and last use of each session of `userID` (through the `user_id` index).
+    public func recency(userID: String) throws -> [SessionRecency] {
+        try locked {
+            let stmt = try statement(.recency)
+            bind(stmt, 1, userID)
+            var out: [SessionRecency] = []
+            while true {
+                let rc = sqlite3_step(stmt)
+                if rc == SQLITE_DONE { break }
+                try check(rc == SQLITE_ROW, "recency")
+                out.append(SessionRecency(id: text(stmt, 0),
+                                          createdAt: Date(timeIntervalSince1970: sqlite3_column_double(stmt, 1)),
+                                          lastUsedAt: Date(timeIntervalSince1970: sqlite3_column_double(stmt, 2))))
+            }
+            return out
+        }
+    }
+
     /// Sets `last_used` of the listed sessions that still exist, in one transaction.
     public func touch(_ lastUsed: [String: Date]) throws {
         guard !lastUsed.isEmpty else { return }
@@ -210,35 +292,49 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
-    /// Removes a session and its used-refresh records.
+    /// Removes a session and (trigger `sessions_forget_used`) its used-refresh records, in one statement.
     public func delete(sessionID: String) throws {
         try locked {
-            try transaction {
-                for query in [Query.delete, .deleteUsed] {
-                    let stmt = try statement(query)
-                    bind(stmt, 1, sessionID)
-                    try check(sqlite3_step(stmt) == SQLITE_DONE, "delete")
-                    sqlite3_reset(stmt)
-                }
-            }
+            let stmt = try statement(.delete)
+            bind(stmt, 1, sessionID)
+            try check(sqlite3_step(stmt) == SQLITE_DONE, "delete")
         }
     }
 
-    /// Removes every session whose effective expiry is at or before `now`; returns how many.
-    public func purgeExpired(now: Date, idleTTL: TimeInterval) throws -> Int {
+    /// Removes every session whose effective expiry is at or before `now`; returns their ids.
+    public func purgeExpired(now: Date, idleTTL: TimeInterval) throws -> [String] {
         try locked {
-            var removed = 0
+            var removed: [String] = []
             try transaction {
                 let stmt = try statement(.purge)
-                sqlite3_bind_double(stmt, 1, idleTTL)
+                sqlite3_bind_double(stmt, 1, now.addingTimeInterval(-idleTTL).timeIntervalSince1970)
                 sqlite3_bind_double(stmt, 2, now.timeIntervalSince1970)
-                try check(sqlite3_step(stmt) == SQLITE_DONE, "purge")
-                removed = Int(sqlite3_changes(db))
-                sqlite3_reset(stmt)
-                let used = try statement(.purgeUsed)
-                try check(sqlite3_step(used) == SQLITE_DONE, "purge used refresh")
+                while true {
+                    let rc = sqlite3_step(stmt)
+                    if rc == SQLITE_DONE { break }
+                    try check(rc == SQLITE_ROW, "purge")
+                    removed.append(text(stmt, 0))
+                }
             }
             return removed
+        }
+    }
+
+    /// `EXPLAIN QUERY PLAN` of every statement the store runs, by statement (for tests: each must use an index).
+    func queryPlans() throws -> [String: String] {
+        try locked {
+            var plans: [String: String] = [:]
+            for query in Query.allCases {
+                var stmt: OpaquePointer?
+                guard sqlite3_prepare_v2(db, "EXPLAIN QUERY PLAN " + query.sql, -1, &stmt, nil) == SQLITE_OK, let stmt else {
+                    throw SessionStoreError.failed("explain: \(errorMessage())")
+                }
+                defer { sqlite3_finalize(stmt) }
+                var lines: [String] = []
+                while sqlite3_step(stmt) == SQLITE_ROW { lines.append(text(stmt, 3)) }
+                plans["\(query)"] = lines.joined(separator: "; ")
+            }
+            return plans
         }
     }
 
@@ -283,7 +379,9 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         try exec("PRAGMA secure_delete = ON")
         let version = try userVersion()
         if version == 0 {
-            try exec("BEGIN IMMEDIATE; \(Self.schema) COMMIT;")
+            try exec("BEGIN IMMEDIATE; \(Self.schema) \(Self.indexesV2) COMMIT;")
+        } else if version == 1 {
+            try exec("BEGIN IMMEDIATE; \(Self.indexesV2) COMMIT;")
         } else if version > Self.schemaVersion {
             throw SessionStoreError.failed("schema version \(version) is newer than this Postern supports (\(Self.schemaVersion))")
         }
@@ -293,6 +391,13 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
                 throw SessionStoreError.failed("prepare: \(errorMessage())")
             }
             statements[query] = stmt
+        }
+        for sql in ["BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"] {
+            var stmt: OpaquePointer?
+            guard sqlite3_prepare_v2(db, sql, -1, &stmt, nil) == SQLITE_OK, let stmt else {
+                throw SessionStoreError.failed("prepare: \(errorMessage())")
+            }
+            control.append(stmt)
         }
     }
 
@@ -308,7 +413,9 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
 
     private func closeLocked() {
         for stmt in statements.values { sqlite3_finalize(stmt) }
+        for stmt in control { sqlite3_finalize(stmt) }
         statements = [:]
+        control = []
         if let db { sqlite3_close_v2(db) }
         db = nil
     }
@@ -347,14 +454,22 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     private func transaction(_ body: () throws -> Void) throws {
-        try exec("BEGIN IMMEDIATE")
+        try control(0, "begin")
         do {
             try body()
-            try exec("COMMIT")
+            try control(1, "commit")
         } catch {
-            try? exec("ROLLBACK")
+            try? control(2, "rollback")
             throw error
         }
+    }
+
+    /// Runs one of the prepared BEGIN IMMEDIATE (0), COMMIT (1), ROLLBACK (2).
+    private func control(_ index: Int, _ what: String) throws {
+        guard control.count == 3 else { throw SessionStoreError.failed("store is closed") }
+        let stmt = control[index]
+        defer { sqlite3_reset(stmt) }
+        try check(sqlite3_step(stmt) == SQLITE_DONE, what)
     }
 
     private func check(_ ok: Bool, _ what: String) throws {

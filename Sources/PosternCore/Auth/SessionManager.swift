@@ -13,8 +13,12 @@ public struct IssuedTokens: Sendable {
 /// Sessions: issue, authenticate, rotate and revoke Postern tokens, and keep each session's Directus
 /// access token fresh (one refresh per session even under concurrent requests).
 ///
-/// The hot path reads an in-process cache in front of the store; `last_used` is batched and written by
-/// `flush()` from a background timer, never on the request path.
+/// The hot path reads an in-process cache (`SessionCache`: sharded, no process-wide lock on a hit) in front
+/// of the store; `last_used` is batched and written by `flush()` from a background timer, never on the
+/// request path. No store call runs under a lock: a write goes to the store first, then removes or patches
+/// the cached copy, and a cache miss fills the cache only if no such write came in while it read the
+/// store, so a revocation cannot be undone by a concurrent read. `authenticate` is `async` so that a
+/// store that answers asynchronously (Redis) can be awaited on a miss; a hit never suspends.
 public final class SessionManager: @unchecked Sendable {
     private let store: any SessionStore
     private let directus: DirectusClient
@@ -22,48 +26,76 @@ public final class SessionManager: @unchecked Sendable {
     public let idleTTL: TimeInterval
     /// Absolute expiry in seconds.
     public let maxTTL: TimeInterval
+    /// Live sessions per user: opening one more ends the user's least recently used session.
+    public let maxPerUser: Int
     private let clock: @Sendable () -> Date
-    private let lock = NSLock()
-    private var cache: [String: Session] = [:]          // token digest → session
-    private var pendingTouches: [String: Date] = [:]    // session id → last used
+    private let cache: SessionCache
+    private let lock = NSLock()  // guards `refreshes` only
     private var refreshes: [String: Task<Session, any Error>] = [:]  // session id → in-flight Directus refresh
     /// How often `last_used` may be written per session.
     static let touchInterval: TimeInterval = 60
     /// Refresh the Directus access token this long before it expires.
     static let expirySkew: TimeInterval = 5
+    /// Store reads a cache miss makes when concurrent writes keep refusing its fill (then it answers uncached).
+    static let fillAttempts = 3
 
-    /// Creates a manager over `store`.
+    /// Sessions the in-process cache holds by default (about 75 MB); the others are read from the store.
+    public static let defaultCacheCapacity = 50_000
+
+    /// Creates a manager over `store`, caching at most `cacheCapacity` sessions in process.
     public init(store: any SessionStore, directus: DirectusClient, idleTTL: TimeInterval, maxTTL: TimeInterval,
+                maxPerUser: Int = 20, cacheCapacity: Int = SessionManager.defaultCacheCapacity,
                 clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.cache = SessionCache(capacity: cacheCapacity)
         self.store = store
         self.directus = directus
         self.idleTTL = idleTTL
         self.maxTTL = maxTTL
+        self.maxPerUser = max(1, maxPerUser)
         self.clock = clock
     }
 
     // MARK: Issue
 
-    /// Opens a session for a Directus login and returns the new Postern tokens.
-    public func open(tokens: DirectusTokens, email: String) throws(GatewayError) -> IssuedTokens {
+    /// Opens a session for a Directus login and returns the new Postern tokens; beyond `maxPerUser` live
+    /// sessions, the user's least recently used ones end (and their Directus refresh tokens are logged out).
+    public func open(tokens: DirectusTokens, email: String, context: CallContext) async throws(GatewayError) -> IssuedTokens {
         guard let claims = JWTClaims(token: tokens.accessToken), let userID = claims.id else {
             throw .upstreamError("Directus access token without user id")
         }
         let now = clock()
         let access = Crypto.newToken(prefix: Crypto.accessTokenPrefix)
         let refresh = Crypto.newToken(prefix: Crypto.refreshTokenPrefix)
-        let session = Session(id: Session.newID(), tokenDigest: Crypto.sha256Hex(access), refreshDigest: Crypto.sha256Hex(refresh),
+        let key = TokenKey(token: access)
+        let session = Session(id: Session.newID(), tokenDigest: key.hex, refreshDigest: Crypto.sha256Hex(refresh),
                               userID: userID, email: email, role: claims.role, directusAccessToken: tokens.accessToken,
                               directusAccessExpiresAt: now.addingTimeInterval(Double(tokens.expiresMs) / 1000),
                               directusRefreshToken: tokens.refreshToken, createdAt: now, lastUsedAt: now,
                               expiresAt: now.addingTimeInterval(maxTTL))
+        let seen = cache.currentGeneration
         do {
             try store.insert(session)
         } catch {
             throw .internalError("session store: \(error)")
         }
-        lock.withLock { cache[session.tokenDigest] = session }
+        cache.fill(key, session, ifUnchangedSince: seen, now: now)
+        await enforceCap(userID: userID, keeping: session.id, context: context)
         return IssuedTokens(accessToken: access, refreshToken: refresh, session: session)
+    }
+
+    /// Ends the least recently used sessions of `userID` beyond `maxPerUser`, never `keeping`. Costs
+    /// O(sessions of that user): the store's per-user index, with the cache's fresher last uses on top.
+    private func enforceCap(userID: String, keeping: String, context: CallContext) async {
+        guard let recency = try? store.recency(userID: userID), recency.count > maxPerUser else { return }
+        let fresh = cache.lastUse(of: recency.map(\.id))
+        func lastUse(_ r: SessionRecency) -> Date { max(r.lastUsedAt, fresh[r.id] ?? .distantPast) }
+        let ranked = recency.filter { $0.id != keeping }.sorted { a, b in
+            let (ua, ub) = (lastUse(a), lastUse(b))
+            return ua != ub ? ua < ub : a.createdAt < b.createdAt
+        }
+        for victim in ranked.prefix(recency.count - maxPerUser) {
+            await revoke(sessionID: victim.id, context: context)
+        }
     }
 
     /// The current expiry of a session (idle expiry slides with use, capped by the absolute one).
@@ -73,38 +105,47 @@ public final class SessionManager: @unchecked Sendable {
 
     // MARK: Authenticate
 
-    /// The live session of a bearer token, or 401.
-    public func authenticate(token: String) throws(GatewayError) -> Session {
-        guard token.hasPrefix(Crypto.accessTokenPrefix), token.count < 200 else { throw .unauthorized() }
-        let digest = Crypto.sha256Hex(token)
+    /// The live session of a bearer token, or 401. A cache hit takes one shard lock and never suspends;
+    /// a miss reads the store.
+    public func authenticate(token: String) async throws(GatewayError) -> Session {
+        guard token.hasPrefix(Crypto.accessTokenPrefix), token.utf8.count < 200 else { throw .unauthorized() }
+        let key = TokenKey(token: token)
         let now = clock()
-        var session = lock.withLock { cache[digest] }
-        if session == nil {
+        if let session = cache.hit(key, now: now, idleTTL: idleTTL, touchInterval: SessionManager.touchInterval) {
+            if session.isExpired(now: now, idleTTL: idleTTL) {
+                drop(sessionID: session.id)
+                throw .unauthorized("token expired")
+            }
+            return session
+        }
+        return try await load(key, now: now)
+    }
+
+    /// A cache miss: reads the store, then fills the cache unless a write invalidated it meanwhile.
+    private func load(_ key: TokenKey, now: Date) async throws(GatewayError) -> Session {
+        let digest = key.hex
+        var attempt = 1
+        while true {
+            let seen = cache.currentGeneration
+            let found: Session?
             do {
-                session = try store.session(tokenDigest: digest)
+                found = try store.session(tokenDigest: digest)
             } catch {
                 throw .internalError("session store: \(error)")
             }
-            if let s = session { lock.withLock { cache[digest] = s } }
-        }
-        guard var live = session else { throw .unauthorized() }
-        if live.isExpired(now: now, idleTTL: idleTTL) {
-            drop(live)
-            throw .unauthorized("token expired")
-        }
-        if now.timeIntervalSince(live.lastUsedAt) >= SessionManager.touchInterval {
-            live.lastUsedAt = now
-            let id = live.id
-            lock.withLock {
-                // Touch the cached entry in place: it may be newer than `live` (a Directus refresh meanwhile).
-                if var current = cache[digest] {
-                    current.lastUsedAt = now
-                    cache[digest] = current
-                }
-                pendingTouches[id] = now
+            guard let session = found else { throw .unauthorized() }
+            if session.isExpired(now: now, idleTTL: idleTTL) {
+                drop(sessionID: session.id)
+                throw .unauthorized("token expired")
             }
+            if cache.fill(key, session, ifUnchangedSince: seen, now: now) {
+                return cache.hit(key, now: now, idleTTL: idleTTL, touchInterval: SessionManager.touchInterval) ?? session
+            }
+            // A revocation, rotation or refresh came in while we read: read again, or (still racing) answer
+            // from a read that began after those writes, without caching it.
+            if attempt == SessionManager.fillAttempts { return session }
+            attempt += 1
         }
-        return live
     }
 
     // MARK: Rotate (Postern refresh tokens)
@@ -112,61 +153,67 @@ public final class SessionManager: @unchecked Sendable {
     /// Exchanges a Postern refresh token for a new token pair; both old ones die. A refresh token that
     /// was already used revokes its whole session (reuse means it was stolen).
     public func rotate(refreshToken: String, context: CallContext) async throws(GatewayError) -> IssuedTokens {
-        guard refreshToken.hasPrefix(Crypto.refreshTokenPrefix), refreshToken.count < 200 else {
-            throw .unauthorized("unknown, used or expired refresh token")
-        }
+        let dead = GatewayError.unauthorized("unknown, used or expired refresh token")
+        guard refreshToken.hasPrefix(Crypto.refreshTokenPrefix), refreshToken.utf8.count < 200 else { throw dead }
         let digest = Crypto.sha256Hex(refreshToken)
         let now = clock()
-        // Find-and-rotate runs under the lock, so of two uses of one refresh token exactly one wins.
-        let (outcome, revoked) = lock.withLock { () -> (Result<IssuedTokens, GatewayError>, Session?) in
-            rotateLocked(digest: digest, now: now)
-        }
-        if let revoked { await revoke(revoked, context: context) }
-        return try outcome.get()
-    }
-
-    /// The rotation itself; call with the lock held.
-    private func rotateLocked(digest: String, now: Date) -> (Result<IssuedTokens, GatewayError>, Session?) {
-        let dead = GatewayError.unauthorized("unknown, used or expired refresh token")
+        let found: Session?
         do {
-            guard var session = try store.session(refreshDigest: digest) else {
-                // A used refresh token: revoke the session it belonged to, wherever it is cached.
-                if let id = try store.sessionID(usedRefreshDigest: digest),
-                   let victim = try cache.values.first(where: { $0.id == id }) ?? store.session(sessionID: id) {
-                    return (.failure(dead), victim)
-                }
-                return (.failure(dead), nil)
-            }
-            if session.isExpired(now: now, idleTTL: idleTTL) { return (.failure(dead), session) }
-            cache[session.tokenDigest] = nil
-            let access = Crypto.newToken(prefix: Crypto.accessTokenPrefix)
-            let refresh = Crypto.newToken(prefix: Crypto.refreshTokenPrefix)
-            session.tokenDigest = Crypto.sha256Hex(access)
-            session.refreshDigest = Crypto.sha256Hex(refresh)
-            session.lastUsedAt = now
-            try store.update(session)
-            cache[session.tokenDigest] = session
-            return (.success(IssuedTokens(accessToken: access, refreshToken: refresh, session: session)), nil)
+            found = try store.session(refreshDigest: digest)
         } catch {
-            return (.failure(.internalError("session store: \(error)")), nil)
+            throw .internalError("session store: \(error)")
         }
+        guard let session = found else {
+            // A used refresh token: revoke the session it belonged to.
+            if let id = try? store.sessionID(usedRefreshDigest: digest) { await revoke(sessionID: id, context: context) }
+            throw dead
+        }
+        if session.isExpired(now: now, idleTTL: idleTTL) {
+            await revoke(session, context: context)
+            throw dead
+        }
+        let access = Crypto.newToken(prefix: Crypto.accessTokenPrefix)
+        let refresh = Crypto.newToken(prefix: Crypto.refreshTokenPrefix)
+        let key = TokenKey(token: access)
+        let seen = cache.currentGeneration
+        let rotated: Session?
+        do {
+            // Compare-and-set in the store: of two uses of one refresh token exactly one wins.
+            rotated = try store.rotate(sessionID: session.id, refreshDigest: digest, newTokenDigest: key.hex,
+                                       newRefreshDigest: Crypto.sha256Hex(refresh), lastUsed: now)
+        } catch {
+            throw .internalError("session store: \(error)")
+        }
+        guard let rotated else {
+            // Another use of the same refresh token won: this one is a reuse.
+            await revoke(sessionID: session.id, context: context)
+            throw dead
+        }
+        cache.replace(sessionID: session.id, with: rotated, key: key, ifUnchangedSince: seen, now: now)
+        return IssuedTokens(accessToken: access, refreshToken: refresh, session: rotated)
     }
 
     // MARK: Revoke
 
     /// Kills a session at once and logs its Directus refresh token out upstream (best effort).
     public func revoke(_ session: Session, context: CallContext) async {
-        drop(session)
-        try? await directus.logout(refreshToken: session.directusRefreshToken, context: context)
+        // The latest Directus refresh token: a refresh may have rotated it since `session` was read.
+        let latest = cache.session(id: session.id) ?? (try? store.session(sessionID: session.id)) ?? session
+        drop(sessionID: session.id)
+        try? await directus.logout(refreshToken: latest.directusRefreshToken, context: context)
     }
 
-    private func drop(_ session: Session) {
-        lock.withLock {
-            cache[session.tokenDigest] = nil
-            for (digest, cached) in cache where cached.id == session.id { cache[digest] = nil }
-            pendingTouches[session.id] = nil
-        }
-        try? store.delete(sessionID: session.id)
+    /// Kills the session `sessionID` (wherever it is) and logs its Directus refresh token out upstream.
+    private func revoke(sessionID: String, context: CallContext) async {
+        let latest = cache.session(id: sessionID) ?? (try? store.session(sessionID: sessionID)) ?? nil
+        drop(sessionID: sessionID)
+        if let latest { try? await directus.logout(refreshToken: latest.directusRefreshToken, context: context) }
+    }
+
+    /// Deletes a session from the store, then from the cache (in that order: see `SessionCache`).
+    private func drop(sessionID: String) {
+        try? store.delete(sessionID: sessionID)
+        cache.remove(sessionID: sessionID)
     }
 
     // MARK: Directus access token
@@ -190,7 +237,7 @@ public final class SessionManager: @unchecked Sendable {
         do {
             return try await call(current.directusAccessToken)
         } catch let error where error.isStaleToken {
-            drop(current)
+            drop(sessionID: current.id)
             throw .unauthorized("session expired")
         } catch {
             throw translate(error)
@@ -200,12 +247,13 @@ public final class SessionManager: @unchecked Sendable {
     /// Refreshes the Directus tokens of a session once, however many callers saw `stale` at the same time.
     private func refreshDirectus(_ session: Session, stale: String, context: CallContext) async throws(GatewayError) -> Session {
         let task: Task<Session, any Error> = lock.withLock {
-            if let latest = cache[session.tokenDigest] ?? cache.values.first(where: { $0.id == session.id }),
-               latest.directusAccessToken != stale {
+            // Read under the lock: `performRefresh` patches the cache before it leaves `refreshes`.
+            let latest = cache.session(id: session.id)
+            if let latest, latest.directusAccessToken != stale {
                 return Task { latest }
             }
             if let running = refreshes[session.id] { return running }
-            let base = cache[session.tokenDigest] ?? session
+            let base = latest ?? session
             let running = Task(executorPreference: EventLoop.current) { [self] () throws -> Session in
                 try await self.performRefresh(base, context: context)
             }
@@ -227,53 +275,52 @@ public final class SessionManager: @unchecked Sendable {
         do {
             tokens = try await directus.refresh(refreshToken: session.directusRefreshToken, context: context)
         } catch {
-            if error.refusesRefreshToken { drop(session) }
+            if error.refusesRefreshToken { drop(sessionID: session.id) }
             throw error.forTokenRefresh()
         }
         let expires = clock().addingTimeInterval(Double(tokens.expiresMs) / 1000)
         let role = JWTClaims(token: tokens.accessToken)?.role
-        // Apply the new Directus tokens to the session as it is now: a Postern refresh may have rotated its
-        // own tokens meanwhile (writing back the copy we started from would revive the old ones), and a
-        // logout may have ended it.
-        let stored = try lock.withLock { () throws -> Session in
-            guard var latest = try cache.values.first(where: { $0.id == session.id }) ?? store.session(sessionID: session.id) else {
-                throw GatewayError.unauthorized("session ended")
-            }
+        // Write only the Directus tokens: a Postern refresh may have rotated the session's own tokens
+        // meanwhile (writing back the copy we started from would revive the old ones), and a logout may
+        // have ended it.
+        let stored: Session?
+        do {
+            stored = try store.updateDirectusTokens(sessionID: session.id, accessToken: tokens.accessToken, accessExpiresAt: expires,
+                                                    refreshToken: tokens.refreshToken, role: role)
+        } catch {
+            throw GatewayError.internalError("session store: \(error)")
+        }
+        guard let stored else { throw GatewayError.unauthorized("session ended") }
+        let cached = cache.patch(sessionID: session.id) { latest in
             latest.directusAccessToken = tokens.accessToken
             latest.directusRefreshToken = tokens.refreshToken
             latest.directusAccessExpiresAt = expires
             if let role { latest.role = role }
-            try store.update(latest)
-            cache[latest.tokenDigest] = latest
-            return latest
         }
-        return stored
+        return cached ?? stored
     }
 
     // MARK: Maintenance
 
     /// Writes batched `last_used` values (called from a background timer and at shutdown).
     public func flush() {
-        let touches = lock.withLock { () -> [String: Date] in
-            let t = pendingTouches
-            pendingTouches.removeAll()
-            return t
-        }
+        let touches = cache.drainTouches()
         if !touches.isEmpty { try? store.touch(touches) }
     }
 
-    /// Deletes expired sessions from the store and the cache; returns how many the store removed.
+    /// Deletes expired sessions from the store, then from the cache; returns how many the store removed.
     @discardableResult
     public func purgeExpired() -> Int {
-        let now = clock()
-        lock.withLock {
-            for (digest, session) in cache where session.isExpired(now: now, idleTTL: idleTTL) { cache[digest] = nil }
-        }
-        return (try? store.purgeExpired(now: now, idleTTL: idleTTL)) ?? 0
+        let purged = (try? store.purgeExpired(now: clock(), idleTTL: idleTTL)) ?? []
+        for id in purged { cache.remove(sessionID: id) }
+        return purged.count
     }
 
     /// Live sessions in the store.
     public var activeSessions: Int { (try? store.count()) ?? 0 }
+
+    /// Sessions in the in-process cache.
+    var cachedSessions: Int { cache.count }
 }
 
 /// The claims Postern reads from a Directus access JWT it received from Directus itself.

@@ -20,6 +20,8 @@ public struct PosternConfig: Sendable, Equatable {
     public var circuitBreaker = CircuitBreakerConfig()
     /// The resources served at `/api/v1/<name>`.
     public var resources: [ResourceConfig] = ResourceConfig.shipped
+    /// The most answers the micro-cache keeps (least recently used evicted first).
+    public var cacheMaxEntries = 10_000
     /// `debug`, `info`, `warning` or `error` (from `POSTERN_LOG_LEVEL`; not a file key).
     public var logLevel = "info"
     /// Base64 32-byte key that encrypts Directus tokens at rest (from `POSTERN_SECRET_KEY` only).
@@ -55,6 +57,8 @@ public struct SessionsConfig: Sendable, Equatable {
     public var idleTTLSeconds = 604_800
     /// Absolute expiry in seconds.
     public var maxTTLSeconds = 2_592_000
+    /// Live sessions per user; a login beyond it ends that user's least recently used session.
+    public var maxPerUser = 20
     /// The defaults.
     public init() {}
 }
@@ -110,6 +114,24 @@ public struct CircuitBreakerConfig: Sendable, Equatable {
     /// Seconds the circuit stays open before one probe.
     public var openSeconds = 5
     /// The defaults.
+    public init() {}
+}
+
+/// What a resource's answers are cached under besides the resource and the upstream query (`cache.scope`).
+public enum CacheScope: String, Sendable, Equatable, CaseIterable {
+    /// One cached answer per caller (user id).
+    case user
+    /// One cached answer per Directus role, for resources whose read permissions do not depend on the user.
+    case role
+}
+
+/// A resource's micro-cache settings (`resources[i].cache`); `ttlMs` 0 is off.
+public struct ResourceCacheConfig: Sendable, Equatable {
+    /// How long a cached answer is served, in milliseconds (0: not cached).
+    public var ttlMs = 0
+    /// Who shares a cached answer.
+    public var scope: CacheScope = .user
+    /// Off.
     public init() {}
 }
 
@@ -170,10 +192,14 @@ public struct ResourceConfig: Sendable, Equatable {
     public var writable: [String] = []
     /// The Directus field that holds the creator's user id (for `owner` rules).
     public var owner: String?
+    /// Resource fields that `search` looks in (`search_fields`); nil means the writable fields.
+    public var searchFields: [String]?
     /// Largest `limit`.
     public var maxLimit = 100
     /// `limit` when none is given.
     public var defaultLimit = 20
+    /// The micro-cache settings (off by default).
+    public var cache = ResourceCacheConfig()
     /// The rule per action.
     public var permissions: [ResourceAction: PermissionRule] = [
         .list: .authenticated, .read: .authenticated, .create: .authenticated, .update: .owner, .delete: .owner,
@@ -191,7 +217,9 @@ public struct ResourceConfig: Sendable, Equatable {
         lhs.name == rhs.name && lhs.collection == rhs.collection && lhs.idType == rhs.idType
             && lhs.fields.map { "\($0.0)=\($0.1)" } == rhs.fields.map { "\($0.0)=\($0.1)" }
             && lhs.required == rhs.required && lhs.writable == rhs.writable && lhs.owner == rhs.owner
+            && lhs.searchFields == rhs.searchFields
             && lhs.maxLimit == rhs.maxLimit && lhs.defaultLimit == rhs.defaultLimit && lhs.permissions == rhs.permissions
+            && lhs.cache == rhs.cache
     }
 
     /// The Directus field of resource field `name`.

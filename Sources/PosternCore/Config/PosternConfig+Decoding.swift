@@ -2,12 +2,12 @@
 enum ConfigKeys {
     /// Top level.
     static let root = ["listen", "admin_listen", "workers", "directus", "sessions", "limits", "rate_limits",
-                       "cors", "circuit_breaker", "resources"]
+                       "cors", "circuit_breaker", "resources", "cache_max_entries"]
     /// `directus`.
     static let directus = ["url", "timeout_ms", "max_connections_per_worker", "registration", "keepalive_idle_ms",
                            "max_waiting_per_worker"]
     /// `sessions`.
-    static let sessions = ["store", "idle_ttl_s", "max_ttl_s"]
+    static let sessions = ["store", "idle_ttl_s", "max_ttl_s", "max_per_user"]
     /// `limits`.
     static let limits = ["max_body_bytes", "inactivity_timeout_s", "request_timeout_s", "shutdown_grace_s"]
     /// `rate_limits`.
@@ -20,7 +20,9 @@ enum ConfigKeys {
     static let circuitBreaker = ["failures", "open_s"]
     /// `resources[i]`.
     static let resource = ["name", "collection", "id_type", "fields", "required", "writable", "owner",
-                           "max_limit", "default_limit", "permissions"]
+                           "search_fields", "max_limit", "default_limit", "permissions", "cache"]
+    /// `resources[i].cache`.
+    static let cache = ["ttl_ms", "scope"]
 }
 
 extension PosternConfig {
@@ -51,6 +53,7 @@ extension PosternConfig {
             if let v = reader.string(o, "store", at: p) { config.sessions.store = v }
             if let v = reader.int(o, "idle_ttl_s", at: p, rule: .positive) { config.sessions.idleTTLSeconds = v }
             if let v = reader.int(o, "max_ttl_s", at: p, rule: .positive) { config.sessions.maxTTLSeconds = v }
+            if let v = reader.int(o, "max_per_user", at: p, rule: .positive) { config.sessions.maxPerUser = v }
         }
         if let value = top["limits"], let o = reader.object(value, at: "limits", keys: ConfigKeys.limits) {
             let p = "limits"
@@ -92,6 +95,7 @@ extension PosternConfig {
             if let v = reader.int(o, "failures", at: p, rule: .positive) { config.circuitBreaker.failures = v }
             if let v = reader.int(o, "open_s", at: p, rule: .positive) { config.circuitBreaker.openSeconds = v }
         }
+        if let v = reader.int(top, "cache_max_entries", at: "", rule: .positive) { config.cacheMaxEntries = v }
         if let value = top["resources"] {
             if let elements = value.arrayValue {
                 config.resources = []
@@ -147,8 +151,20 @@ extension PosternConfig {
         if let ownerValue = o["owner"], !ownerValue.isNull {
             if let v = reader.string(o, "owner", at: path) { resource.owner = v }
         }
+        if let v = reader.strings(o, "search_fields", at: path) { resource.searchFields = v }
         if let v = reader.int(o, "max_limit", at: path, rule: .positive) { resource.maxLimit = v }
         if let v = reader.int(o, "default_limit", at: path, rule: .positive) { resource.defaultLimit = v }
+        if let value = o["cache"], let c = reader.object(value, at: "\(path).cache", keys: ConfigKeys.cache) {
+            let cachePath = "\(path).cache"
+            if let v = reader.int(c, "ttl_ms", at: cachePath, rule: .nonNegative) { resource.cache.ttlMs = v }
+            if let text = reader.string(c, "scope", at: cachePath) {
+                if let scope = CacheScope(rawValue: text) {
+                    resource.cache.scope = scope
+                } else {
+                    reader.report("\(cachePath).scope", "unknown scope \"\(text)\" (user, role)")
+                }
+            }
+        }
         let permissionsPath = "\(path).permissions"
         if let value = o["permissions"],
            let p = reader.object(value, at: permissionsPath, keys: ResourceAction.allCases.map(\.rawValue)) {

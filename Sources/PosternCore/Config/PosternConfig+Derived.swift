@@ -67,3 +67,12 @@ extension PosternConfig {
     /// The log levels `POSTERN_LOG_LEVEL` accepts, least severe first.
     public static let logLevels = ["debug", "info", "warning", "error"]
 }
+
+extension ResourceConfig {
+    /// The most `search_fields` a resource may have: Directus's query parser (`qs`) turns a list with an
+    /// index above 20 into an object, so `filter[_or][21]…` would no longer be a list.
+    public static let maxSearchFields = 20
+
+    /// The resource fields `search` looks in: `search_fields`, or the writable fields when it is not set.
+    public var effectiveSearchFields: [String] { searchFields ?? writable }
+}

@@ -11,6 +11,7 @@ extension PosternConfig {
         ("POSTERN_SESSION_STORE", "sessions.store"),
         ("POSTERN_LOG_LEVEL", "log_level"),
         ("POSTERN_SECRET_KEY", "secret_key"),
+        ("POSTERN_CACHE_TTL_MS", "resources[*].cache.ttl_ms"),
     ]
 
     /// The file used when neither `--config` nor `POSTERN_CONFIG` names one (if it exists).
@@ -102,6 +103,14 @@ extension PosternConfig {
             case "sessions.store": config.sessions.store = text
             case "log_level": config.logLevel = text
             case "secret_key": config.secretKey = text
+            case "resources[*].cache.ttl_ms":
+                // Every resource's TTL at once; a bad value is reported here, under the variable's name.
+                guard let v = integer(variable, .nonNegative) else { continue }
+                guard IntRule.nonNegative.allows(v) else {
+                    reader.report(variable, "\(IntRule.nonNegative.message) (got \"\(text)\")")
+                    continue
+                }
+                for i in config.resources.indices { config.resources[i].cache.ttlMs = v }
             default: continue
             }
             sources[key] = variable

@@ -42,6 +42,7 @@ extension PosternConfig {
         }
         check("sessions.idle_ttl_s", sessions.idleTTLSeconds, .positive)
         check("sessions.max_ttl_s", sessions.maxTTLSeconds, .positive)
+        check("sessions.max_per_user", sessions.maxPerUser, .positive)
         if sessions.idleTTLSeconds > sessions.maxTTLSeconds {
             report("sessions.idle_ttl_s", "must not exceed sessions.max_ttl_s (\(sessions.maxTTLSeconds))")
         }
@@ -71,6 +72,7 @@ extension PosternConfig {
 
         check("circuit_breaker.failures", circuitBreaker.failures, .positive)
         check("circuit_breaker.open_s", circuitBreaker.openSeconds, .positive)
+        check("cache_max_entries", cacheMaxEntries, .positive)
 
         if !PosternConfig.logLevels.contains(logLevel) {
             report("log_level", "must be one of \(PosternConfig.logLevels.joined(separator: ", ")) (got \"\(logLevel)\")")
@@ -169,6 +171,12 @@ extension ResourceConfig {
                 report("writable[\(i)]", "\"\(field)\" maps the owner field \(owner), which Directus sets; it cannot be writable")
             }
         }
+        for (j, field) in (searchFields ?? []).enumerated() where !names.contains(field) {
+            report("search_fields[\(j)]", "\"\(field)\" is not a field of this resource \(known)")
+        }
+        if let searchFields, searchFields.count > ResourceConfig.maxSearchFields {
+            report("search_fields", "at most \(ResourceConfig.maxSearchFields) fields (Directus reads longer filter lists as objects)")
+        }
         if let owner, ownerField == nil {
             report("owner", "Directus field \"\(owner)\" is not mapped by any field of this resource")
         }
@@ -179,6 +187,8 @@ extension ResourceConfig {
         } else if defaultLimit > maxLimit && maxLimit >= 1 {
             report("default_limit", "must not exceed max_limit (\(maxLimit))")
         }
+
+        if cache.ttlMs < 0 { report("cache.ttl_ms", IntRule.nonNegative.message) }
 
         for action in ResourceAction.allCases where permissions[action] == .owner && owner == nil {
             report("permissions.\(action.rawValue)", "rule \"owner\" needs \(path).owner (the Directus field of the creator)")

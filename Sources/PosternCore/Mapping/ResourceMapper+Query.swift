@@ -3,8 +3,12 @@ extension ResourceMapper {
     /// The client query parameters a list understands; everything else is dropped, never forwarded.
     static let listParameters: Set<String> = ["limit", "offset", "page", "sort", "search"]
 
+    /// The longest `search` text, in UTF-8 bytes (docs/api.md, Limits and defaults).
+    public static let maxSearchBytes = 200
+
     /// Translates the client's decoded list query into the Directus query pairs to send:
-    /// `fields`, `limit`, `offset` (also from `page`), `sort` (mapped, `-` kept), `search`, `meta=filter_count`.
+    /// `fields`, `limit`, `offset` (also from `page`), `sort` (mapped, `-` kept), `search` (as a filter, see
+    /// `searchFilter`), `meta=filter_count`.
     ///
     /// A bad value of a known parameter, or a known parameter repeated with different values, is
     /// 400 `invalid_request` naming the parameter. Unknown parameters (`filter`, `fields`, `deep`…) are dropped.
@@ -51,10 +55,42 @@ extension ResourceMapper {
             out.append(("sort", try directusSort(text)))
         }
         if let search = given["search"], !search.isEmpty {
-            out.append(("search", search))
+            out += try searchFilter(search)
         }
         out.append(("meta", "filter_count"))
         return out
+    }
+
+    /// The filter pairs for a client `search`: `filter[_or][i][<field>][_icontains]=<term>` over the search
+    /// fields (docs/api.md, Upstream and edge rules). Never Directus's own `search`, which also looks in
+    /// fields the resource does not expose. A resource with no search fields refuses `search` with 400.
+    ///
+    /// Directus ANDs top-level filter keys, so an owner filter beside these still applies. The term is
+    /// sent once per field, so it is limited to `maxSearchBytes`: Node refuses a request whose request
+    /// line and headers pass 16 KiB, and 20 fields × 200 bytes percent-encoded stays under that.
+    func searchFilter(_ term: String) throws(GatewayError) -> [(String, String)] {
+        guard !searchDirectusFields.isEmpty else {
+            throw .invalidRequest("query parameter \"search\" is not supported: \(resource.name) has no search fields")
+        }
+        guard term.utf8.count <= Self.maxSearchBytes else {
+            throw .invalidRequest("query parameter \"search\" is longer than \(Self.maxSearchBytes) bytes")
+        }
+        let value = Self.literalFilterValue(term)
+        return searchDirectusFields.enumerated().map { index, field in
+            ("filter[_or][\(index)][\(field)][_icontains]", value)
+        }
+    }
+
+    /// `term` changed so that Directus reads it as plain text in a case-insensitive filter: ASCII letters
+    /// lowercased (so `$NOW`, `$CURRENT_USER…` are no dynamic variables), and `true`, `false`, `null`
+    /// capitalised (Directus coerces those exact strings, and `_icontains` then fails on a non-string).
+    /// Directus lowercases the value itself, so the match is unchanged.
+    static func literalFilterValue(_ term: String) -> String {
+        let lowered = String(decoding: term.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        switch lowered {
+        case "true", "false", "null": return lowered.prefix(1).uppercased() + lowered.dropFirst()
+        default: return lowered
+        }
     }
 
     /// Maps a client `sort` CSV (`-title,id`) to Directus names, keeping `-`; an empty or unmapped field is 400.

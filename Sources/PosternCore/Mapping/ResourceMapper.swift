@@ -12,6 +12,8 @@ public struct ResourceMapper: Sendable {
     public let directusFieldList: String
     /// `/items/<collection>`, the collection percent-encoded.
     public let upstreamCollectionPath: String
+    /// The Directus fields `search` looks in (the resource's search fields, mapped), in config order.
+    public let searchDirectusFields: [String]
 
     /// The precomputed field tables.
     let table: FieldTable
@@ -31,6 +33,7 @@ public struct ResourceMapper: Sendable {
         }
         self.directusFieldList = csv.joined(separator: ",")
         self.upstreamCollectionPath = "/items/" + QueryString.encode(resource.collection, encodingDots: true)
+        self.searchDirectusFields = resource.effectiveSearchFields.compactMap { resource.directusField($0) }
         var byDirectus: [String: String] = [:]
         for field in table.fields where byDirectus[field.directusName] == nil {
             byDirectus[field.directusName] = field.resourceName

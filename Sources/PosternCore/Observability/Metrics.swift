@@ -51,9 +51,12 @@ public final class Metrics: @unchecked Sendable {
     private let shards = LockedBox<[Shard]>([])
     /// The shard of code running off the event loops (tests, in-process calls).
     private let offLoop = Shard()
+    /// Guards `gauges` and `counters` (registered at start, read on a scrape).
     private let gaugeLock = NSLock()
     /// Gauges read at scrape time.
     private var gauges: [(name: String, help: String, read: @Sendable () -> Double)] = []
+    /// Counters kept by their owner (e.g. the micro-cache), read at scrape time.
+    private var counters: [(name: String, help: String, read: @Sendable () -> Double)] = []
 
     /// An empty registry.
     public init() {
@@ -125,10 +128,15 @@ public final class Metrics: @unchecked Sendable {
         return (requests, requestLatency, upstreamLatency, upstreamErrors, rateLimits)
     }
 
+    /// Registers a counter kept elsewhere and read at scrape time (set up once at start).
+    func counter(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
+        gaugeLock.withLock { counters.append((name, help, read)) }
+    }
+
     /// The Prometheus text exposition (version 0.0.4).
     public func render() -> String {
         let (requests, requestLatency, upstreamLatency, upstreamErrors, rateLimits) = summed()
-        let gauges = gaugeLock.withLock { self.gauges }
+        let (gauges, counters) = gaugeLock.withLock { (self.gauges, self.counters) }
         var out = ""
         out += "# HELP postern_requests_total Requests answered, by route pattern, method and status.\n"
         out += "# TYPE postern_requests_total counter\n"
@@ -146,6 +154,9 @@ public final class Metrics: @unchecked Sendable {
         out += "# TYPE postern_rate_limited_total counter\n"
         for limit in ["login_ip", "login_email", "login_email_day", "registration_ip", "token"] {
             out += "postern_rate_limited_total{limit=\"\(limit)\"} \(rateLimits[limit] ?? 0)\n"
+        }
+        for counter in counters {
+            out += "# HELP \(counter.name) \(counter.help)\n# TYPE \(counter.name) counter\n\(counter.name) \(Metrics.number(counter.read()))\n"
         }
         for gauge in gauges {
             out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(Metrics.number(gauge.read()))\n"

@@ -128,6 +128,10 @@ struct ResourceDescription {
         let fields = table.fields.map(\.resourceName)
         let alternatives = fields.map { NSRegularExpression.escapedPattern(for: $0) }.joined(separator: "|")
         let one = "-?(\(alternatives))"
+        let searchFields = resource.effectiveSearchFields
+        let searchDescription = searchFields.isEmpty
+            ? "Not supported: this resource has no search fields (a non-empty value is 400)."
+            : "Text found case-insensitively in \(searchFields.map { "`\($0)`" }.joined(separator: " or ")); no other field is searched."
         return [
             query("limit", "Items per page, 1 to \(maxLimit) (default \(defaultLimit)).",
                   [("type", .string("integer")), ("minimum", .int(1)), ("maximum", .int(Int64(maxLimit))),
@@ -137,7 +141,7 @@ struct ResourceDescription {
                   [("type", .string("integer")), ("minimum", .int(1))]),
             query("sort", "Comma-separated fields (\(fields.map { "`\($0)`" }.joined(separator: ", "))), `-field` for descending.",
                   [("type", .string("string")), ("pattern", .string("^\(one)(,\(one))*$"))]),
-            query("search", "Case-insensitive search text.",
+            query("search", searchDescription,
                   [("type", .string("string"))]),
         ]
     }

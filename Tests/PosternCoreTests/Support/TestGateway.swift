@@ -11,6 +11,8 @@ final class TestGateway: @unchecked Sendable {
     private(set) var app: Application
     private let config: PosternConfig
     let logLines = LogCapture()
+    /// Holds chosen stand-in answers until opened (closed on nothing by default).
+    let upstreamGate = UpstreamGate()
 
     /// Starts both; `configure` adjusts the gateway config (the Directus URL is set here).
     init(standInOptions: DirectusStandIn.Options = DirectusStandIn.Options(), store: (any SessionStore)? = nil,
@@ -18,7 +20,12 @@ final class TestGateway: @unchecked Sendable {
         standIn = DirectusStandIn(options: standInOptions)
         standInGroup = EventLoopGroup(count: 1, name: "standin")
         let standIn = self.standIn
-        standInServer = HTTPServer(group: standInGroup, limits: standIn.serverLimits) { request in standIn.handle(request) }
+        let gate = upstreamGate
+        standInServer = HTTPServer(group: standInGroup, limits: standIn.serverLimits) { request in
+            let response = standIn.handle(request)
+            await gate.pass(request)
+            return response
+        }
         try standInServer.start(host: "127.0.0.1", port: 0)
         var config = PosternConfig.testing
         config.directus.url = "http://127.0.0.1:\(standInServer.port)"

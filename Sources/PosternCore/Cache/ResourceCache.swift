@@ -1,0 +1,70 @@
+import Foundation
+
+/// One resource's view of the process-wide micro-cache (docs/api.md, Micro-cache): its TTL and scope, the
+/// collection its answers depend on, and the invalidation bus its writes announce on. Built once per resource.
+struct ResourceCache: Sendable {
+    /// The shared cache; nil when this resource is not cached (`cache.ttl_ms` 0).
+    let cache: MicroCache?
+    /// The resource name.
+    let resource: String
+    /// The Directus collection behind the resource.
+    let collection: String
+    /// How long an answer is served.
+    let ttl: Duration
+    /// Who shares an answer.
+    let scope: CacheScope
+    /// Where writes announce that the collection changed.
+    let invalidations: any CacheInvalidationBus
+
+    /// The view of `resource` over `cache`.
+    init(_ resource: ResourceConfig, cache: MicroCache, invalidations: any CacheInvalidationBus) {
+        self.cache = resource.cache.ttlMs > 0 ? cache : nil
+        self.resource = resource.name
+        self.collection = resource.collection
+        ttl = .milliseconds(resource.cache.ttlMs)
+        scope = resource.cache.scope
+        self.invalidations = invalidations
+    }
+
+    /// The answer of a list or read route whose upstream call is `path` with `query`: cached or coalesced
+    /// when this resource is cached (with `X-Cache`), else `produce()`'s. `perUser` keys the answer per
+    /// caller whatever the scope (a list narrowed to the caller's own items).
+    func respond(path: String, query: [(String, String)], session: Session?, perUser: Bool,
+                 _ produce: () async throws(GatewayError) -> HTTPResponse) async throws(GatewayError) -> HTTPResponse {
+        guard let cache else { return try await produce() }
+        let key = CacheKey(resource: resource, path: path, query: query,
+                           audience: CacheKey.audience(session: session, scope: scope, perUser: perUser))
+        var (response, outcome) = try await cache.answer(key, collection: collection, ttl: ttl, produce: produce)
+        response.headers.set("X-Cache", outcome.header)
+        return response
+    }
+
+    /// Announces a write to the collection (whether or not this resource is cached: another one over the
+    /// same collection may be). Called before the write's response is sent.
+    func invalidate() {
+        invalidations.publish(collection: collection)
+    }
+}
+
+extension MicroCache {
+    /// Subscribes the cache to `bus` and registers its counters on `metrics` (once, at start).
+    func attach(to bus: any CacheInvalidationBus, metrics: Metrics) {
+        bus.subscribe { [weak self] collection in self?.invalidate(collection: collection) }
+        metrics.counter("postern_cache_hits_total", help: "Answers served from the micro-cache.") { [weak self] in
+            Double(self?.snapshot.hits ?? 0)
+        }
+        metrics.counter("postern_cache_misses_total", help: "Cacheable requests that called Directus.") { [weak self] in
+            Double(self?.snapshot.misses ?? 0)
+        }
+        metrics.counter("postern_cache_coalesced_total",
+                        help: "Requests that waited for an identical request's Directus call.") { [weak self] in
+            Double(self?.snapshot.coalesced ?? 0)
+        }
+        metrics.counter("postern_cache_evictions_total", help: "Answers dropped to stay within cache_max_entries.") { [weak self] in
+            Double(self?.snapshot.evictions ?? 0)
+        }
+        metrics.gauge("postern_cache_entries", help: "Answers held by the micro-cache.") { [weak self] in
+            Double(self?.snapshot.entries ?? 0)
+        }
+    }
+}
