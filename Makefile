@@ -20,9 +20,11 @@ deps:
 build: deps
 	$(SWIFT) build
 
-## release: optimised build
+## release: optimised build, the Swift runtime linked statically: the Dockerfile's flags, checked by
+## scripts/check-runtime-libs.sh (also what make bench and make profile measure)
+RELEASE_FLAGS := -c release --static-swift-stdlib
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
 
 ## test: everything CI runs (the layer, Docker and OpenAPI checks first, so that swift test's summary closes the output)
 test: deps check-layers check-docker check-openapi

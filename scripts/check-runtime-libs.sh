@@ -47,6 +47,12 @@ for flags in "${docker_builds[@]}"; do
     binary it inspects) uses 'swift build $BUILD_FLAGS'; make them the same (here: BUILD_FLAGS)"
 done
 note "Dockerfile build flags match: swift build $BUILD_FLAGS"
+# The Makefile's `release` and the benchmarks build the same binary.
+makefile_flags="$(sed -n 's/^RELEASE_FLAGS[[:space:]]*:=[[:space:]]*//p' Makefile | tr -s '[:space:]' ' ' | sed -e 's/ $//')"
+[ "$makefile_flags" = "$BUILD_FLAGS" ] || fail "the Makefile's RELEASE_FLAGS are '$makefile_flags', not '$BUILD_FLAGS'"
+bench_flags="$(sed -n 's/^RELEASE_FLAGS="\(.*\)"$/\1/p' bench/lib.sh)"
+[ "$bench_flags" = "$BUILD_FLAGS" ] || fail "bench/lib.sh builds with RELEASE_FLAGS='$bench_flags', not '$BUILD_FLAGS'"
+note "Makefile release and bench/lib.sh flags match"
 
 # --- the stages: build and runtime must be the same distribution release -------------------------
 mapfile -t from_images < <(instructions | awk 'toupper($1) == "FROM" {
