@@ -6,7 +6,7 @@ CONFIG   ?= config/postern.json
 DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-docker run check bench fuzz clean
+.PHONY: deps build release test check-docker run check bench bench-json fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing)
 deps:
@@ -48,6 +48,12 @@ check: build
 ## bench: gateway vs nginx vs stand-in (scripts/bench.sh)
 bench: deps
 	bash scripts/bench.sh
+
+## bench-json: µs of CPU to translate bench/posts-20.json (books): the transcoder, JSONValueRenderer and
+## Foundation Codable in one run; fails above BENCH_JSON_MAX_US (default 10) for the transcoder
+bench-json: deps
+	$(SWIFT) build -c release --product postern-bench-json
+	.build/release/postern-bench-json bench/posts-20.json $(CONFIG) books
 
 ## fuzz: libFuzzer targets (Fuzz/Targets/) with ASan, FUZZ_SECONDS each (default 30)
 fuzz: deps

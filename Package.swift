@@ -15,6 +15,7 @@ let package = Package(
         .target(name: "PosternCore", dependencies: ["CEvent", "COpenSSL", "CSQLite"]),
         .target(name: "DirectusStandIn", dependencies: ["PosternCore", "COpenSSL"]),
         .executableTarget(name: "postern", dependencies: ["PosternCore", "DirectusStandIn"]),
+        .executableTarget(name: "postern-bench-json", dependencies: ["PosternCore"]),
         .testTarget(name: "PosternCoreTests", dependencies: ["PosternCore", "DirectusStandIn"]),
     ],
     swiftLanguageModes: [.v6]
