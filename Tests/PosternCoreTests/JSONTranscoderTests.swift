@@ -261,6 +261,17 @@ private let repositoryRoot = URL(fileURLWithPath: #filePath)
         expectTranscoderAgrees(Data(#"{"data":{"id":1}}"#.utf8))
     }
 
+    @Test func growsTheOutputPastTheAnswersSize() throws {
+        // Each 8-byte item becomes `{"id":"1","title":""}`, and `\b` (2 bytes) becomes `\u0008` (6 bytes).
+        let body = #"{"data":["# + Array(repeating: #"{"id":1}"#, count: 2_000).joined(separator: ",")
+            + #",{"id":2,"content":""# + String(repeating: #"\b"#, count: 5_000) + #""}]}"#
+        let out = try list(body)
+        #expect(out.hasPrefix(#"{"books":[{"id":"1","title":""},{"id":"1","title":""},"#))
+        #expect(out.hasSuffix(String(repeating: #"\u0008"#, count: 3) + #""}],"total":2001}"#))
+        #expect(out.utf8.count > 2 * body.utf8.count)
+        expectTranscoderAgrees(Data(body.utf8))
+    }
+
     @Test func firstOccurrenceOfAKeyWins() throws {
         let body = #"{"data":[{"id":1,"title":null,"title":"late","id":2,"content":"a","content":"b"}],"data":[{"id":9}]}"#
         #expect(try list(body) == #"{"books":[{"id":"1","title":"","subtitle":"a"}],"total":1}"#)
