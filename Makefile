@@ -8,7 +8,7 @@ DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config
 TEST_DEB_DEPS := python3-venv curl
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-layers check-docker check-openapi run check bench bench-sessions profile fuzz clean
+.PHONY: deps build release test check-layers check-docker check-openapi run check bench bench-json bench-sessions profile fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing), and the Python tools of
 ## check-openapi into .build/venv (scripts/pydeps.sh)
@@ -76,6 +76,12 @@ profile: deps
 bench-sessions: deps
 	$(SWIFT) build -c release --product postern-bench-sessions
 	@status=0; for store in memory sqlite; do .build/release/postern-bench-sessions $$store || status=1; done; exit $$status
+
+## bench-json: µs of CPU to translate bench/posts-20.json (books): the transcoder, JSONValueRenderer and
+## Foundation Codable in one run; fails above BENCH_JSON_MAX_US (default 10) for the transcoder
+bench-json: deps
+	$(SWIFT) build -c release --product postern-bench-json
+	.build/release/postern-bench-json bench/posts-20.json $(CONFIG) books
 
 ## fuzz: libFuzzer targets (Fuzz/Targets/) with ASan, FUZZ_SECONDS each (default 30)
 fuzz: deps

@@ -16,6 +16,7 @@ let package = Package(
         .target(name: "DirectusStandIn", dependencies: ["PosternCore", "COpenSSL"]),
         .executableTarget(name: "postern", dependencies: ["PosternCore", "DirectusStandIn"]),
         .executableTarget(name: "postern-bench-sessions", dependencies: ["PosternCore"]),
+        .executableTarget(name: "postern-bench-json", dependencies: ["PosternCore"]),
         .testTarget(name: "PosternCoreTests", dependencies: ["PosternCore", "DirectusStandIn"]),
     ],
     swiftLanguageModes: [.v6]

@@ -6,7 +6,8 @@ import Foundation
 public struct ResourceMapper: Sendable {
     /// The resource this mapper serves.
     public let resource: ResourceConfig
-    /// Renders Directus answers as resource bodies (replaceable, e.g. by a byte transcoder).
+    /// Renders Directus answers as resource bodies: the single-pass `JSONTranscoder` (`JSONValueRenderer`
+    /// is the reference it is tested against).
     public var renderer: any ResourceRenderer
     /// The `fields` CSV for Directus reads: every mapped Directus field, then the owner field if unmapped.
     public let directusFieldList: String
@@ -25,7 +26,7 @@ public struct ResourceMapper: Sendable {
         let table = FieldTable(resource)
         self.resource = resource
         self.table = table
-        self.renderer = JSONValueRenderer(table: table, name: resource.name)
+        self.renderer = JSONTranscoder(table: table, name: resource.name)
         var seen = Set<String>()
         var csv: [String] = []
         for name in table.fields.map(\.directusName) + [resource.owner].compactMap({ $0 }) where seen.insert(name).inserted {

@@ -2,8 +2,9 @@ import Foundation
 
 /// Renders Directus item JSON as resource bodies.
 ///
-/// The one seam between Directus answers and client bodies: `JSONValueRenderer` implements it on
-/// `JSONValue`; a single-pass byte transcoder may replace it without touching anything else.
+/// The one seam between Directus answers and client bodies: `JSONTranscoder` (single pass over the
+/// bytes, what the gateway uses) and `JSONValueRenderer` (through a `JSONValue` tree, the reference
+/// the transcoder is tested against) implement it.
 public protocol ResourceRenderer: Sendable {
     /// `{"<name>":[…],"total":N}` from a Directus list answer `{"data":[…],"meta":{"filter_count":N}}`.
     func renderList(directusBody: Data) throws(GatewayError) -> Data

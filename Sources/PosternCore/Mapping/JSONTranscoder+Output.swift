@@ -1,0 +1,91 @@
+import Foundation
+
+/// A growing byte buffer on `malloc`ed memory that becomes a `Data` without a copy.
+struct TranscoderOutput {
+    /// The buffer (`malloc`/`realloc`; freed by `Data` or by `discard()`).
+    private(set) var base: UnsafeMutablePointer<UInt8>
+    /// Bytes written.
+    private(set) var count = 0
+    /// Bytes allocated.
+    private var capacity: Int
+
+    /// An empty buffer of `capacity` bytes.
+    init(capacity: Int) {
+        let size = max(capacity, 64)
+        guard let memory = malloc(size) else { fatalError("out of memory (\(size) bytes)") }
+        base = memory.assumingMemoryBound(to: UInt8.self)
+        self.capacity = size
+    }
+
+    /// Makes room for `n` more bytes.
+    @inline(__always)
+    mutating func reserve(_ n: Int) {
+        if count &+ n > capacity { grow(n) }
+    }
+
+    /// Reallocates to at least twice the size, or what `n` more bytes need.
+    @inline(never)
+    private mutating func grow(_ n: Int) {
+        let size = max(capacity * 2, count + n)
+        guard let memory = realloc(base, size) else { fatalError("out of memory (\(size) bytes)") }
+        base = memory.assumingMemoryBound(to: UInt8.self)
+        capacity = size
+    }
+
+    /// Appends one byte.
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        reserve(1)
+        base[count] = byte
+        count &+= 1
+    }
+
+    /// Appends one byte; the caller has reserved room for it.
+    @inline(__always)
+    mutating func appendReserved(_ byte: UInt8) {
+        base[count] = byte
+        count &+= 1
+    }
+
+    /// Appends `n` bytes from `source`.
+    @inline(__always)
+    mutating func append(_ source: UnsafePointer<UInt8>, _ n: Int) {
+        reserve(n)
+        (base + count).update(from: source, count: n)
+        count &+= n
+    }
+
+    /// Appends `bytes`.
+    mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { buffer in
+            if let source = buffer.baseAddress { append(source, buffer.count) }
+        }
+    }
+
+    /// Appends `value` in decimal.
+    mutating func appendDecimal(_ value: Int64) {
+        reserve(21)
+        if value < 0 { appendReserved(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var length = 1
+        var rest = magnitude
+        while rest >= 10 { rest /= 10; length += 1 }
+        var i = count + length
+        repeat {
+            i -= 1
+            base[i] = UInt8(truncatingIfNeeded: magnitude % 10) &+ 0x30
+            magnitude /= 10
+        } while magnitude > 0
+        count += length
+    }
+
+    /// The bytes as `Data`, which takes the buffer over.
+    func finish() -> Data {
+        Data(bytesNoCopy: base, count: count, deallocator: .free)
+    }
+
+    /// Frees the buffer (after a failed pass).
+    func discard() {
+        free(base)
+    }
+}

@@ -1,0 +1,586 @@
+import Foundation
+
+/// One run of the transcoder over one answer: the input cursor, the nesting depth and the output.
+///
+/// Validation follows `JSONValue.parse` rule for rule (RFC 8259, whitespace ` \t\n\r`, strings valid
+/// UTF-8 with no raw control character, surrogate escapes in pairs, numbers that fit a Double,
+/// containers at most `maxDepth` deep), so that the transcoder refuses exactly what the reference
+/// renderer refuses. Nested values are skipped without recursion.
+struct TranscodePass {
+    /// The deepest nesting accepted (the reference parser's default).
+    static let maxDepth = 64
+
+    /// The answer's bytes.
+    let p: UnsafePointer<UInt8>
+    /// The answer's length.
+    let end: Int
+    /// The next byte to read.
+    var pos = 0
+    /// Containers open at `pos`.
+    var depth = 0
+    /// The client body being written.
+    var out: TranscoderOutput
+    /// The resource's tables.
+    let plan: TranscoderPlan
+    /// The mapped fields (`plan.fields`).
+    let fields: UnsafeMutablePointer<TranscoderField>
+    /// One slot per mapped field, reused for every item.
+    let slots: UnsafeMutablePointer<TranscoderSlot>
+
+    /// A pass over `count` bytes at `bytes`.
+    init(bytes: UnsafePointer<UInt8>, count: Int, plan: TranscoderPlan, slots: UnsafeMutablePointer<TranscoderSlot>) {
+        p = bytes
+        end = count
+        self.plan = plan
+        fields = plan.fields
+        self.slots = slots
+        out = TranscoderOutput(capacity: count + 256)
+    }
+
+    /// A 502 for an answer that is not JSON.
+    func fail(_ what: String) -> GatewayError {
+        .upstreamError("answer is not JSON: \(what) at byte \(pos)")
+    }
+
+    // MARK: - The document
+
+    /// Transcodes a list answer `{"data":[…],"meta":{…}}`.
+    mutating func list() throws(GatewayError) {
+        try document(list: true)
+    }
+
+    /// Transcodes an item answer `{"data":{…}}`.
+    mutating func item() throws(GatewayError) {
+        try document(list: false)
+    }
+
+    /// The top-level object: the first `data` is transcoded, the first `meta` read for its counts,
+    /// everything else validated and skipped.
+    private mutating func document(list: Bool) throws(GatewayError) {
+        skipSpace()
+        guard pos < end, p[pos] == UInt8(ascii: "{") else {
+            throw .upstreamError(list ? "list answer has no \"data\" array" : "item answer has no \"data\" object")
+        }
+        try enter()
+        pos += 1
+        out.append(plan.prefix)
+        var sawData = false
+        var sawMeta = false
+        var itemCount = 0
+        var filterCount = TranscoderSlot.empty
+        var totalCount = TranscoderSlot.empty
+        skipSpace()
+        if pos < end, p[pos] == UInt8(ascii: "}") {
+            pos += 1
+        } else {
+            while true {
+                skipSpace()
+                guard pos < end, p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+                let keyStart = pos
+                let keyFlags = try scanString()
+                let isData = !sawData && keyEquals(keyStart, pos, keyFlags, "data")
+                let isMeta = !isData && !sawMeta && keyEquals(keyStart, pos, keyFlags, "meta")
+                try colon()
+                if isData {
+                    sawData = true
+                    if list {
+                        guard pos < end, p[pos] == UInt8(ascii: "[") else {
+                            throw .upstreamError("list answer has no \"data\" array")
+                        }
+                        itemCount = try items()
+                    } else {
+                        guard pos < end, p[pos] == UInt8(ascii: "{") else {
+                            throw .upstreamError("item answer has no \"data\" object")
+                        }
+                        try transcodeItem()
+                    }
+                } else if isMeta, pos < end, p[pos] == UInt8(ascii: "{") {
+                    sawMeta = true
+                    try meta(filterCount: &filterCount, totalCount: &totalCount)
+                } else {
+                    sawMeta = sawMeta || isMeta
+                    _ = try scanValue()
+                }
+                if try nextMember(closer: UInt8(ascii: "}")) { break }
+            }
+        }
+        depth -= 1
+        skipSpace()
+        guard pos == end else { throw fail("unexpected data after the JSON value") }
+        guard sawData else {
+            throw .upstreamError(list ? "list answer has no \"data\" array" : "item answer has no \"data\" object")
+        }
+        if list {
+            let total = count(filterCount) ?? count(totalCount) ?? Int64(itemCount)
+            out.append(Self.totalKey)
+            out.appendDecimal(total)
+            out.append(UInt8(ascii: "}"))
+        } else {
+            out.append(Self.itemTail)
+        }
+    }
+
+    /// `],"total":`.
+    static let totalKey: [UInt8] = Array("],\"total\":".utf8)
+    /// `],"total":1}`.
+    static let itemTail: [UInt8] = Array("],\"total\":1}".utf8)
+
+    /// The `data` array of a list answer: each element must be an object; returns how many.
+    private mutating func items() throws(GatewayError) -> Int {
+        try enter()
+        pos += 1
+        skipSpace()
+        var n = 0
+        if pos < end, p[pos] == UInt8(ascii: "]") {
+            pos += 1
+            depth -= 1
+            return 0
+        }
+        while true {
+            skipSpace()
+            guard pos < end else { throw fail("unexpected end of input") }
+            guard p[pos] == UInt8(ascii: "{") else { throw .upstreamError("item is not an object") }
+            if n > 0 { out.append(UInt8(ascii: ",")) }
+            try transcodeItem()
+            n += 1
+            if try nextMember(closer: UInt8(ascii: "]")) { break }
+        }
+        depth -= 1
+        return n
+    }
+
+    /// `meta`: the first `filter_count` and `total_count` are kept, everything else validated and skipped.
+    private mutating func meta(filterCount: inout TranscoderSlot, totalCount: inout TranscoderSlot) throws(GatewayError) {
+        try enter()
+        pos += 1
+        skipSpace()
+        if pos < end, p[pos] == UInt8(ascii: "}") {
+            pos += 1
+            depth -= 1
+            return
+        }
+        while true {
+            skipSpace()
+            guard pos < end, p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+            let keyStart = pos
+            let keyFlags = try scanString()
+            let isFilter = filterCount.start < 0 && keyEquals(keyStart, pos, keyFlags, "filter_count")
+            let isTotal = !isFilter && totalCount.start < 0 && keyEquals(keyStart, pos, keyFlags, "total_count")
+            try colon()
+            let start = pos
+            let (kind, flags) = try scanValue()
+            let slot = TranscoderSlot(start: start, end: pos, kind: kind, flags: flags)
+            if isFilter { filterCount = slot } else if isTotal { totalCount = slot }
+            if try nextMember(closer: UInt8(ascii: "}")) { break }
+        }
+        depth -= 1
+    }
+
+    /// One Directus item: its mapped fields' first values are located, then written in config order.
+    private mutating func transcodeItem() throws(GatewayError) {
+        try enter()
+        pos += 1
+        for i in 0..<plan.fieldCount { slots[i].start = -1 }
+        skipSpace()
+        if pos < end, p[pos] == UInt8(ascii: "}") {
+            pos += 1
+        } else {
+            while true {
+                skipSpace()
+                guard pos < end, p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+                let keyStart = pos
+                let keyFlags = try scanString()
+                let name = lookUpName(keyStart, pos, keyFlags)
+                try colon()
+                let start = pos
+                let (kind, flags) = try scanValue()
+                if name >= 0 {
+                    let entry = plan.names[name]
+                    for k in entry.firstIndex..<(entry.firstIndex + entry.indexCount) {
+                        let index = plan.fieldIndices[k]
+                        if slots[index].start < 0 {
+                            slots[index] = TranscoderSlot(start: start, end: pos, kind: kind, flags: flags)
+                        }
+                    }
+                }
+                if try nextMember(closer: UInt8(ascii: "}")) { break }
+            }
+        }
+        depth -= 1
+        try writeItem()
+    }
+
+    // MARK: - Structure
+
+    /// Skips JSON whitespace.
+    @inline(__always)
+    mutating func skipSpace() {
+        while pos < end {
+            let b = p[pos]
+            guard b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 else { return }
+            pos += 1
+        }
+    }
+
+    /// Opens a container: one level deeper, at most `maxDepth`.
+    @inline(__always)
+    private mutating func enter() throws(GatewayError) {
+        depth += 1
+        if depth > Self.maxDepth { throw fail("nesting too deep") }
+    }
+
+    /// `:` between a key and its value, with the whitespace around it.
+    @inline(__always)
+    private mutating func colon() throws(GatewayError) {
+        skipSpace()
+        guard pos < end, p[pos] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+        pos += 1
+        skipSpace()
+    }
+
+    /// After a member or element: true at the container's `closer` (consumed), false after a `,`.
+    @inline(__always)
+    private mutating func nextMember(closer: UInt8) throws(GatewayError) -> Bool {
+        skipSpace()
+        guard pos < end else { throw fail("unexpected end of input") }
+        let b = p[pos]
+        pos += 1
+        if b == UInt8(ascii: ",") { return false }
+        if b == closer { return true }
+        pos -= 1
+        throw fail(closer == UInt8(ascii: "}") ? "expected ',' or '}'" : "expected ',' or ']'")
+    }
+
+    /// Validates and skips one value of any type; returns what it was.
+    mutating func scanValue() throws(GatewayError) -> (JSONTokenKind, UInt8) {
+        guard pos < end else { throw fail("unexpected end of input") }
+        switch p[pos] {
+        case UInt8(ascii: "\""): return (.string, try scanString())
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return (.number, try scanNumber())
+        case UInt8(ascii: "{"): try skipContainer(); return (.object, 0)
+        case UInt8(ascii: "["): try skipContainer(); return (.array, 0)
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): try scanLiteral(); return (.bool, 0)
+        case UInt8(ascii: "n"): try scanLiteral(); return (.null, 0)
+        default: throw fail("unexpected character")
+        }
+    }
+
+    /// Validates and skips the object or array at `pos`, nested ones included, with no recursion:
+    /// bit `d - 1` of a 64-bit mask says whether the container at depth `d` is an array.
+    private mutating func skipContainer() throws(GatewayError) {
+        let base = depth
+        var arrays: UInt64 = 0
+        var expectValue = try open(&arrays)
+        while true {
+            if expectValue {
+                let inArray = (arrays >> UInt64(depth - 1)) & 1 == 1
+                if !inArray {
+                    guard pos < end, p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+                    _ = try scanString()
+                    try colon()
+                }
+                guard pos < end else { throw fail("unexpected end of input") }
+                switch p[pos] {
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    expectValue = try open(&arrays)
+                    continue
+                case UInt8(ascii: "\""): _ = try scanString()
+                case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try scanNumber()
+                case UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"): try scanLiteral()
+                default: throw fail("unexpected character")
+                }
+                expectValue = false
+            } else {
+                if depth == base { return }
+                let inArray = (arrays >> UInt64(depth - 1)) & 1 == 1
+                if try nextMember(closer: inArray ? UInt8(ascii: "]") : UInt8(ascii: "}")) {
+                    depth -= 1
+                } else {
+                    skipSpace()
+                    expectValue = true
+                }
+            }
+        }
+    }
+
+    /// Opens the container at `pos`; returns false when it closes at once (`{}`, `[ ]`).
+    private mutating func open(_ arrays: inout UInt64) throws(GatewayError) -> Bool {
+        try enter()
+        let isArray = p[pos] == UInt8(ascii: "[")
+        let bit: UInt64 = 1 << UInt64(depth - 1)
+        if isArray { arrays |= bit } else { arrays &= ~bit }
+        pos += 1
+        skipSpace()
+        if pos < end, p[pos] == (isArray ? UInt8(ascii: "]") : UInt8(ascii: "}")) {
+            pos += 1
+            depth -= 1
+            return false
+        }
+        return true
+    }
+
+    // MARK: - Scalars
+
+    /// `true`, `false` or `null` at `pos`.
+    private mutating func scanLiteral() throws(GatewayError) {
+        let length = p[pos] == UInt8(ascii: "f") ? 5 : 4
+        guard pos + length <= end else { throw fail("unexpected end of input") }
+        let word = UInt32(littleEndian: UnsafeRawPointer(p + pos).loadUnaligned(as: UInt32.self))
+        let ok: Bool
+        switch p[pos] {
+        case UInt8(ascii: "t"): ok = word == 0x6575_7274 // "true"
+        case UInt8(ascii: "n"): ok = word == 0x6C6C_756E // "null"
+        default: ok = word == 0x736C_6166 && p[pos + 4] == UInt8(ascii: "e") // "false"
+        }
+        guard ok else { throw fail("invalid literal") }
+        pos += length
+    }
+
+    /// The string at `pos` (its opening quote): validated and skipped; returns its `JSONTokenFlags`.
+    mutating func scanString() throws(GatewayError) -> UInt8 {
+        pos += 1
+        var flags: UInt8 = 0
+        while true {
+            // Eight plain ASCII bytes at a time: none is `"`, `\`, a control character or above 0x7F.
+            while pos &+ 8 <= end {
+                let w = UInt64(littleEndian: UnsafeRawPointer(p + pos).loadUnaligned(as: UInt64.self))
+                let high: UInt64 = 0x8080_8080_8080_8080
+                let ones: UInt64 = 0x0101_0101_0101_0101
+                let quote = w ^ (ones &* 0x22)
+                let backslash = w ^ (ones &* 0x5C)
+                let special = (w | ((w &- ones &* 0x20) & ~w)
+                               | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)) & high
+                if special != 0 { break }
+                pos &+= 8
+            }
+            guard pos < end else { throw fail("unterminated string") }
+            let b = p[pos]
+            if b == UInt8(ascii: "\"") {
+                pos += 1
+                return flags
+            }
+            if b == UInt8(ascii: "\\") {
+                flags |= JSONTokenFlags.escaped
+                try scanEscape()
+            } else if b < 0x20 {
+                throw fail("control character in string")
+            } else if b < 0x80 {
+                pos += 1
+            } else {
+                flags |= JSONTokenFlags.nonASCII
+                try scanUTF8(b)
+            }
+        }
+    }
+
+    /// One well-formed UTF-8 sequence (Unicode table 3-7) whose lead byte `b` is at `pos`.
+    @inline(__always)
+    private mutating func scanUTF8(_ b: UInt8) throws(GatewayError) {
+        @inline(__always) func isContinuation(_ c: UInt8) -> Bool { c & 0xC0 == 0x80 }
+        if b >= 0xC2, b <= 0xDF {
+            guard pos + 2 <= end, isContinuation(p[pos + 1]) else { throw fail("invalid UTF-8 in string") }
+            pos += 2
+        } else if b >= 0xE0, b <= 0xEF {
+            let low: UInt8 = b == 0xE0 ? 0xA0 : 0x80
+            let high: UInt8 = b == 0xED ? 0x9F : 0xBF
+            guard pos + 3 <= end, p[pos + 1] >= low, p[pos + 1] <= high, isContinuation(p[pos + 2]) else {
+                throw fail("invalid UTF-8 in string")
+            }
+            pos += 3
+        } else if b >= 0xF0, b <= 0xF4 {
+            let low: UInt8 = b == 0xF0 ? 0x90 : 0x80
+            let high: UInt8 = b == 0xF4 ? 0x8F : 0xBF
+            guard pos + 4 <= end, p[pos + 1] >= low, p[pos + 1] <= high, isContinuation(p[pos + 2]),
+                  isContinuation(p[pos + 3]) else {
+                throw fail("invalid UTF-8 in string")
+            }
+            pos += 4
+        } else {
+            throw fail("invalid UTF-8 in string")
+        }
+    }
+
+    /// One escape at `pos` (its backslash); a high surrogate must be followed by a low one.
+    private mutating func scanEscape() throws(GatewayError) {
+        guard pos + 1 < end else { throw fail("unterminated string") }
+        switch p[pos + 1] {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+             UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+            pos += 2
+        case UInt8(ascii: "u"):
+            let scalar = try hex4(pos + 2)
+            pos += 6
+            if scalar >= 0xD800, scalar < 0xDC00 {
+                guard pos + 6 <= end, p[pos] == UInt8(ascii: "\\"), p[pos + 1] == UInt8(ascii: "u") else {
+                    throw fail("unpaired surrogate")
+                }
+                let low = try hex4(pos + 2)
+                guard low >= 0xDC00, low < 0xE000 else { throw fail("unpaired surrogate") }
+                pos += 6
+            } else if scalar >= 0xDC00, scalar < 0xE000 {
+                throw fail("unpaired surrogate")
+            }
+        default:
+            throw fail("bad escape")
+        }
+    }
+
+    /// The four hex digits at `at`.
+    private func hex4(_ at: Int) throws(GatewayError) -> UInt32 {
+        guard at + 4 <= end else { throw fail("bad \\u escape") }
+        var value: UInt32 = 0
+        for i in at..<(at + 4) {
+            guard let digit = Self.hexValue(p[i]) else { throw fail("bad \\u escape") }
+            value = value << 4 | digit
+        }
+        return value
+    }
+
+    /// The value of one hex digit, either case.
+    @inline(__always)
+    static func hexValue(_ b: UInt8) -> UInt32? {
+        switch b {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt32(b &- 48)
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return UInt32(b &- 87)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return UInt32(b &- 55)
+        default: return nil
+        }
+    }
+
+    /// The number at `pos`: RFC 8259 grammar, and (like the reference) one that reads as an infinite
+    /// Double is refused. Returns `JSONTokenFlags.plainInteger` for an integer of at most 18 digits.
+    private mutating func scanNumber() throws(GatewayError) -> UInt8 {
+        @inline(__always) func isDigit(_ b: UInt8) -> Bool { b &- 0x30 < 10 }
+        let start = pos
+        if p[pos] == UInt8(ascii: "-") { pos += 1 }
+        guard pos < end, isDigit(p[pos]) else { throw fail("bad number") }
+        let integerStart = pos
+        if p[pos] == UInt8(ascii: "0") {
+            pos += 1
+        } else {
+            while pos < end, isDigit(p[pos]) { pos += 1 }
+        }
+        let integerDigits = pos - integerStart
+        var plain = true
+        if pos < end, p[pos] == UInt8(ascii: ".") {
+            plain = false
+            pos += 1
+            guard pos < end, isDigit(p[pos]) else { throw fail("bad number") }
+            while pos < end, isDigit(p[pos]) { pos += 1 }
+        }
+        var exponent = 0
+        if pos < end, p[pos] == UInt8(ascii: "e") || p[pos] == UInt8(ascii: "E") {
+            plain = false
+            pos += 1
+            var negative = false
+            if pos < end, p[pos] == UInt8(ascii: "+") || p[pos] == UInt8(ascii: "-") {
+                negative = p[pos] == UInt8(ascii: "-")
+                pos += 1
+            }
+            guard pos < end, isDigit(p[pos]) else { throw fail("bad number") }
+            while pos < end, isDigit(p[pos]) {
+                if exponent < 100_000 { exponent = exponent * 10 + Int(p[pos] &- 0x30) }
+                pos += 1
+            }
+            if negative { exponent = -exponent }
+        }
+        if plain, integerDigits <= 18 { return JSONTokenFlags.plainInteger }
+        // Below 10^300 a number is finite whatever its digits; only near the limit ask Double itself.
+        if plain || integerDigits + exponent > 300 {
+            guard case .some = Self.numberValue(p + start, pos - start) else { throw fail("number out of range") }
+        }
+        return 0
+    }
+
+    /// The number at `bytes` exactly as `JSONValue.parse` reads it (`.int` when an integer fits
+    /// Int64, else `.double`); nil when it is not finite.
+    static func numberValue(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> JSONValue? {
+        let text = String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+        let isInteger = !text.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
+        if isInteger, let i = Int64(text) { return .int(i) }
+        guard let d = Double(text), d.isFinite else { return nil }
+        return .double(d)
+    }
+
+    // MARK: - Keys
+
+    /// Is the key token `start..<end` (quotes included) equal, as a `String`, to `name` (ASCII)?
+    private func keyEquals(_ start: Int, _ end: Int, _ flags: UInt8, _ name: StaticString) -> Bool {
+        if flags == 0 {
+            let count = end - start - 2
+            guard count == name.utf8CodeUnitCount else { return false }
+            let expected = name.utf8Start
+            for i in 0..<count where p[start + 1 + i] != expected[i] { return false }
+            return true
+        }
+        return decodedString(start, end, flags) == name.description
+    }
+
+    /// The index in `plan.names` of the key token `start..<end`, or -1 for an unmapped key.
+    @inline(__always)
+    private func lookUpName(_ start: Int, _ end: Int, _ flags: UInt8) -> Int {
+        if flags == 0, plan.namesAreASCII {
+            let count = end - start - 2
+            let key = p + start + 1
+            for i in 0..<plan.nameCount {
+                let name = plan.names[i]
+                guard name.count == count else { continue }
+                let bytes = plan.nameBytes + name.start
+                var j = 0
+                while j < count, bytes[j] == key[j] { j += 1 }
+                if j == count { return i }
+            }
+            return -1
+        }
+        // Escapes or non-ASCII text: compare as `String`s, as the reference's dictionary does.
+        let key = decodedString(start, end, flags)
+        return plan.distinctNames.firstIndex(of: key) ?? -1
+    }
+
+    /// The decoded text of the validated string token `start..<end` (quotes included).
+    func decodedString(_ start: Int, _ end: Int, _ flags: UInt8) -> String {
+        if flags & JSONTokenFlags.escaped == 0 {
+            return String(decoding: UnsafeBufferPointer(start: p + start + 1, count: end - start - 2), as: UTF8.self)
+        }
+        // Escapes are rare in keys and counts: the reference parser decodes this one token.
+        guard case .string(let s)? = try? JSONValue.parse(Data(bytes: p + start, count: end - start)) else { return "" }
+        return s
+    }
+
+    /// A `meta` count as the reference reads it: an integer (or integral double), or a string holding
+    /// one; nil when absent, of another type, or negative.
+    private func count(_ slot: TranscoderSlot) -> Int64? {
+        guard slot.start >= 0 else { return nil }
+        let value: Int64?
+        switch slot.kind {
+        case .number where slot.flags & JSONTokenFlags.plainInteger != 0:
+            value = parsePlainInteger(slot.start, slot.end)
+        case .number:
+            value = Self.numberValue(p + slot.start, slot.end - slot.start)?.intValue
+        case .string:
+            value = Int64(decodedString(slot.start, slot.end, slot.flags))
+        default:
+            value = nil
+        }
+        guard let value, value >= 0 else { return nil }
+        return value
+    }
+
+    /// The plain integer (at most 18 digits, optional `-`) at `start..<end`.
+    func parsePlainInteger(_ start: Int, _ end: Int) -> Int64 {
+        var i = start
+        let negative = p[i] == UInt8(ascii: "-")
+        if negative { i += 1 }
+        var value: Int64 = 0
+        while i < end {
+            value = value * 10 + Int64(p[i] &- 0x30)
+            i += 1
+        }
+        return negative ? -value : value
+    }
+}
+
+extension TranscoderSlot {
+    /// No value.
+    static let empty = TranscoderSlot(start: -1, end: -1, kind: .null, flags: 0)
+}

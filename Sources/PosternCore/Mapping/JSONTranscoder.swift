@@ -1,0 +1,194 @@
+import Foundation
+
+/// Renders Directus answers in one pass over their bytes, straight into one output buffer: no tree,
+/// no `String` per value (docs/api.md, Resources).
+///
+/// Produces byte for byte what `JSONValueRenderer` (the reference implementation) produces, and
+/// refuses (502) exactly the answers it refuses: the whole answer is validated as JSON (UTF-8,
+/// escapes, surrogates, numbers that fit a Double, nesting at most 64 deep), mapped fields are
+/// picked in one scan of each item (first occurrence of a key wins) and written in config order.
+/// Rare shapes (keys with escapes or non-ASCII text, numbers with a fraction or exponent in an id
+/// or required field, `meta` counts that are not plain integers) go through `JSONValue` on that one
+/// value, so that they follow the reference's rules exactly.
+public struct JSONTranscoder: ResourceRenderer {
+    /// The resource's field tables, flattened for the byte scanner.
+    let plan: TranscoderPlan
+
+    /// A transcoder for `resource`, its tables built once.
+    public init(_ resource: ResourceConfig) {
+        self.init(table: FieldTable(resource), name: resource.name)
+    }
+
+    /// A transcoder over already-built tables.
+    init(table: FieldTable, name: String) {
+        self.plan = TranscoderPlan(table: table, name: name)
+    }
+
+    /// `{"<name>":[…],"total":N}` from `{"data":[…],"meta":{"filter_count":N}}`.
+    public func renderList(directusBody: Data) throws(GatewayError) -> Data {
+        try transcode(directusBody, list: true)
+    }
+
+    /// `{"<name>":[item],"total":1}` from `{"data":{…}}`.
+    public func renderItem(directusBody: Data) throws(GatewayError) -> Data {
+        try transcode(directusBody, list: false)
+    }
+
+    /// Runs one pass over `body`; the output buffer becomes the returned `Data` without a copy.
+    private func transcode(_ body: Data, list: Bool) throws(GatewayError) -> Data {
+        var failure: GatewayError?
+        let plan = self.plan
+        let result: Data? = body.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Data? in
+            guard let base = raw.baseAddress, raw.count > 0 else {
+                failure = .upstreamError("answer is not JSON: empty body")
+                return nil
+            }
+            let bytes = base.assumingMemoryBound(to: UInt8.self)
+            let slots = UnsafeMutablePointer<TranscoderSlot>.allocate(capacity: max(plan.fieldCount, 1))
+            defer { slots.deallocate() }
+            var pass = TranscodePass(bytes: bytes, count: raw.count, plan: plan, slots: slots)
+            do throws(GatewayError) {
+                if list { try pass.list() } else { try pass.item() }
+                return pass.out.finish()
+            } catch {
+                pass.out.discard()
+                failure = error
+                return nil
+            }
+        }
+        if let result { return result }
+        // `failure` is set on every path that returns nil above.
+        throw failure ?? .upstreamError("answer could not be transcoded")
+    }
+}
+
+/// One mapped field as the transcoder reads it: where its `"<name>":` bytes are, and how it renders.
+struct TranscoderField {
+    /// Offset of `"<resourceName>":` in `TranscoderPlan.keyBytes`.
+    var keyStart: Int
+    /// Length of `"<resourceName>":`.
+    var keyCount: Int
+    /// The resource's key (a non-empty string, never null).
+    var isID: Bool
+    /// Never null (`""` instead); a number or boolean rendered as its text.
+    var isRequired: Bool
+}
+
+/// One distinct Directus field name: its UTF-8 bytes, and the fields it feeds.
+struct TranscoderName {
+    /// Offset of the name in `TranscoderPlan.nameBytes`.
+    var start: Int
+    /// Length of the name in bytes.
+    var count: Int
+    /// First entry in `TranscoderPlan.fieldIndices`.
+    var firstIndex: Int
+    /// Number of entries in `TranscoderPlan.fieldIndices`.
+    var indexCount: Int
+}
+
+/// Where the first value of one mapped field lies in the answer, and what it is.
+struct TranscoderSlot {
+    /// Offset of the value's first byte; -1 when the item has no such key.
+    var start: Int
+    /// Offset just past the value.
+    var end: Int
+    /// What the value is.
+    var kind: JSONTokenKind
+    /// `JSONTokenFlags` of the value.
+    var flags: UInt8
+}
+
+/// The JSON type of one scanned value.
+enum JSONTokenKind: UInt8 {
+    case string, number, bool, null, object, array
+}
+
+/// Facts about a scanned token that decide how it is written.
+enum JSONTokenFlags {
+    /// A string with at least one escape (it must be re-encoded, not copied).
+    static let escaped: UInt8 = 1
+    /// A string with bytes above 0x7F.
+    static let nonASCII: UInt8 = 2
+    /// A number with no fraction, no exponent and at most 18 digits: its text is its rendering.
+    static let plainInteger: UInt8 = 4
+}
+
+/// The field tables of one resource as flat arrays behind pointers, built once and then only read.
+///
+/// `@unchecked Sendable`: every stored property is set in `init` and never written again; the
+/// memory is freed in `deinit`, when no render can be using it.
+final class TranscoderPlan: @unchecked Sendable {
+    /// Number of mapped fields.
+    let fieldCount: Int
+    /// The mapped fields in config (output) order.
+    let fields: UnsafeMutablePointer<TranscoderField>
+    /// `"<resourceName>":` of every field, back to back.
+    let keyBytes: UnsafeMutablePointer<UInt8>
+    /// Number of distinct Directus names.
+    let nameCount: Int
+    /// The distinct Directus names.
+    let names: UnsafeMutablePointer<TranscoderName>
+    /// The Directus names' UTF-8, back to back.
+    let nameBytes: UnsafeMutablePointer<UInt8>
+    /// Field indices of every name, back to back.
+    let fieldIndices: UnsafeMutablePointer<Int>
+    /// True when every Directus name is ASCII, so that an ASCII key matches by its bytes alone.
+    let namesAreASCII: Bool
+    /// `{"<name>":[` as UTF-8.
+    let prefix: [UInt8]
+    /// The distinct Directus names as strings, for keys that need `String` comparison (escapes,
+    /// non-ASCII text): the same canonical-equivalence rules as the reference's dictionary lookup.
+    let distinctNames: [String]
+
+    /// Flattens `table` for the resource called `name`.
+    init(table: FieldTable, name: String) {
+        var prefix: [UInt8] = [UInt8(ascii: "{")]
+        JSONValue.writeString(name, into: &prefix)
+        prefix.append(contentsOf: ":[".utf8)
+        self.prefix = prefix
+
+        fieldCount = table.fields.count
+        fields = .allocate(capacity: max(fieldCount, 1))
+        let keys = table.fields.flatMap(\.keyBytes)
+        keyBytes = .allocate(capacity: max(keys.count, 1))
+        keyBytes.initialize(from: keys, count: keys.count)
+        var offset = 0
+        for (i, field) in table.fields.enumerated() {
+            (fields + i).initialize(to: TranscoderField(keyStart: offset, keyCount: field.keyBytes.count,
+                                                        isID: field.isID, isRequired: field.isRequired))
+            offset += field.keyBytes.count
+        }
+
+        // Distinct Directus names in first-use order (the order does not matter for lookups).
+        var distinct: [String] = []
+        for field in table.fields where !distinct.contains(field.directusName) { distinct.append(field.directusName) }
+        nameCount = distinct.count
+        distinctNames = distinct
+        names = .allocate(capacity: max(nameCount, 1))
+        let allNameBytes = distinct.flatMap { Array($0.utf8) }
+        nameBytes = .allocate(capacity: max(allNameBytes.count, 1))
+        nameBytes.initialize(from: allNameBytes, count: allNameBytes.count)
+        let allIndices = distinct.flatMap { table.indicesByDirectusName[$0] ?? [] }
+        fieldIndices = .allocate(capacity: max(allIndices.count, 1))
+        fieldIndices.initialize(from: allIndices, count: allIndices.count)
+        var byteOffset = 0
+        var indexOffset = 0
+        for (i, name) in distinct.enumerated() {
+            let count = name.utf8.count
+            let indexCount = table.indicesByDirectusName[name]?.count ?? 0
+            (names + i).initialize(to: TranscoderName(start: byteOffset, count: count,
+                                                      firstIndex: indexOffset, indexCount: indexCount))
+            byteOffset += count
+            indexOffset += indexCount
+        }
+        namesAreASCII = allNameBytes.allSatisfy { $0 < 0x80 }
+    }
+
+    deinit {
+        fields.deallocate()
+        keyBytes.deallocate()
+        names.deallocate()
+        nameBytes.deallocate()
+        fieldIndices.deallocate()
+    }
+}

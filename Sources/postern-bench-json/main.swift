@@ -1,0 +1,180 @@
+// postern-bench-json: times the translation of one canned Directus list answer into the client body
+// (`make bench-json`), three ways in the same run: the single-pass `JSONTranscoder` the gateway uses,
+// the reference `JSONValueRenderer` (parse into a `JSONValue` tree, write it back out), and Foundation's
+// `JSONDecoder` + `JSONEncoder` over Codable structs doing the same mapping.
+//
+// Usage: postern-bench-json [answer.json] [config.json] [resource]
+//        (defaults: bench/posts-20.json, config/postern.json, books)
+// Prints µs per translation (the median of several batches) and exits 1 when the transcoder is above
+// BENCH_JSON_MAX_US (default 10) µs, or when the three outputs do not decode to the same values.
+import Foundation
+import PosternCore
+
+let arguments = CommandLine.arguments
+let answerPath = arguments.count > 1 ? arguments[1] : "bench/posts-20.json"
+let configPath = arguments.count > 2 ? arguments[2] : "config/postern.json"
+let resourceName = arguments.count > 3 ? arguments[3] : "books"
+let limitMicroseconds = ProcessInfo.processInfo.environment["BENCH_JSON_MAX_US"].flatMap(Double.init) ?? 10
+
+/// Prints to stderr and exits 2 (a setup problem, not a slow result).
+func die(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("bench-json: \(message)\n".utf8))
+    exit(2)
+}
+
+guard let answer = FileManager.default.contents(atPath: answerPath) else { die("cannot read \(answerPath)") }
+let config: PosternConfig
+switch PosternConfig.load(configPath: configPath, environment: [:]) {
+case .success(let loaded): config = loaded
+case .failure(let error): die("\(configPath): \(error)")
+}
+guard let resource = config.resources.first(where: { $0.name == resourceName }) else {
+    die("no resource \(resourceName) in \(configPath)")
+}
+guard resource.fields.map(\.0) == ["id", "title", "subtitle", "user"],
+      resource.fields.map(\.1) == ["id", "title", "content", "user_created"], resource.required == ["title"] else {
+    die("the Codable baseline is written for the shipped books resource (id, title←title, subtitle←content, user←user_created)")
+}
+
+// MARK: - The Foundation baseline: Codable structs doing the books mapping
+
+/// `{"data":[…],"meta":{"filter_count":N}}`.
+struct DirectusList: Decodable {
+    /// The items.
+    let data: [DirectusPost]
+    /// The counts.
+    let meta: Meta?
+}
+
+/// `meta`.
+struct Meta: Decodable {
+    /// Items matching the filter.
+    let filter_count: Int64?
+}
+
+/// One Directus post (unmapped fields are ignored by the decoder).
+struct DirectusPost: Decodable {
+    /// The key.
+    let id: Int64
+    /// Required in the resource.
+    let title: String?
+    /// → `subtitle`.
+    let content: String?
+    /// → `user`.
+    let user_created: String?
+}
+
+/// `{"books":[…],"total":N}`.
+struct BookList: Encodable {
+    /// The items.
+    let books: [Book]
+    /// `meta.filter_count`, else the item count.
+    let total: Int64
+}
+
+/// One book as clients see it.
+struct Book: Encodable {
+    /// The key as a string.
+    let id: String
+    /// Never null.
+    let title: String
+    /// Omitted when null.
+    let subtitle: String?
+    /// Omitted when null.
+    let user: String?
+}
+
+/// The Codable translation.
+func foundationTranslate(_ body: Data, decoder: JSONDecoder, encoder: JSONEncoder) throws -> Data {
+    let list = try decoder.decode(DirectusList.self, from: body)
+    let books = list.data.map {
+        Book(id: String($0.id), title: $0.title ?? "", subtitle: $0.content, user: $0.user_created)
+    }
+    return try encoder.encode(BookList(books: books, total: list.meta?.filter_count ?? Int64(books.count)))
+}
+
+// MARK: - Timing
+
+/// Nanoseconds on `clock`.
+func nanoseconds(_ clock: clockid_t) -> UInt64 {
+    var ts = timespec()
+    clock_gettime(clock, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+/// CPU nanoseconds of this thread: time spent waiting for a core on a busy machine is not counted.
+func now() -> UInt64 { nanoseconds(CLOCK_THREAD_CPUTIME_ID) }
+
+/// The median over `batches` batches of µs per call of `body`, each batch sized to last about 20 ms.
+/// Also returns the median wall-clock µs (which includes waiting for a core when the machine is busy).
+func measure(batches: Int = 15, _ body: () -> Int) -> (median: Double, best: Double, wall: Double) {
+    var sink = 0
+    // Warm up, and size a batch.
+    var perBatch = 1
+    while true {
+        let start = now()
+        for _ in 0..<perBatch { sink &+= body() }
+        let elapsed = now() - start
+        if elapsed > 20_000_000 || perBatch >= 1 << 20 { break }
+        perBatch *= 2
+    }
+    var samples: [Double] = []
+    var walls: [Double] = []
+    for _ in 0..<batches {
+        let start = now()
+        let wallStart = nanoseconds(CLOCK_MONOTONIC)
+        for _ in 0..<perBatch { sink &+= body() }
+        samples.append(Double(now() - start) / Double(perBatch) / 1000)
+        walls.append(Double(nanoseconds(CLOCK_MONOTONIC) - wallStart) / Double(perBatch) / 1000)
+    }
+    if sink == 42 { print("") } // keeps the work observable
+    samples.sort()
+    walls.sort()
+    return (samples[samples.count / 2], samples[0], walls[walls.count / 2])
+}
+
+let transcoder = JSONTranscoder(resource)
+let reference = JSONValueRenderer(resource)
+let decoder = JSONDecoder()
+let encoder = JSONEncoder()
+
+// The three outputs must decode to the same values before any of them is timed.
+let outputs: [(String, Data)]
+do {
+    outputs = [("transcoder", try transcoder.renderList(directusBody: answer)),
+               ("JSONValueRenderer", try reference.renderList(directusBody: answer)),
+               ("Foundation Codable", try foundationTranslate(answer, decoder: decoder, encoder: encoder))]
+} catch {
+    die("translation failed: \(error)")
+}
+let decoded = outputs.map { try? JSONSerialization.jsonObject(with: $0.1) as? NSDictionary }
+for (i, (name, _)) in outputs.enumerated() where decoded[i] == nil || decoded[i] != decoded[0] {
+    die("\(name)'s output does not decode to the transcoder's values")
+}
+
+print("bench-json: \(answerPath) (\(answer.count) bytes) → \(resourceName) (\(outputs[0].1.count) bytes), "
+      + "median of 15 batches, µs of CPU per translation")
+let only = ProcessInfo.processInfo.environment["BENCH_JSON_ONLY"] == "transcoder"
+let results: [(String, (median: Double, best: Double, wall: Double))] = only ? [
+    ("JSONTranscoder", measure { (try? transcoder.renderList(directusBody: answer))?.count ?? 0 }),
+] : [
+    ("JSONTranscoder", measure { (try? transcoder.renderList(directusBody: answer))?.count ?? 0 }),
+    ("JSONValueRenderer", measure { (try? reference.renderList(directusBody: answer))?.count ?? 0 }),
+    ("JSONDecoder+JSONEncoder", measure {
+        (try? foundationTranslate(answer, decoder: decoder, encoder: encoder))?.count ?? 0
+    }),
+]
+for (name, result) in results {
+    let ratio = result.median / results[0].1.median
+    let label = name.padding(toLength: 24, withPad: " ", startingAt: 0)
+    print(label + String(format: " %8.2f µs  (best %.2f, wall-clock median %.2f)  %6.1f×",
+                         result.median, result.best, result.wall, ratio))
+}
+let transcoderMedian = results[0].1.median
+let mbps = Double(answer.count) / transcoderMedian
+print(String(format: "  transcoder throughput: %.0f MB/s of Directus JSON", mbps))
+if transcoderMedian > limitMicroseconds {
+    print(String(format: "bench-json: FAIL: the transcoder takes %.2f µs, above the %.1f µs target", transcoderMedian, limitMicroseconds))
+    exit(1)
+}
+print(String(format: "bench-json: OK: the transcoder takes %.2f µs (target ≤ %.1f µs)", transcoderMedian, limitMicroseconds))
