@@ -371,9 +371,15 @@ final class ServerWorker: @unchecked Sendable {
 enum EvhttpInput {
     /// The input headers, in order.
     static func headers(_ req: OpaquePointer) -> HTTPHeaders {
-        var headers = HTTPHeaders()
-        guard let input = evhttp_request_get_input_headers(req) else { return headers }
+        guard let input = evhttp_request_get_input_headers(req) else { return HTTPHeaders() }
+        var count = 0
         var entry = input.pointee.tqh_first
+        while let kv = entry {
+            count += 1
+            entry = kv.pointee.next.tqe_next
+        }
+        var headers = HTTPHeaders(capacity: count)  // one allocation for the list, not one per doubling
+        entry = input.pointee.tqh_first
         while let kv = entry {
             headers.add(String(cString: kv.pointee.key), String(cString: kv.pointee.value))
             entry = kv.pointee.next.tqe_next

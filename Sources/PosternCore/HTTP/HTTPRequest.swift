@@ -58,15 +58,30 @@ public enum QueryString {
 
     /// Builds a query string from pairs, percent-encoding both sides.
     public static func build(_ items: [(String, String)]) -> String {
-        items.map { "\(encode($0.0))=\(encode($0.1))" }.joined(separator: "&")
+        // One buffer for the whole query (no String per name and value).
+        var out: [UInt8] = []
+        out.reserveCapacity(items.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 } + 16)
+        for (i, (name, value)) in items.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: "&")) }
+            encode(name, encodingDots: false, into: &out)
+            out.append(UInt8(ascii: "="))
+            encode(value, encodingDots: false, into: &out)
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Percent-encodes everything outside the RFC 3986 unreserved set (the one percent-encoder).
     /// `encodingDots` encodes `.` too, for path segments: no normalising hop can then read `..` as a dot segment.
     public static func encode(_ s: String, encodingDots: Bool = false) -> String {
-        let hex: StaticString = "0123456789ABCDEF"
         var out: [UInt8] = []
         out.reserveCapacity(s.utf8.count + 8)
+        encode(s, encodingDots: encodingDots, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the percent-encoding of `s` to `out`.
+    static func encode(_ s: String, encodingDots: Bool, into out: inout [UInt8]) {
+        let hex: StaticString = "0123456789ABCDEF"
         for byte in s.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
@@ -80,7 +95,6 @@ public enum QueryString {
                 out.append(hex.utf8Start[Int(byte & 0x0f)])
             }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Decodes `%XX` escapes and `+`; invalid escapes are kept literally.
