@@ -29,4 +29,24 @@ import Testing
         #expect(RequestID.accept("bad id!") != "bad id!")
         #expect(RequestID.accept("ok-1.2_3") == "ok-1.2_3")
     }
+
+    @Test func bodiesOfEverySizeArriveWhole() async throws {
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        // Lent to the buffer from 1024 bytes on, copied below: both sides of the line, and a body large
+        // enough to need several writes.
+        let sizes = [1, 1023, 1024, 4096, 300_000]
+        let server = HTTPServer(group: group) { request in
+            let size = Int(request.query) ?? 0
+            return HTTPResponse(status: 200, body: Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }))
+        }
+        try server.start(host: "127.0.0.1", port: 0)
+        defer { server.shutdown(grace: 1) }
+        let client = RawHTTPClient(port: server.port)
+        for size in sizes + sizes.reversed() {
+            let r = try client.request("GET", "/body?\(size)")
+            #expect(r.status == 200)
+            #expect(r.body == Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }), "size \(size)")
+        }
+    }
 }

@@ -325,14 +325,36 @@ final class ServerWorker: @unchecked Sendable {
         // The body goes once, straight into the request's own output buffer (no buffer of our own to
         // allocate, fill, move and free): evhttp_send_reply with no buffer sends that one.
         if !response.body.isEmpty, !head {
-            let output = evhttp_request_get_output_buffer(req)
-            response.body.withUnsafeBytes { raw in
-                _ = evbuffer_add(output, raw.baseAddress, raw.count)
-            }
+            ServerWorker.addBody(response.body, to: evhttp_request_get_output_buffer(req))
         }
         let conn = evhttp_request_get_connection(req)  // nil when the client has gone (then evhttp frees req)
         evhttp_send_reply(req, Int32(response.status), HTTPResponse.reason(response.status), nil)
         if let conn { guards[conn]?.requestAnswered() }
+    }
+
+    /// Bodies from this size on are lent to the buffer instead of copied into it.
+    private static let lendBytes = 1024
+
+    /// Puts `body` into `output`: a large body by reference (the buffer keeps the body's storage alive until
+    /// it is written and frees it then), so its bytes are never copied on their way to the socket.
+    private static func addBody(_ body: Data, to output: OpaquePointer?) {
+        guard body.count >= lendBytes else {
+            body.withUnsafeBytes { raw in _ = evbuffer_add(output, raw.baseAddress, raw.count) }
+            return
+        }
+        // A Data of this size keeps its bytes in one heap storage object that never moves and that no one
+        // mutates in place while it is shared: the retained box pins it until evbuffer's cleanup releases it.
+        let box = Unmanaged.passRetained(LentBody(body))
+        let added = box.takeUnretainedValue().body.withUnsafeBytes { raw in
+            evbuffer_add_reference(output, raw.baseAddress, raw.count, { _, _, arg in
+                guard let arg else { return }
+                Unmanaged<LentBody>.fromOpaque(arg).release()
+            }, box.toOpaque())
+        }
+        if added != 0 {  // not added, so the cleanup will never run: release here and copy instead
+            box.release()
+            body.withUnsafeBytes { raw in _ = evbuffer_add(output, raw.baseAddress, raw.count) }
+        }
     }
 
     private static func makeRequest(_ req: OpaquePointer) -> HTTPRequest {
@@ -396,6 +418,12 @@ enum EvhttpInput {
         body.withUnsafeMutableBytes { raw in _ = evbuffer_remove(buffer, raw.baseAddress, length) }
         return body
     }
+}
+
+/// A response body lent to an evbuffer (kept alive until the buffer has written it).
+private final class LentBody {
+    let body: Data
+    init(_ body: Data) { self.body = body }
 }
 
 /// The evhttp request awaiting its one reply; the pointer is only touched on its loop thread.
