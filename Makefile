@@ -3,14 +3,16 @@
 SWIFT    ?= swift
 POSTERN  := .build/debug/postern
 CONFIG   ?= config/postern.json
-DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config
+DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev pkg-config
+# Needed by the tests only (not by the Docker build stage): the Redis tests start their own redis-server.
+TEST_DEPS := redis-server
 
 .DEFAULT_GOAL := build
 .PHONY: deps build release test check-docker run check bench profile fuzz clean
 
-## deps: install the Debian packages the build needs (only those missing)
+## deps: install the Debian packages the build and the tests need (only those missing)
 deps:
-	@bash scripts/deps.sh $(DEB_DEPS)
+	@bash scripts/deps.sh $(DEB_DEPS) $(TEST_DEPS)
 
 ## build: debug build
 build: deps
