@@ -50,6 +50,15 @@ public final class RedisClient: Sendable {
     /// True while connected and logged in (any thread; for /readyz).
     public var isConnected: Bool { connection.isReady }
 
+    /// Waits until the connection is up (at once if it is); false when the client was closed first. Give it a
+    /// deadline of your own (e.g. at start-up): it waits as long as Redis stays unreachable.
+    public func waitUntilConnected() async -> Bool {
+        let connection = self.connection
+        return await withCheckedContinuation { continuation in
+            loop.executeOrRunIfStopped { connection.whenReady(continuation) }
+        }
+    }
+
     /// The endpoint (its `description` masks the password).
     public var endpoint: RedisEndpoint { connection.endpoint }
 

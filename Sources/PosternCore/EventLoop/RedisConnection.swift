@@ -51,6 +51,8 @@ final class RedisConnection: @unchecked Sendable {
     private let ready = Atomic<Bool>(false)
     private let readyCount = Atomic<Int>(0)
 
+    private var readyWaiters: [CheckedContinuation<Bool, Never>] = []
+
     /// Runs on the loop each time the connection becomes ready (after the login).
     var onReady: (() -> Void)?
     /// Runs on the loop each time a ready or connecting context goes away.
@@ -89,8 +91,24 @@ final class RedisConnection: @unchecked Sendable {
         }
         drop(.closed)
         ready.store(false, ordering: .releasing)
+        resumeReadyWaiters(false)
         onReady = nil
         onDown = nil
+    }
+
+    /// Resumes `continuation` with true once the connection is ready (at once if it is), false if it closes.
+    func whenReady(_ continuation: CheckedContinuation<Bool, Never>) {
+        switch state {
+        case .ready: continuation.resume(returning: true)
+        case .closed: continuation.resume(returning: false)
+        default: readyWaiters.append(continuation)
+        }
+    }
+
+    private func resumeReadyWaiters(_ value: Bool) {
+        let waiters = readyWaiters
+        readyWaiters.removeAll()
+        for waiter in waiters { waiter.resume(returning: value) }
     }
 
     // MARK: Commands
@@ -344,6 +362,13 @@ final class RedisConnection: @unchecked Sendable {
         ready.store(true, ordering: .releasing)
         readyCount.add(1, ordering: .relaxed)
         onReady?()
+        resumeReadyWaiters(true)
+    }
+
+    /// Drops the current connection (its commands fail with `reason`) and reconnects after the back-off.
+    func restart(_ reason: RedisError) {
+        guard state != .closed else { return }
+        drop(reason)
     }
 
     /// Frees the current context on this side's initiative: its pending commands fail with `reason`.
