@@ -162,6 +162,7 @@ import Testing
             #expect(try await client.command(["SET", "after", "2"]) == .status("OK"))
             #expect(try await client.command(["GET", "after"]).string == "2")
             #expect(client.readyTransitions == 2)
+            #expect(client.connection.liveCalls.load(ordering: .relaxed) == 0)
         }
     }
 
@@ -201,6 +202,7 @@ import Testing
             #expect(frozen.failure == .timeout)
             #expect(await client.waitUntilConnected())
             #expect(try await client.command(["GET", "k"]).string == "v")
+            #expect(client.connection.liveCalls.load(ordering: .relaxed) == 0)
         }
         server.resume()
     }
@@ -238,6 +240,7 @@ import Testing
         }
         #expect(results.count == count)
         #expect(results.allSatisfy { $0.failure == .connectionLost })
+        #expect(client.connection.liveCalls.load(ordering: .relaxed) == 0)  // every retained call was released
     }
 
     @Test func subscriberGetsMessagesAndResubscribesAfterARestart() async throws {

@@ -50,6 +50,10 @@ final class RedisConnection: @unchecked Sendable {
     private var resolving: ResolveRequest?
     private let ready = Atomic<Bool>(false)
     private let readyCount = Atomic<Int>(0)
+    #if DEBUG
+    /// `RedisCall`s of this connection still alive (debug builds: the tests check that none leaks).
+    let liveCalls = Atomic<Int>(0)
+    #endif
 
     private var readyWaiters: [CheckedContinuation<Bool, Never>] = []
 
@@ -143,29 +147,30 @@ final class RedisConnection: @unchecked Sendable {
     /// (no context, closing, or no arguments), in which case the callback will never run.
     func sendRaw(_ arguments: [RedisArgument], callback: HiredisReplyCallback, privdata: UnsafeMutableRawPointer?) -> Bool {
         guard let context, !arguments.isEmpty else { return false }
-        // All arguments in one buffer; hiredis copies them into its output buffer before returning.
-        var buffer: [UInt8] = []
-        var ends: [Int] = []
-        ends.reserveCapacity(arguments.count)
-        for argument in arguments {
-            argument.append(to: &buffer)
-            ends.append(buffer.count)
-        }
-        buffer.append(0)  // never empty, so baseAddress is never nil
-        return buffer.withUnsafeBufferPointer { bytes -> Bool in
-            // The buffer is not empty (a 0 was just appended), so it has a base address.
-            let base = UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self)
-            var argv: [UnsafePointer<CChar>?] = []
-            var lengths: [Int] = []
-            argv.reserveCapacity(ends.count)
-            lengths.reserveCapacity(ends.count)
-            var start = 0
-            for end in ends {
-                argv.append(base + start)
-                lengths.append(end - start)
-                start = end
+        let count = arguments.count
+        // All arguments in one buffer, argv and lengths on the stack; hiredis copies the command into its output
+        // buffer before returning.
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { lengths -> Bool in
+            var buffer: [UInt8] = []
+            for (index, argument) in arguments.enumerated() {
+                let before = buffer.count
+                argument.append(to: &buffer)
+                lengths[index] = buffer.count - before
             }
-            return redisAsyncCommandArgv(context, callback, privdata, Int32(argv.count), &argv, lengths) == REDIS_OK
+            buffer.append(0)  // never empty, so it has a base address
+            return withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: count) { argv -> Bool in
+                buffer.withUnsafeBufferPointer { bytes -> Bool in
+                    // Not empty (a 0 was appended), so baseAddress is not nil.
+                    let base = UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self)
+                    var offset = 0
+                    for index in 0..<count {
+                        argv[index] = base + offset
+                        offset += lengths[index]
+                    }
+                    return redisAsyncCommandArgv(context, callback, privdata, Int32(count), argv.baseAddress,
+                                                 lengths.baseAddress) == REDIS_OK
+                }
+            }
         }
     }
 
@@ -445,13 +450,25 @@ final class RedisCall {
     init(connection: RedisConnection, continuation: CheckedContinuation<Result<RedisReply, RedisError>, Never>) {
         self.connection = connection
         self.continuation = continuation
+        #if DEBUG
+        connection.liveCalls.add(1, ordering: .relaxed)
+        #endif
     }
 
     /// A call that runs `handler` on the loop thread.
     init(connection: RedisConnection, handler: @escaping (Result<RedisReply, RedisError>) -> Void) {
         self.connection = connection
         self.handler = handler
+        #if DEBUG
+        connection.liveCalls.add(1, ordering: .relaxed)
+        #endif
     }
+
+    #if DEBUG
+    deinit {
+        connection.liveCalls.subtract(1, ordering: .relaxed)
+    }
+    #endif
 
     /// Delivers the result; later calls are ignored.
     func complete(_ result: Result<RedisReply, RedisError>) {
