@@ -103,6 +103,25 @@ import Testing
         }
     }
 
+    @Test func resolvesAHostNameOnTheLoopAndFailsFastForAnUnknownOne() async throws {
+        let server = try RedisServer()
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let named = RedisClient(loop: group.loops[0], endpoint: try RedisEndpoint(url: "redis://localhost:\(server.port)"))
+        let unknown = RedisClient(loop: group.loops[0], endpoint: try RedisEndpoint(url: "redis://no-such-host.invalid:\(server.port)"))
+        defer { named.close(); unknown.close() }
+        try await withinHangDeadline { () async throws in
+            #expect(await named.waitUntilConnected())
+            #expect(try await named.command(["PING"]) == .status("PONG"))
+            let result = await outcome(unknown) { try await unknown.command(["PING"]) }
+            guard case .failure(.unavailable) = result else {
+                Issue.record("expected unavailable, got \(result)")
+                return
+            }
+            #expect(!unknown.isConnected)
+        }
+    }
+
     @Test func manyCommandsFromSeveralLoopsAtOnce() async throws {
         let server = try RedisServer()
         let group = EventLoopGroup(count: 3)
@@ -222,8 +241,8 @@ import Testing
                 await withTaskGroup(of: Result<RedisReply, RedisError>.self) { tasks in
                     for _ in 0..<count {
                         tasks.addTask(executorPreference: client.loop) {
-                            sent.increment()  // the command is handed to hiredis in this same job
-                            return await outcome(client) { try await client.command(["BLPOP", "never", 0]) }
+                            sent.increment()  // the command is handed to hiredis in this same job (no hop)
+                            return await caught { try await client.command(["BLPOP", "never", 0]) }
                         }
                     }
                     while sent.value < count { await Task.yield() }
@@ -241,6 +260,28 @@ import Testing
         #expect(results.count == count)
         #expect(results.allSatisfy { $0.failure == .connectionLost })
         #expect(client.connection.liveCalls.load(ordering: .relaxed) == 0)  // every retained call was released
+    }
+
+    @Test func closingFailsPendingAndLaterCommandsWithClosed() async throws {
+        let server = try RedisServer()
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let client = RedisClient(loop: group.loops[0], endpoint: try RedisEndpoint(url: server.url()),
+                                 options: RedisOptions(commandTimeout: 60))
+        let sent = Counter()
+        try await withinHangDeadline { () async throws in
+            #expect(await client.waitUntilConnected())
+            let pending = Task(executorPreference: client.loop) { () async -> Result<RedisReply, RedisError> in
+                sent.increment()  // the command is handed to hiredis in this same job (no hop: already on the loop)
+                return await caught { try await client.command(["BLPOP", "never", 0]) }
+            }
+            await client.onLoopWhile { sent.value < 1 }
+            client.close()
+            #expect(await pending.value.failure == .closed)
+            #expect(await outcome(client) { try await client.command(["PING"]) }.failure == .closed)
+            #expect(!client.isConnected)
+            #expect(await client.waitUntilConnected() == false)
+        }
     }
 
     @Test func subscriberGetsMessagesAndResubscribesAfterARestart() async throws {
@@ -280,6 +321,15 @@ import Testing
     }
 }
 
+extension RedisClient {
+    /// Yields on the client's loop while `condition` holds (jobs queued before it run first).
+    func onLoopWhile(_ condition: @escaping @Sendable () -> Bool) async {
+        await Task(executorPreference: loop) {
+            while condition() { await Task.yield() }
+        }.value
+    }
+}
+
 /// A counter shared between tasks and callbacks.
 final class Counter: Sendable {
     private let count = Atomic<Int>(0)
@@ -310,6 +360,18 @@ func outcome(_ client: RedisClient, _ body: @escaping @Sendable () async throws 
             return .failure(.invalidCommand("\(error)"))
         }
     }.value
+}
+
+/// Runs `body` where it is and returns how it ended.
+func caught(_ body: () async throws -> RedisReply) async -> Result<RedisReply, RedisError> {
+    do {
+        return .success(try await body())
+    } catch let error as RedisError {
+        return .failure(error)
+    } catch {
+        Issue.record("not a RedisError: \(error)")
+        return .failure(.invalidCommand("\(error)"))
+    }
 }
 
 /// Thrown when a body did not finish before its hang deadline.
