@@ -7,7 +7,8 @@ import Synchronization
 /// back-off and retry after any failure. `RedisClient` sends commands through it, `RedisSubscriber` subscribes
 /// on it. Design notes (threading, ownership, reconnect) are at the top of RedisClient.swift.
 ///
-/// Not thread-safe by design: every method runs on `loop`'s thread; only `isReady` may be read anywhere.
+/// Not thread-safe by design: every method runs on `loop`'s thread; only the atomics (`isReady`,
+/// `readyTransitions`, `liveCalls`) may be read anywhere.
 final class RedisConnection: @unchecked Sendable {
     /// Where the connection is in its life.
     enum State {
