@@ -181,7 +181,7 @@ import Testing
             #expect(try await client.command(["SET", "after", "2"]) == .status("OK"))
             #expect(try await client.command(["GET", "after"]).string == "2")
             #expect(client.readyTransitions == 2)
-            #expect(client.connection.liveCalls.load(ordering: .relaxed) == 0)
+            expectNoLiveCalls(client)
         }
     }
 
@@ -221,7 +221,7 @@ import Testing
             #expect(frozen.failure == .timeout)
             #expect(await client.waitUntilConnected())
             #expect(try await client.command(["GET", "k"]).string == "v")
-            #expect(client.connection.liveCalls.load(ordering: .relaxed) == 0)
+            expectNoLiveCalls(client)
         }
         server.resume()
     }
@@ -259,7 +259,7 @@ import Testing
         }
         #expect(results.count == count)
         #expect(results.allSatisfy { $0.failure == .connectionLost })
-        #expect(client.connection.liveCalls.load(ordering: .relaxed) == 0)  // every retained call was released
+        expectNoLiveCalls(client)  // every retained call was released
     }
 
     @Test func closingFailsPendingAndLaterCommandsWithClosed() async throws {
@@ -362,6 +362,13 @@ func outcome(_ client: RedisClient, _ body: @escaping @Sendable () async throws 
     }.value
 }
 
+/// Checks that no `RedisCall` of `client` is alive any more (debug builds count them).
+func expectNoLiveCalls(_ client: RedisClient, sourceLocation: SourceLocation = #_sourceLocation) {
+    #if DEBUG
+    #expect(client.connection.liveCalls.load(ordering: .relaxed) == 0, sourceLocation: sourceLocation)
+    #endif
+}
+
 /// Runs `body` where it is and returns how it ended.
 func caught(_ body: () async throws -> RedisReply) async -> Result<RedisReply, RedisError> {
     do {
@@ -385,6 +392,7 @@ struct HangDetected: Error, CustomStringConvertible {
 func withinHangDeadline<T: Sendable>(_ seconds: Double = 60, _ body: @escaping @Sendable () async throws -> T)
     async throws -> T {
     let first = FirstResult<T>()
+    let work = Work(body)
     return try await withCheckedThrowingContinuation { continuation in
         first.set(continuation)
         let timer = Task {
@@ -392,9 +400,26 @@ func withinHangDeadline<T: Sendable>(_ seconds: Double = 60, _ body: @escaping @
             if !Task.isCancelled { first.finish(.failure(HangDetected(seconds: seconds))) }
         }
         Task {
-            do { first.finish(.success(try await body())) } catch { first.finish(.failure(error)) }
+            // `run` lets go of the body (and what it captured, such as a RedisServer) before the caller resumes.
+            let result: Result<T, Error>
+            do { result = .success(try await work.run()) } catch { result = .failure(error) }
             timer.cancel()
+            first.finish(result)
         }
+    }
+}
+
+/// A body run once, released as soon as it returns.
+private final class Work<T: Sendable>: @unchecked Sendable {
+    private var body: (@Sendable () async throws -> T)?
+
+    init(_ body: @escaping @Sendable () async throws -> T) { self.body = body }
+
+    func run() async throws -> T {
+        // Set in init and taken only here, once.
+        let body = self.body!
+        self.body = nil
+        return try await body()
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+@testable import PosternCore
 
 /// A real `redis-server` for the Redis tests: 127.0.0.1 on a free port, its own temporary directory, no
 /// persistence (`--save '' --appendonly no`), optionally a password. It can be stopped and started again on the
@@ -57,6 +58,14 @@ final class RedisServer: @unchecked Sendable {
         return "redis://\(credentials)127.0.0.1:\(port)/\(database)"
     }
 
+    /// Every server still running, stopped at exit should a test have leaked one (a hung task holding it).
+    private static let running = LockedBox<Set<pid_t>>([])
+    private static let stopAtExit: Void = {
+        atexit {
+            for pid in RedisServer.running.withLock({ $0 }) { kill(pid, SIGKILL) }
+        }
+    }()
+
     /// The process id while running.
     var pid: pid_t? { lock.withLock { process } }
 
@@ -67,6 +76,7 @@ final class RedisServer: @unchecked Sendable {
             return process
         }
         guard let pid = running else { return }
+        _ = RedisServer.running.withLock { $0.remove(pid) }
         kill(pid, SIGCONT)  // in case a test left it frozen
         kill(pid, SIGTERM)
         // A hang detector only: redis-server without persistence exits within its next cron tick on SIGTERM.
@@ -161,6 +171,8 @@ final class RedisServer: @unchecked Sendable {
             waitpid(pid, &status, 0)
             throw Failure(description: "redis-server on port \(port) does not answer PING:\n\(text)")
         }
+        RedisServer.stopAtExit
+        _ = running.withLock { $0.insert(pid) }
         return pid
     }
 
