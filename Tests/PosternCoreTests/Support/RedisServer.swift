@@ -121,6 +121,9 @@ final class RedisServer: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
+        // Nothing else of this process is inherited: a redis-server holding a copy of another test's socket
+        // would keep that connection open after the test closed it.
+        closeInheritedDescriptors(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -174,6 +177,21 @@ final class RedisServer: @unchecked Sendable {
         RedisServer.stopAtExit
         _ = running.withLock { $0.insert(pid) }
         return pid
+    }
+
+    /// Adds "close every descriptor from 3 up" to `actions`: glibc's posix_spawn_file_actions_addclosefrom_np
+    /// (2.34+, not exported to Swift without _GNU_SOURCE), else one close per descriptor open now.
+    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
+            if closeFrom(&actions, 3) == 0 { return }
+        }
+        // glibc ignores a close action on a descriptor that is no longer open by then.
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for fd in open.compactMap({ Int32($0) }) where fd > 2 {
+            posix_spawn_file_actions_addclose(&actions, fd)
+        }
     }
 
     /// True when a server answers `PING` on the port (`+PONG`, or `-NOAUTH` when it wants a password).
