@@ -32,6 +32,7 @@
 public final class RedisClient: Sendable {
     /// The loop this client's connection lives on.
     public let loop: EventLoop
+    /// The loop-bound connection doing the work.
     let connection: RedisConnection
 
     /// A client for `endpoint` on `loop`; it starts connecting at once.

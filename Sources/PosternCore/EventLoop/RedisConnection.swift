@@ -26,9 +26,13 @@ final class RedisConnection: @unchecked Sendable {
         case closed
     }
 
+    /// The loop every call and callback runs on.
     let loop: EventLoop
+    /// Where Redis is and how to log in.
     let endpoint: RedisEndpoint
+    /// Timeouts and reconnection pacing.
     let options: RedisOptions
+    /// Where the connection is in its life.
     private(set) var state: State = .idle
     /// The live hiredis context; nil between connections. hiredis frees a context itself when the connection
     /// fails or drops; the connection frees it only through `drop(_:)` and clears this pointer first, so that
