@@ -67,6 +67,9 @@ import Testing
             #expect(try await run().array?.last == .integer(3))
             let stats = try await client.command(["INFO", "commandstats"]).string ?? ""
             #expect(stats.contains("cmdstat_eval:calls=2,"))  // 3 runs, the middle one by digest alone
+            // An error code saying Redis cannot serve now is "unavailable", whoever raised it.
+            let loading = await outcome(client) { try await client.evaluate(RedisScript("return redis.error_reply('LOADING not yet')")) }
+            #expect(loading.failure?.isUnavailable == true, "\(loading)")
             let failing = RedisScript("return redis.error_reply('boom')")
             let result = await outcome(client) { try await client.evaluate(failing) }
             #expect(result.failure.map { if case .server(let message) = $0 { message.hasSuffix("boom") } else { false } } == true,
@@ -100,6 +103,15 @@ import Testing
             #expect(error.description.contains("AUTH"))
             #expect(!error.description.contains("not-the-password") && !error.description.contains(password))
             #expect(!wrong.isConnected)
+            // No password while Redis wants one: Redis cannot serve this client (→ 503), not a wrong command.
+            let anonymous = RedisClient(loop: loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: server.port))
+            defer { anonymous.close() }
+            let noAuth = await outcome(anonymous) { try await anonymous.command(["GET", "where"]) }
+            guard case .failure(.unavailable(let why)) = noAuth else {
+                Issue.record("expected unavailable, got \(noAuth)")
+                return
+            }
+            #expect(why.contains("NOAUTH"))
         }
     }
 

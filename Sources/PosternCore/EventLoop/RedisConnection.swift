@@ -184,7 +184,7 @@ final class RedisConnection: @unchecked Sendable {
         if let reply {
             let value = RedisReply(reply)
             if case .error(let message) = value {
-                call.complete(.failure(.server(message)))
+                call.complete(.failure(RedisError.fromErrorReply(message)))
             } else {
                 call.complete(.success(value))
             }

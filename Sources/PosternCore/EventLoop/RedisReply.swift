@@ -49,14 +49,15 @@ public enum RedisReply: Sendable, Equatable {
 
 /// Why a Redis command did not give a reply.
 public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// No usable connection right now (Redis down or unreachable, reconnecting, AUTH or SELECT refused);
-    /// the command was not sent. The text says why, without secrets.
+    /// No usable connection right now (Redis down or unreachable, reconnecting, AUTH or SELECT refused), or
+    /// Redis answered that it cannot serve now (LOADING, BUSY, OOM, READONLY, NOAUTH, ...). The text says why,
+    /// without secrets.
     case unavailable(String)
     /// The connection dropped while the command was in flight: it may or may not have run.
     case connectionLost
     /// No reply within the command timeout; the connection is dropped and re-established.
     case timeout
-    /// Redis answered with an error reply (e.g. `WRONGTYPE …`, or an error raised by a script).
+    /// Redis answered with an error reply about the command (e.g. `WRONGTYPE …`, or an error raised by a script).
     case server(String)
     /// The client was closed.
     case closed
@@ -64,6 +65,19 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidURL(String)
     /// The command cannot be sent (no arguments).
     case invalidCommand(String)
+
+    /// The error for a top-level error reply: `.unavailable` when its code says Redis cannot serve right now
+    /// (still loading its data after a restart, busy in a script, out of memory, read-only, wants a password),
+    /// `.server` when the command itself was wrong.
+    static func fromErrorReply(_ message: String) -> RedisError {
+        let code = message.prefix { $0 != " " }
+        switch code {
+        case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOAUTH", "OOM", "READONLY":
+            return .unavailable("Redis answered \(message)")
+        default:
+            return .server(message)
+        }
+    }
 
     /// True when Redis could not be reached or did not answer: the caller answers 503, never a false 401.
     public var isUnavailable: Bool {
