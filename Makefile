@@ -3,9 +3,10 @@
 SWIFT    ?= swift
 POSTERN  := .build/debug/postern
 CONFIG   ?= config/postern.json
-DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev pkg-config
-# Needed by the checks of `make test` only (not by the build, so not in the Dockerfile's build stage).
-TEST_DEB_DEPS := python3-venv curl
+DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev pkg-config
+# Needed by the checks and tests of `make test` only (not by the build, so not in the Dockerfile's build stage):
+# the Redis tests start their own redis-server.
+TEST_DEB_DEPS := python3-venv curl redis-server
 
 .DEFAULT_GOAL := build
 .PHONY: deps build release test check-layers check-docker check-openapi run check bench bench-json bench-sessions profile fuzz clean

@@ -12,7 +12,10 @@ let package = Package(
         .systemLibrary(name: "CEvent", path: "Sources/CEvent", pkgConfig: "libevent_openssl"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3"),
-        .target(name: "PosternCore", dependencies: ["CEvent", "COpenSSL", "CSQLite"]),
+        // No pkgConfig: hiredis.pc's Cflags carry -D_FILE_OFFSET_BITS=64, which SwiftPM drops with a warning on
+        // every build; the shim includes <hiredis/...> from /usr/include and the module map links hiredis.
+        .systemLibrary(name: "CHiredis", path: "Sources/CHiredis", providers: [.apt(["libhiredis-dev"])]),
+        .target(name: "PosternCore", dependencies: ["CEvent", "COpenSSL", "CSQLite", "CHiredis"]),
         .target(name: "DirectusStandIn", dependencies: ["PosternCore", "COpenSSL"]),
         .executableTarget(name: "postern", dependencies: ["PosternCore", "DirectusStandIn"]),
         .executableTarget(name: "postern-bench-sessions", dependencies: ["PosternCore"]),
