@@ -115,8 +115,9 @@ public final class Application: @unchecked Sendable {
             } catch {
                 throw StartError("\(error)")
             }
-        case .redis(let address):
-            return try Application.redisBackend(address, config: config, group: group, log: log)
+        case .redis:
+            guard let url = config.sessions.redisURL else { throw StartError("sessions.store: not a redis:// URL") }
+            return try Application.redisBackend(url, config: config, group: group, log: log)
         case nil:
             throw StartError("sessions.store: unknown store \(config.sessions.store)")
         }
