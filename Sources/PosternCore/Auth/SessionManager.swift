@@ -18,7 +18,10 @@ public struct IssuedTokens: Sendable {
 /// request path. No store call runs under a lock: a write goes to the store first, then removes or patches
 /// the cached copy, and a cache miss fills the cache only if no such write came in while it read the
 /// store, so a revocation cannot be undone by a concurrent read. `authenticate` is `async` so that a
-/// store that answers asynchronously (Redis) can be awaited on a miss; a hit never suspends.
+/// store that answers asynchronously (Redis) can be awaited on a miss; a hit never suspends. A store that
+/// cannot answer makes the caller's request 503 `session_store_unavailable`, never a 401. Each revocation or
+/// change of a session is announced on the `SessionRevocationBus`, and announcements from other instances
+/// drop this one's cached copy.
 public final class SessionManager: @unchecked Sendable {
     private let store: any SessionStore
     private let directus: DirectusClient
