@@ -94,7 +94,7 @@ enum SessionsBench {
             }
         }
         let openSeconds = Double(nowNs() - started) / 1e9
-        let live = (try? store.count()) ?? -1
+        let live = (try? await store.count()) ?? -1
 
         // 2. Authenticate, cache hit: a random live token, used once untimed (the cache holds at most
         //    SessionManager.defaultCacheCapacity sessions, so this brings it in), then timed.
@@ -131,7 +131,7 @@ enum SessionsBench {
         for i in victims {
             guard let session = try? await manager.authenticate(token: tokens[i]) else { preconditionFailure("a live token was refused") }
             let t0 = nowNs()
-            await manager.revoke(session, context: context)
+            try? await manager.revoke(session, context: context)
             logoutSamples.append(nowNs() - t0)
         }
         for i in victims.prefix(100) {

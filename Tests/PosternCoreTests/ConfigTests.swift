@@ -169,7 +169,7 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         BadConfig(#"{"directus": {"keepalive_idle_ms": 0}}"#, "directus.keepalive_idle_ms", "between 1 and 600000"),
         BadConfig(#"{"directus": {"max_waiting_per_worker": -1}}"#, "directus.max_waiting_per_worker", "between 0 and 1000000"),
         BadConfig(#"{"directus": []}"#, "directus", "must be a JSON object"),
-        BadConfig(#"{"sessions": {"store": "file:x.db"}}"#, "sessions.store", "memory, sqlite:<path> or redis://host:port"),
+        BadConfig(#"{"sessions": {"store": "file:x.db"}}"#, "sessions.store", "memory, sqlite:<path> or redis://[:password@]host:port[/db]"),
         BadConfig(#"{"sessions": {"store": "sqlite:"}}"#, "sessions.store", "sqlite:<path>"),
         BadConfig(#"{"sessions": {"idle_ttl_s": 0}}"#, "sessions.idle_ttl_s", "positive"),
         BadConfig(#"{"sessions": {"idle_ttl_s": 100, "max_ttl_s": 50}}"#, "sessions.idle_ttl_s", "must not exceed sessions.max_ttl_s"),

@@ -82,7 +82,7 @@ private let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
         _ = try await before.authenticate(token: issued[0].accessToken)
         clock.advance(60)
         _ = try await before.authenticate(token: issued[0].accessToken)  // older than a minute: a touch is queued
-        before.flush()
+        await before.flush()
         // A new manager (a restart) knows last uses only from the store.
         let after = SessionManager(store: store, directus: directus, idleTTL: 1000, maxTTL: 10_000, maxPerUser: 3, clock: { clock.now })
         let fourth = try await after.open(tokens: fakeDirectusTokens(user: "u1"), email: "u1@y.com", context: ctx)
@@ -90,7 +90,7 @@ private let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
         for token in [issued[0].accessToken, issued[2].accessToken, fourth.accessToken] {
             _ = try await after.authenticate(token: token)
         }
-        #expect(try store.count() == 3)
+        #expect(try await store.count() == 3)
     }
 }
 
@@ -118,7 +118,7 @@ private let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
         // Log out every third session.
         for (u, mine) in all.enumerated() {
             for (i, s) in mine.enumerated() where (u + i) % 3 == 0 {
-                await manager.revoke(s.session, context: ctx)
+                try? await manager.revoke(s.session, context: ctx)
                 dead.insert(s.accessToken)
                 live[s.session.id] = nil
             }
@@ -137,15 +137,15 @@ private let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
         for (u, mine) in all.enumerated() where u % 2 == 0 {
             for s in mine { if let token = live[s.session.id] { _ = try await manager.authenticate(token: token) } }
         }
-        manager.flush()
+        await manager.flush()
         clock.advance(600)
         let idleCount = all.enumerated().filter { $0.offset % 2 == 1 }.flatMap { $0.element }.filter { live[$0.session.id] != nil }.count
-        #expect(manager.purgeExpired() == idleCount)
+        #expect(await manager.purgeExpired() == idleCount)
         for (u, mine) in all.enumerated() where u % 2 == 1 {
             for s in mine { if let token = live[s.session.id] { dead.insert(token); live[s.session.id] = nil } }
         }
 
-        #expect(try store.count() == live.count)
+        #expect(try await store.count() == live.count)
         for token in dead {
             await #expect(throws: GatewayError.self) { try await manager.authenticate(token: token) }
         }
@@ -155,7 +155,7 @@ private let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
         // Reusing a rotated refresh token of a surviving session revokes that session only.
         let survivor = try #require(all.enumerated().first { $0.offset % 2 == 0 }?.element.first { s in rotatedRefresh.contains(s.refreshToken) })
         await #expect(throws: GatewayError.self) { try await manager.rotate(refreshToken: survivor.refreshToken, context: ctx) }
-        #expect(try store.count() == live.count - 1)
+        #expect(try await store.count() == live.count - 1)
     }
 
     @Test func aFullCacheEvictsButEverySessionStillWorksAndRevokes() async throws {
@@ -167,12 +167,12 @@ private let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
         #expect(manager.cachedSessions <= 128)
         for s in issued { #expect(try await manager.authenticate(token: s.accessToken).id == s.session.id) }
         #expect(manager.cachedSessions <= 128)
-        for s in issued.prefix(200) { await manager.revoke(s.session, context: ctx) }
+        for s in issued.prefix(200) { try? await manager.revoke(s.session, context: ctx) }
         for s in issued.prefix(200) {
             await #expect(throws: GatewayError.self) { try await manager.authenticate(token: s.accessToken) }
         }
         for s in issued.suffix(200) { #expect(try await manager.authenticate(token: s.accessToken).id == s.session.id) }
-        #expect(try store.count() == 200)
+        #expect(try await store.count() == 200)
     }
 
     @Test func everySQLiteStatementUsesAnIndex() throws {
@@ -221,7 +221,7 @@ private let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
     }
 
     @Test(arguments: SessionStoreTestKind.allCases)
-    func rotateIsACompareAndSet(_ kind: SessionStoreTestKind) throws {
+    func rotateIsACompareAndSet(_ kind: SessionStoreTestKind) async throws {
         let dir = try sessionTestDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try kind.make(in: dir)
@@ -229,36 +229,36 @@ private let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
         let s = Session(id: "s1", tokenDigest: Crypto.sha256Hex("t1"), refreshDigest: Crypto.sha256Hex("r1"), userID: "u", email: "e",
                         directusAccessToken: "a", directusAccessExpiresAt: now, directusRefreshToken: "r",
                         createdAt: now, lastUsedAt: now, expiresAt: now.addingTimeInterval(100))
-        try store.insert(s)
+        try await store.insert(s)
         let later = now.addingTimeInterval(5)
-        let first = try store.rotate(sessionID: "s1", refreshDigest: s.refreshDigest, newTokenDigest: Crypto.sha256Hex("t2"),
+        let first = try await store.rotate(sessionID: "s1", refreshDigest: s.refreshDigest, newTokenDigest: Crypto.sha256Hex("t2"),
                                      newRefreshDigest: Crypto.sha256Hex("r2"), lastUsed: later)
         #expect(first?.tokenDigest == Crypto.sha256Hex("t2") && first?.lastUsedAt == later && first?.directusRefreshToken == "r")
-        let second = try store.rotate(sessionID: "s1", refreshDigest: s.refreshDigest, newTokenDigest: Crypto.sha256Hex("t3"),
+        let second = try await store.rotate(sessionID: "s1", refreshDigest: s.refreshDigest, newTokenDigest: Crypto.sha256Hex("t3"),
                                       newRefreshDigest: Crypto.sha256Hex("r3"), lastUsed: later)
         #expect(second == nil)
-        #expect(try store.sessionID(usedRefreshDigest: s.refreshDigest) == "s1")
-        let patched = try store.updateDirectusTokens(sessionID: "s1", accessToken: "a2", accessExpiresAt: later, refreshToken: "r2",
+        #expect(try await store.sessionID(usedRefreshDigest: s.refreshDigest) == "s1")
+        let patched = try await store.updateDirectusTokens(sessionID: "s1", accessToken: "a2", accessExpiresAt: later, refreshToken: "r2",
                                                      role: nil)
         #expect(patched?.tokenDigest == Crypto.sha256Hex("t2") && patched?.directusRefreshToken == "r2")
-        #expect(try store.recency(userID: "u") == [SessionRecency(id: "s1", createdAt: now, lastUsedAt: later)])
-        try store.delete(sessionID: "s1")
-        #expect(try store.updateDirectusTokens(sessionID: "s1", accessToken: "x", accessExpiresAt: later, refreshToken: "y", role: nil) == nil)
-        #expect(try store.recency(userID: "u").isEmpty)
+        #expect(try await store.recency(userID: "u") == [SessionRecency(id: "s1", createdAt: now, lastUsedAt: later)])
+        try await store.delete(sessionID: "s1")
+        #expect(try await store.updateDirectusTokens(sessionID: "s1", accessToken: "x", accessExpiresAt: later, refreshToken: "y", role: nil) == nil)
+        #expect(try await store.recency(userID: "u").isEmpty)
     }
 }
 
 /// A store that holds reads of one token digest after they have read, until the test lets them go: the
 /// moment between a cache miss's store read and its cache fill.
 final class GatedSessionStore: SessionStore, @unchecked Sendable {
-    let inner: any SessionStore
+    let inner: MemorySessionStore
     private let condition = NSCondition()
     private var gatedDigest: String?
     private var arrived = 0
     private var arrivedTarget = 0
     private var arrivedWaiter: CheckedContinuation<Void, Never>?
 
-    init(_ inner: any SessionStore) { self.inner = inner }
+    init(_ inner: MemorySessionStore) { self.inner = inner }
 
     /// From now on, holds every read of `digest` once it has read, until `release`.
     func arm(_ digest: String, readers: Int) {
@@ -289,7 +289,7 @@ final class GatedSessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
-    func session(tokenDigest: String) throws -> Session? {
+    func session(tokenDigest: String) throws(SessionStoreError) -> Session? {
         let result = try inner.session(tokenDigest: tokenDigest)
         condition.lock()
         defer { condition.unlock() }
@@ -303,24 +303,24 @@ final class GatedSessionStore: SessionStore, @unchecked Sendable {
         return result
     }
 
-    func insert(_ session: Session) throws { try inner.insert(session) }
-    func session(refreshDigest: String) throws -> Session? { try inner.session(refreshDigest: refreshDigest) }
-    func sessionID(usedRefreshDigest: String) throws -> String? { try inner.sessionID(usedRefreshDigest: usedRefreshDigest) }
-    func session(sessionID: String) throws -> Session? { try inner.session(sessionID: sessionID) }
-    func update(_ session: Session) throws { try inner.update(session) }
-    func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String, lastUsed: Date) throws -> Session? {
+    func insert(_ session: Session) throws(SessionStoreError) { try inner.insert(session) }
+    func session(refreshDigest: String) throws(SessionStoreError) -> Session? { try inner.session(refreshDigest: refreshDigest) }
+    func sessionID(usedRefreshDigest: String) throws(SessionStoreError) -> String? { try inner.sessionID(usedRefreshDigest: usedRefreshDigest) }
+    func session(sessionID: String) throws(SessionStoreError) -> Session? { try inner.session(sessionID: sessionID) }
+    func update(_ session: Session) throws(SessionStoreError) { try inner.update(session) }
+    func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String, lastUsed: Date) throws(SessionStoreError) -> Session? {
         try inner.rotate(sessionID: sessionID, refreshDigest: refreshDigest, newTokenDigest: newTokenDigest,
                          newRefreshDigest: newRefreshDigest, lastUsed: lastUsed)
     }
-    func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String, role: String?) throws -> Session? {
+    func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String, role: String?) throws(SessionStoreError) -> Session? {
         try inner.updateDirectusTokens(sessionID: sessionID, accessToken: accessToken, accessExpiresAt: accessExpiresAt,
                                        refreshToken: refreshToken, role: role)
     }
-    func recency(userID: String) throws -> [SessionRecency] { try inner.recency(userID: userID) }
-    func touch(_ lastUsed: [String: Date]) throws { try inner.touch(lastUsed) }
-    func delete(sessionID: String) throws { try inner.delete(sessionID: sessionID) }
-    func purgeExpired(now: Date, idleTTL: TimeInterval) throws -> [String] { try inner.purgeExpired(now: now, idleTTL: idleTTL) }
-    func count() throws -> Int { try inner.count() }
+    func recency(userID: String) throws(SessionStoreError) -> [SessionRecency] { try inner.recency(userID: userID) }
+    func touch(_ lastUsed: [String: Date]) throws(SessionStoreError) { try inner.touch(lastUsed) }
+    func delete(sessionID: String) throws(SessionStoreError) { try inner.delete(sessionID: sessionID) }
+    func purgeExpired(now: Date, idleTTL: TimeInterval) throws(SessionStoreError) -> [String] { try inner.purgeExpired(now: now, idleTTL: idleTTL) }
+    func count() throws(SessionStoreError) -> Int { try inner.count() }
 }
 
 /// A revocation or rotation that lands while cache misses are reading the store is never undone by them.
@@ -356,7 +356,7 @@ final class GatedSessionStore: SessionStore, @unchecked Sendable {
             var newToken: String?
             switch write {
             case .logout:
-                await manager.revoke(session, context: ctx)
+                try? await manager.revoke(session, context: ctx)
             case .rotation:
                 newToken = try await manager.rotate(refreshToken: issued.refreshToken, context: ctx).accessToken
             }

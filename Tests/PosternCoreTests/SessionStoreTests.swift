@@ -59,118 +59,118 @@ fileprivate func makeSession(created: Date = t0, lastUsed: Date? = nil, maxAge: 
 
 @Suite struct SessionStoreContractTests {
     @Test(arguments: SessionStoreTestKind.allCases)
-    func insertedSessionIsFoundByBothDigests(_ kind: SessionStoreTestKind) throws {
+    func insertedSessionIsFoundByBothDigests(_ kind: SessionStoreTestKind) async throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try kind.make(in: dir)
         let (s, access, refresh) = makeSession()
         let (noRole, _, _) = makeSession(role: nil)
-        try store.insert(s)
-        try store.insert(noRole)
-        #expect(try store.session(tokenDigest: Crypto.sha256Hex(access)) == s)
-        #expect(try store.session(refreshDigest: Crypto.sha256Hex(refresh)) == s)
-        #expect(try store.session(tokenDigest: noRole.tokenDigest) == noRole)
-        #expect(try store.session(tokenDigest: Crypto.sha256Hex(refresh)) == nil)
-        #expect(try store.session(refreshDigest: Crypto.sha256Hex(access)) == nil)
-        #expect(try store.count() == 2)
+        try await store.insert(s)
+        try await store.insert(noRole)
+        #expect(try await store.session(tokenDigest: Crypto.sha256Hex(access)) == s)
+        #expect(try await store.session(refreshDigest: Crypto.sha256Hex(refresh)) == s)
+        #expect(try await store.session(tokenDigest: noRole.tokenDigest) == noRole)
+        #expect(try await store.session(tokenDigest: Crypto.sha256Hex(refresh)) == nil)
+        #expect(try await store.session(refreshDigest: Crypto.sha256Hex(access)) == nil)
+        #expect(try await store.count() == 2)
     }
 
     @Test(arguments: SessionStoreTestKind.allCases)
-    func insertRejectsADuplicateDigest(_ kind: SessionStoreTestKind) throws {
+    func insertRejectsADuplicateDigest(_ kind: SessionStoreTestKind) async throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try kind.make(in: dir)
         let (s, _, _) = makeSession()
-        try store.insert(s)
+        try await store.insert(s)
         var clash = makeSession().0
         clash.tokenDigest = s.tokenDigest
-        #expect(throws: SessionStoreError.self) { try store.insert(clash) }
-        #expect(try store.count() == 1)
+        await #expect(throws: SessionStoreError.self) { try await store.insert(clash) }
+        #expect(try await store.count() == 1)
     }
 
     @Test(arguments: SessionStoreTestKind.allCases)
-    func updateRotatesTokensAndRemembersTheUsedRefreshDigest(_ kind: SessionStoreTestKind) throws {
+    func updateRotatesTokensAndRemembersTheUsedRefreshDigest(_ kind: SessionStoreTestKind) async throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try kind.make(in: dir)
         let (s, _, _) = makeSession()
-        try store.insert(s)
+        try await store.insert(s)
         var rotated = s
         rotated.tokenDigest = Crypto.sha256Hex(Crypto.newToken(prefix: Crypto.accessTokenPrefix))
         rotated.refreshDigest = Crypto.sha256Hex(Crypto.newToken(prefix: Crypto.refreshTokenPrefix))
         rotated.directusAccessToken = "new-access"
         rotated.directusRefreshToken = "new-refresh"
         rotated.directusAccessExpiresAt = t0.addingTimeInterval(1800)
-        try store.update(rotated)
+        try await store.update(rotated)
 
-        #expect(try store.session(tokenDigest: s.tokenDigest) == nil)
-        #expect(try store.session(refreshDigest: s.refreshDigest) == nil)
-        #expect(try store.session(tokenDigest: rotated.tokenDigest) == rotated)
-        #expect(try store.session(refreshDigest: rotated.refreshDigest) == rotated)
-        #expect(try store.sessionID(usedRefreshDigest: s.refreshDigest) == s.id)
-        #expect(try store.sessionID(usedRefreshDigest: rotated.refreshDigest) == nil)
-        #expect(try store.count() == 1)
+        #expect(try await store.session(tokenDigest: s.tokenDigest) == nil)
+        #expect(try await store.session(refreshDigest: s.refreshDigest) == nil)
+        #expect(try await store.session(tokenDigest: rotated.tokenDigest) == rotated)
+        #expect(try await store.session(refreshDigest: rotated.refreshDigest) == rotated)
+        #expect(try await store.sessionID(usedRefreshDigest: s.refreshDigest) == s.id)
+        #expect(try await store.sessionID(usedRefreshDigest: rotated.refreshDigest) == nil)
+        #expect(try await store.count() == 1)
 
         // Updating without changing the refresh digest records nothing new.
         var sameRefresh = rotated
         sameRefresh.directusAccessToken = "newer-access"
-        try store.update(sameRefresh)
-        #expect(try store.session(refreshDigest: rotated.refreshDigest)?.directusAccessToken == "newer-access")
-        #expect(try store.sessionID(usedRefreshDigest: rotated.refreshDigest) == nil)
+        try await store.update(sameRefresh)
+        #expect(try await store.session(refreshDigest: rotated.refreshDigest)?.directusAccessToken == "newer-access")
+        #expect(try await store.sessionID(usedRefreshDigest: rotated.refreshDigest) == nil)
     }
 
     @Test(arguments: SessionStoreTestKind.allCases)
-    func updateOfADeletedSessionDoesNotResurrectIt(_ kind: SessionStoreTestKind) throws {
+    func updateOfADeletedSessionDoesNotResurrectIt(_ kind: SessionStoreTestKind) async throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try kind.make(in: dir)
         let (s, _, _) = makeSession()
-        try store.insert(s)
-        try store.delete(sessionID: s.id)
-        try store.update(s)
-        #expect(try store.count() == 0)
-        #expect(try store.session(tokenDigest: s.tokenDigest) == nil)
+        try await store.insert(s)
+        try await store.delete(sessionID: s.id)
+        try await store.update(s)
+        #expect(try await store.count() == 0)
+        #expect(try await store.session(tokenDigest: s.tokenDigest) == nil)
     }
 
     @Test(arguments: SessionStoreTestKind.allCases)
-    func touchWritesLastUsedForManySessions(_ kind: SessionStoreTestKind) throws {
+    func touchWritesLastUsedForManySessions(_ kind: SessionStoreTestKind) async throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try kind.make(in: dir)
         let a = makeSession().0, b = makeSession().0, c = makeSession().0
-        for s in [a, b, c] { try store.insert(s) }
+        for s in [a, b, c] { try await store.insert(s) }
         let later = t0.addingTimeInterval(3 * day)
-        try store.touch([a.id: later, b.id: later.addingTimeInterval(60), "gone": later])
-        #expect(try store.session(tokenDigest: a.tokenDigest)?.lastUsedAt == later)
-        #expect(try store.session(tokenDigest: b.tokenDigest)?.lastUsedAt == later.addingTimeInterval(60))
-        #expect(try store.session(tokenDigest: c.tokenDigest)?.lastUsedAt == t0)
-        #expect(try store.count() == 3)
+        try await store.touch([a.id: later, b.id: later.addingTimeInterval(60), "gone": later])
+        #expect(try await store.session(tokenDigest: a.tokenDigest)?.lastUsedAt == later)
+        #expect(try await store.session(tokenDigest: b.tokenDigest)?.lastUsedAt == later.addingTimeInterval(60))
+        #expect(try await store.session(tokenDigest: c.tokenDigest)?.lastUsedAt == t0)
+        #expect(try await store.count() == 3)
     }
 
     @Test(arguments: SessionStoreTestKind.allCases)
-    func deleteRevokesAtOnceAndForgetsUsedDigests(_ kind: SessionStoreTestKind) throws {
+    func deleteRevokesAtOnceAndForgetsUsedDigests(_ kind: SessionStoreTestKind) async throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try kind.make(in: dir)
         let (s, _, _) = makeSession()
         let (other, _, _) = makeSession()
-        try store.insert(s)
-        try store.insert(other)
+        try await store.insert(s)
+        try await store.insert(other)
         var rotated = s
         rotated.refreshDigest = Crypto.sha256Hex("next")
-        try store.update(rotated)
-        try store.delete(sessionID: s.id)
-        #expect(try store.session(tokenDigest: s.tokenDigest) == nil)
-        #expect(try store.session(refreshDigest: rotated.refreshDigest) == nil)
-        #expect(try store.sessionID(usedRefreshDigest: s.refreshDigest) == nil)
-        #expect(try store.session(tokenDigest: other.tokenDigest) == other)
-        #expect(try store.count() == 1)
-        try store.delete(sessionID: "never-existed")
-        #expect(try store.count() == 1)
+        try await store.update(rotated)
+        try await store.delete(sessionID: s.id)
+        #expect(try await store.session(tokenDigest: s.tokenDigest) == nil)
+        #expect(try await store.session(refreshDigest: rotated.refreshDigest) == nil)
+        #expect(try await store.sessionID(usedRefreshDigest: s.refreshDigest) == nil)
+        #expect(try await store.session(tokenDigest: other.tokenDigest) == other)
+        #expect(try await store.count() == 1)
+        try await store.delete(sessionID: "never-existed")
+        #expect(try await store.count() == 1)
     }
 
     @Test(arguments: SessionStoreTestKind.allCases)
-    func purgeRemovesIdleAndAbsolutelyExpiredSessions(_ kind: SessionStoreTestKind) throws {
+    func purgeRemovesIdleAndAbsolutelyExpiredSessions(_ kind: SessionStoreTestKind) async throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try kind.make(in: dir)
@@ -183,17 +183,17 @@ fileprivate func makeSession(created: Date = t0, lastUsed: Date? = nil, maxAge: 
         let edge = makeSession(created: now.addingTimeInterval(-idle)).0
         // Alive: used a day ago, created 10 days ago.
         let alive = makeSession(created: now.addingTimeInterval(-10 * day), lastUsed: now.addingTimeInterval(-day)).0
-        for s in [idleOne, oldOne, edge, alive] { try store.insert(s) }
+        for s in [idleOne, oldOne, edge, alive] { try await store.insert(s) }
         var rotated = idleOne
         rotated.refreshDigest = Crypto.sha256Hex("rotated")
-        try store.update(rotated)
+        try await store.update(rotated)
 
-        #expect(try Set(store.purgeExpired(now: now, idleTTL: idle)) == [idleOne.id, oldOne.id, edge.id])
-        #expect(try store.count() == 1)
-        #expect(try store.session(tokenDigest: alive.tokenDigest) == alive)
-        #expect(try store.session(tokenDigest: oldOne.tokenDigest) == nil)
-        #expect(try store.sessionID(usedRefreshDigest: idleOne.refreshDigest) == nil)
-        #expect(try store.purgeExpired(now: now, idleTTL: idle).isEmpty)
+        #expect(try await Set(store.purgeExpired(now: now, idleTTL: idle)) == [idleOne.id, oldOne.id, edge.id])
+        #expect(try await store.count() == 1)
+        #expect(try await store.session(tokenDigest: alive.tokenDigest) == alive)
+        #expect(try await store.session(tokenDigest: oldOne.tokenDigest) == nil)
+        #expect(try await store.sessionID(usedRefreshDigest: idleOne.refreshDigest) == nil)
+        #expect(try await store.purgeExpired(now: now, idleTTL: idle).isEmpty)
     }
 
     @Test(arguments: SessionStoreTestKind.allCases)
@@ -205,14 +205,14 @@ fileprivate func makeSession(created: Date = t0, lastUsed: Date? = nil, maxAge: 
         try await withThrowingTaskGroup(of: Void.self) { group in
             for s in sessions {
                 group.addTask {
-                    try store.insert(s)
-                    #expect(try store.session(tokenDigest: s.tokenDigest) == s)
-                    try store.touch([s.id: t0.addingTimeInterval(60)])
+                    try await store.insert(s)
+                    #expect(try await store.session(tokenDigest: s.tokenDigest) == s)
+                    try await store.touch([s.id: t0.addingTimeInterval(60)])
                 }
             }
             try await group.waitForAll()
         }
-        #expect(try store.count() == 64)
+        #expect(try await store.count() == 64)
     }
 }
 

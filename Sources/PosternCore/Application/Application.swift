@@ -28,6 +28,8 @@ public final class Application: @unchecked Sendable {
     private let maintenanceQueue = DispatchQueue(label: "postern.maintenance")
     private var closeStore: (() -> Void)?
     private var rateLimits: RateLimits?
+    /// The session store with its buses and counters (chosen from `sessions.store`).
+    private(set) var backend: SessionBackend?
 
     /// The public port once started.
     public var port: UInt16 { server?.port ?? 0 }
@@ -55,13 +57,12 @@ public final class Application: @unchecked Sendable {
                                      maxWaiting: config.directus.maxWaitingPerWorker,
                                      keepaliveIdle: Double(config.directus.keepaliveIdleMs) / 1000)
         }
-        let sessionStore: any SessionStore
-        var close: (() -> Void)?
+        let backend: SessionBackend
         do {
             if let store {
-                sessionStore = store
+                backend = .local(store)
             } else {
-                (sessionStore, close) = try Application.openStore(config, log: log)
+                backend = try Application.openStore(config, group: group, log: log)
             }
         } catch {
             group?.shutdown()
@@ -71,15 +72,18 @@ public final class Application: @unchecked Sendable {
         let breaker = CircuitBreaker(threshold: config.circuitBreaker.failures, openSeconds: TimeInterval(config.circuitBreaker.openSeconds))
         let guarded = GuardedTransport(inner: upstream, breaker: breaker, metrics: metrics)
         let directus = DirectusClient(transport: guarded, timeout: Double(config.directus.timeoutMs) / 1000)
-        let sessions = SessionManager(store: sessionStore, directus: directus, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
-                                      maxTTL: TimeInterval(config.sessions.maxTTLSeconds), maxPerUser: config.sessions.maxPerUser)
-        let rateLimits = RateLimits(config.rateLimits, metrics: metrics)
+        let sessions = SessionManager(store: backend.store, directus: directus, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
+                                      maxTTL: TimeInterval(config.sessions.maxTTLSeconds), maxPerUser: config.sessions.maxPerUser,
+                                      revocations: backend.revocations)
+        let rateLimits = RateLimits(config.rateLimits, metrics: metrics, counters: backend.counters)
         let gateway = Gateway(config: config, directus: directus, sessions: sessions, log: log, metrics: metrics,
-                              rateLimits: rateLimits, breaker: breaker)
+                              rateLimits: rateLimits, breaker: breaker, invalidations: backend.invalidations)
         let app = Application(config: config, gateway: gateway, group: group, log: log)
-        app.closeStore = close
+        app.closeStore = backend.close
         app.rateLimits = rateLimits
-        metrics.gauge("postern_active_sessions", help: "Sessions in the session store.") { Double(sessions.activeSessions) }
+        app.backend = backend
+        // Counted by `/metrics` just before it renders (the store may answer asynchronously).
+        metrics.gauge("postern_active_sessions", help: "Sessions in the session store.") { Double(sessions.lastKnownActiveSessions) }
         metrics.gauge("postern_circuit_state", help: "Upstream circuit: 0 closed, 1 open, 2 half-open.") { Double(breaker.state.rawValue) }
         metrics.gauge("postern_requests_in_flight", help: "Requests being handled.") { [weak app] in Double(app?.server?.inFlight ?? 0) }
         metrics.gauge("postern_open_connections", help: "Client connections open on the public listener.") { [weak app] in
@@ -95,10 +99,10 @@ public final class Application: @unchecked Sendable {
         self.log = log
     }
 
-    private static func openStore(_ config: PosternConfig, log: AccessLog) throws(StartError) -> (any SessionStore, (() -> Void)?) {
+    private static func openStore(_ config: PosternConfig, group: EventLoopGroup?, log: AccessLog) throws(StartError) -> SessionBackend {
         switch config.sessions.storeKind {
         case .memory:
-            return (MemorySessionStore(), nil)
+            return .local(MemorySessionStore())
         case .sqlite(let path):
             var box: SecretBox?
             if let key = config.secretKey {
@@ -107,12 +111,13 @@ public final class Application: @unchecked Sendable {
             }
             do {
                 let store = try SQLiteSessionStore(path: path, secretBox: box) { warning in log.event(.warning, warning) }
-                return (store, { store.close() })
+                return .local(store, close: { store.close() })
             } catch {
                 throw StartError("\(error)")
             }
         case .redis:
-            throw StartError("sessions.store: the Redis store is not available yet; use memory or sqlite:PATH")
+            guard let url = config.sessions.redisURL else { throw StartError("sessions.store: not a redis:// URL") }
+            return try Application.redisBackend(url, config: config, group: group, log: log)
         case nil:
             throw StartError("sessions.store: unknown store \(config.sessions.store)")
         }
@@ -162,12 +167,17 @@ public final class Application: @unchecked Sendable {
         var ticks = 0
         let sessions = self.sessions
         let rateLimits = self.rateLimits
+        let loop = group?.loops.first
         timer.schedule(deadline: .now() + 15, repeating: 15)
         timer.setEventHandler {
-            sessions.flush()
             ticks += 1
-            if ticks % 40 == 1 { sessions.purgeExpired() }
+            let purge = ticks % 40 == 1
             if ticks % 4 == 0 { rateLimits?.prune() }
+            // On a worker loop when there is one: a Redis store answers there.
+            Task(executorPreference: loop) {
+                await sessions.flush()
+                if purge { await sessions.purgeExpired() }
+            }
         }
         timer.resume()
         maintenance = timer
@@ -184,11 +194,23 @@ public final class Application: @unchecked Sendable {
         adminGroup = nil
         maintenance?.cancel()
         maintenance = nil
-        sessions.flush()
+        flushSessionsBeforeShutdown()
         closeStore?()
         closeStore = nil
         group?.shutdown()
         log.event(.info, "postern stopped")
+    }
+
+    /// Writes the batched `last_used` values before the store closes: on a worker loop (where a Redis store
+    /// answers), waiting at most 5 s; from a loop thread itself it cannot wait, and only starts the flush.
+    private func flushSessionsBeforeShutdown() {
+        let sessions = self.sessions
+        let done = DispatchSemaphore(value: 0)
+        Task(executorPreference: group?.loops.first) {
+            await sessions.flush()
+            done.signal()
+        }
+        if EventLoop.current == nil { _ = done.wait(timeout: .now() + 5) }
     }
 
     /// Blocks until SIGTERM or SIGINT, then shuts down.

@@ -44,16 +44,17 @@ struct RouteTable: Sendable {
                             cache: cache, invalidations: invalidations)
         let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
                                  registerEndpoint: config.directus.registration == "register")
-        let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker, schema: schema)
+        let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker, schema: schema, sessions: sessions)
         let publicRoutes = operations + [RouteTable.openAPIRoute(config)] + RouteTable.userRoutes(users, stages)
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
         router = Router(routes: publicRoutes.map { $0.wrapped(in: edge) })
-        adminRouter = Router(routes: (operations + [RouteTable.metricsRoute(metrics)]).map { $0.wrapped(in: edge) })
+        adminRouter = Router(routes: (operations + [RouteTable.metricsRoute(metrics, sessions: sessions)]).map { $0.wrapped(in: edge) })
         notFound = edge.wrapping(RenderedErrorResponder(error: .notFound("no such route")))
     }
 
     /// `/healthz` and `/readyz` (on both listeners).
-    static func operationsRoutes(directus: DirectusClient, breaker: CircuitBreaker?, schema: SchemaWatch) -> [Route] {
+    static func operationsRoutes(directus: DirectusClient, breaker: CircuitBreaker?, schema: SchemaWatch,
+                                 sessions: SessionManager) -> [Route] {
         [
             Route("/healthz", methods: [(.get, ClosureResponder { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
             Route("/readyz", methods: [(.get, ClosureResponder { _, context throws(GatewayError) in
@@ -62,6 +63,10 @@ struct RouteTable: Sendable {
                     var error = GatewayError.upstreamUnavailable(problem)
                     error.message = problem
                     throw error
+                }
+                // Not ready while the session store cannot answer (a token could be neither accepted nor refused).
+                guard await sessions.storeIsAvailable() else {
+                    throw .sessionStoreUnavailable("the session store reports itself unavailable")
                 }
                 // Ready when Directus answers its ping and the circuit is closed (the ping is the probe when half-open).
                 guard await directus.ping(context: context.call), breaker?.state ?? .closed == .closed else {
@@ -73,9 +78,10 @@ struct RouteTable: Sendable {
     }
 
     /// `/metrics` (admin listener only).
-    static func metricsRoute(_ metrics: Metrics) -> Route {
+    static func metricsRoute(_ metrics: Metrics, sessions: SessionManager) -> Route {
         Route("/metrics", methods: [(.get, ClosureResponder { _, _ in
-            HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+            _ = await sessions.activeSessions()  // updates the `postern_active_sessions` gauge
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                          body: Data(metrics.render().utf8))
         })])
     }

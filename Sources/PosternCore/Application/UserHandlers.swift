@@ -15,13 +15,13 @@ struct UserHandlers: Sendable {
         let password = try UserHandlers.string(body, ["password"], name: "password")
         // The attempt takes its tokens before the upstream call, so parallel guesses are counted; a
         // success (or a failure that is not a wrong guess) gives them back.
-        let claim = try rateLimits.claimLogin(ip: context.clientIP, email: email)
+        let claim = try await rateLimits.claimLogin(ip: context.clientIP, email: email)
         do {
             let response = try await signIn(email: email, password: password, context: context)
-            rateLimits.release(claim)
+            await rateLimits.release(claim)
             return response
         } catch {
-            if error.code != .invalidCredentials { rateLimits.release(claim) }
+            if error.code != .invalidCredentials { await rateLimits.release(claim) }
             throw error
         }
     }
@@ -40,7 +40,7 @@ struct UserHandlers: Sendable {
         let email = try UserHandlers.string(body, ["email"], name: "email")
         let password = try UserHandlers.string(body, ["password"], name: "password")
         guard registerEndpoint else {
-            try rateLimits.claimRegistration(ip: context.clientIP)
+            try await rateLimits.claimRegistration(ip: context.clientIP)
             try await createUser(email: email, password: password, context: context)
             do {
                 return try await signIn(email: email, password: password, context: context)
@@ -50,18 +50,18 @@ struct UserHandlers: Sendable {
         }
         // `/users/register` answers 204 for a taken email, so the sign-in that follows is a password
         // guess like any login: it takes the same failed-login claim first (docs/api.md, Limits and defaults).
-        let claim = try rateLimits.claimLogin(ip: context.clientIP, email: email)
+        let claim = try await rateLimits.claimLogin(ip: context.clientIP, email: email)
         do {
-            try rateLimits.claimRegistration(ip: context.clientIP)
+            try await rateLimits.claimRegistration(ip: context.clientIP)
             try await createUser(email: email, password: password, context: context)
             let response = try await signIn(email: email, password: password, context: context)
-            rateLimits.release(claim)
+            await rateLimits.release(claim)
             return response
         } catch where error.code == .invalidCredentials {
             // Only the failed sign-in tells that the email was taken; the claim stays spent.
             throw .conflict("email already registered")
         } catch {
-            rateLimits.release(claim)
+            await rateLimits.release(claim)
             throw error
         }
     }
@@ -78,7 +78,7 @@ struct UserHandlers: Sendable {
     /// `POST /api/v1/user/logout` → 204; the token is dead at once and Directus's refresh token logged out.
     func logout(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         guard let session = context.session else { throw .unauthorized() }
-        await sessions.revoke(session, context: context.call)
+        try await sessions.revoke(session, context: context.call)
         return HTTPResponse(status: 204)
     }
 

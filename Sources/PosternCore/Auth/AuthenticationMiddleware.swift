@@ -18,7 +18,7 @@ public struct AuthenticationMiddleware: Middleware {
         var context = context
         if let token = AuthenticationMiddleware.bearer(request.headers["Authorization"]) {
             let session = try await sessions.authenticate(token: token)
-            try rateLimits.claimRequest(sessionID: session.id)
+            try await rateLimits.claimRequest(sessionID: session.id)
             context.session = session
             RequestTrace.current?.userID = session.userID
         } else if required {

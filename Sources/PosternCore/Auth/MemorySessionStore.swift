@@ -19,8 +19,8 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     public init() {}
 
     /// Stores a new session; throws `duplicate` if its id or a digest is taken.
-    public func insert(_ session: Session) throws {
-        try lock.withLock {
+    public func insert(_ session: Session) throws(SessionStoreError) {
+        try locked {
             guard byID[session.id] == nil else { throw SessionStoreError.duplicate("session id") }
             guard idByToken[session.tokenDigest] == nil else { throw SessionStoreError.duplicate("token digest") }
             guard idByRefresh[session.refreshDigest] == nil else { throw SessionStoreError.duplicate("refresh digest") }
@@ -34,28 +34,28 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// The session with this access-token digest.
-    public func session(tokenDigest: String) throws -> Session? {
+    public func session(tokenDigest: String) throws(SessionStoreError) -> Session? {
         lock.withLock { idByToken[tokenDigest].flatMap { byID[$0] } }
     }
 
     /// The session with this refresh-token digest.
-    public func session(refreshDigest: String) throws -> Session? {
+    public func session(refreshDigest: String) throws(SessionStoreError) -> Session? {
         lock.withLock { idByRefresh[refreshDigest].flatMap { byID[$0] } }
     }
 
     /// The session with this id.
-    public func session(sessionID: String) throws -> Session? {
+    public func session(sessionID: String) throws(SessionStoreError) -> Session? {
         lock.withLock { byID[sessionID] }
     }
 
     /// The session id that used this refresh digest before rotating it away.
-    public func sessionID(usedRefreshDigest: String) throws -> String? {
+    public func sessionID(usedRefreshDigest: String) throws(SessionStoreError) -> String? {
         lock.withLock { usedRefresh[usedRefreshDigest] }
     }
 
     /// Replaces the stored session with the same id (no-op if it is gone).
-    public func update(_ session: Session) throws {
-        try lock.withLock {
+    public func update(_ session: Session) throws(SessionStoreError) {
+        try locked {
             guard let old = byID[session.id] else { return }
             try replaceLocked(old, with: session)
         }
@@ -63,8 +63,8 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
 
     /// Rotates the digests of a session whose refresh digest is still `refreshDigest`.
     public func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
-                       lastUsed: Date) throws -> Session? {
-        try lock.withLock {
+                       lastUsed: Date) throws(SessionStoreError) -> Session? {
+        try locked {
             guard let old = byID[sessionID], old.refreshDigest == refreshDigest else { return nil }
             var new = old
             new.tokenDigest = newTokenDigest
@@ -77,7 +77,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
 
     /// Sets the Directus tokens of a session.
     public func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
-                                     role: String?) throws -> Session? {
+                                     role: String?) throws(SessionStoreError) -> Session? {
         lock.withLock {
             guard var session = byID[sessionID] else { return nil }
             session.directusAccessToken = accessToken
@@ -90,7 +90,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Id, creation and last use of each session of `userID`.
-    public func recency(userID: String) throws -> [SessionRecency] {
+    public func recency(userID: String) throws(SessionStoreError) -> [SessionRecency] {
         lock.withLock {
             (idsByUser[userID] ?? []).compactMap { id in
                 byID[id].map { SessionRecency(id: $0.id, createdAt: $0.createdAt, lastUsedAt: $0.lastUsedAt) }
@@ -99,7 +99,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Sets `lastUsedAt` of the listed sessions that still exist.
-    public func touch(_ lastUsed: [String: Date]) throws {
+    public func touch(_ lastUsed: [String: Date]) throws(SessionStoreError) {
         lock.withLock {
             for (id, date) in lastUsed {
                 guard let old = byID[id]?.lastUsedAt else { continue }
@@ -110,13 +110,13 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Removes a session and its used-refresh records.
-    public func delete(sessionID: String) throws {
+    public func delete(sessionID: String) throws(SessionStoreError) {
         lock.withLock { removeLocked(sessionID) }
     }
 
     /// Removes every session whose effective expiry is at or before `now`: only the sessions whose last use
     /// or absolute expiry falls in a due time bucket are looked at.
-    public func purgeExpired(now: Date, idleTTL: TimeInterval) throws -> [String] {
+    public func purgeExpired(now: Date, idleTTL: TimeInterval) throws(SessionStoreError) -> [String] {
         lock.withLock {
             var dead: [String] = []
             let idleCutoff = now.addingTimeInterval(-idleTTL)
@@ -133,8 +133,17 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// The number of stored sessions.
-    public func count() throws -> Int {
+    public func count() throws(SessionStoreError) -> Int {
         lock.withLock { byID.count }
+    }
+
+    /// Runs `body` under the lock; its errors are store errors.
+    private func locked<T>(_ body: () throws -> T) throws(SessionStoreError) -> T {
+        do {
+            return try lock.withLock(body)
+        } catch {
+            throw SessionStoreError.wrapping(error)
+        }
     }
 
     private func replaceLocked(_ old: Session, with session: Session) throws {

@@ -148,7 +148,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     // MARK: - SessionStore
 
     /// Stores a new session; throws `duplicate` if its id or a digest is taken.
-    public func insert(_ session: Session) throws {
+    public func insert(_ session: Session) throws(SessionStoreError) {
         try locked {
             let stmt = try statement(.insert)
             try bindRow(stmt, session)
@@ -161,22 +161,22 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// The session with this access-token digest, or nil (also when its tokens cannot be decrypted).
-    public func session(tokenDigest: String) throws -> Session? {
+    public func session(tokenDigest: String) throws(SessionStoreError) -> Session? {
         try locked { try readSession(.byToken, tokenDigest) }
     }
 
     /// The session with this refresh-token digest, or nil (also when its tokens cannot be decrypted).
-    public func session(refreshDigest: String) throws -> Session? {
+    public func session(refreshDigest: String) throws(SessionStoreError) -> Session? {
         try locked { try readSession(.byRefresh, refreshDigest) }
     }
 
     /// The session with this id, or nil.
-    public func session(sessionID: String) throws -> Session? {
+    public func session(sessionID: String) throws(SessionStoreError) -> Session? {
         try locked { try readSession(.byID, sessionID) }
     }
 
     /// The session id that used this refresh digest before rotating it away.
-    public func sessionID(usedRefreshDigest: String) throws -> String? {
+    public func sessionID(usedRefreshDigest: String) throws(SessionStoreError) -> String? {
         try locked {
             let stmt = try statement(.usedRefresh)
             bind(stmt, 1, usedRefreshDigest)
@@ -188,7 +188,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Replaces the stored row of `session.id` (no-op if it is gone), remembering a rotated-away refresh digest.
-    public func update(_ session: Session) throws {
+    public func update(_ session: Session) throws(SessionStoreError) {
         try locked {
             try transaction {
                 let old = try statement(.oldRefresh)
@@ -217,7 +217,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
 
     /// Rotates the digests of a session whose refresh digest is still `refreshDigest`, in one transaction.
     public func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
-                       lastUsed: Date) throws -> Session? {
+                       lastUsed: Date) throws(SessionStoreError) -> Session? {
         try locked {
             var rotated: Session?
             try transaction {
@@ -243,7 +243,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
 
     /// Sets the Directus tokens (sealed like at insert) and role of a session.
     public func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
-                                     role: String?) throws -> Session? {
+                                     role: String?) throws(SessionStoreError) -> Session? {
         try locked {
             let stmt = try statement(.directusTokens)
             bind(stmt, 1, sessionID)
@@ -259,7 +259,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Id, creation and last use of each session of `userID` (through the `user_id` index).
-    public func recency(userID: String) throws -> [SessionRecency] {
+    public func recency(userID: String) throws(SessionStoreError) -> [SessionRecency] {
         try locked {
             let stmt = try statement(.recency)
             bind(stmt, 1, userID)
@@ -277,7 +277,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Sets `last_used` of the listed sessions that still exist, in one transaction.
-    public func touch(_ lastUsed: [String: Date]) throws {
+    public func touch(_ lastUsed: [String: Date]) throws(SessionStoreError) {
         guard !lastUsed.isEmpty else { return }
         try locked {
             try transaction {
@@ -293,7 +293,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Removes a session and (trigger `sessions_forget_used`) its used-refresh records, in one statement.
-    public func delete(sessionID: String) throws {
+    public func delete(sessionID: String) throws(SessionStoreError) {
         try locked {
             let stmt = try statement(.delete)
             bind(stmt, 1, sessionID)
@@ -302,7 +302,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Removes every session whose effective expiry is at or before `now`; returns their ids.
-    public func purgeExpired(now: Date, idleTTL: TimeInterval) throws -> [String] {
+    public func purgeExpired(now: Date, idleTTL: TimeInterval) throws(SessionStoreError) -> [String] {
         try locked {
             var removed: [String] = []
             try transaction {
@@ -339,7 +339,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// The number of stored sessions (including any that cannot be decrypted).
-    public func count() throws -> Int {
+    public func count() throws(SessionStoreError) -> Int {
         try locked {
             let stmt = try statement(.count)
             try check(sqlite3_step(stmt) == SQLITE_ROW, "count")
@@ -424,15 +424,19 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
 
     /// Runs `body` under the lock, then resets every statement so that none keeps a read
     /// snapshot open and no bound secret lingers in a binding.
-    private func locked<T>(_ body: () throws -> T) throws -> T {
-        try lock.withLock {
-            defer {
-                for stmt in statements.values {
-                    sqlite3_reset(stmt)
-                    sqlite3_clear_bindings(stmt)
+    private func locked<T>(_ body: () throws -> T) throws(SessionStoreError) -> T {
+        do {
+            return try lock.withLock {
+                defer {
+                    for stmt in statements.values {
+                        sqlite3_reset(stmt)
+                        sqlite3_clear_bindings(stmt)
+                    }
                 }
+                return try body()
             }
-            return try body()
+        } catch {
+            throw SessionStoreError.wrapping(error)
         }
     }
 

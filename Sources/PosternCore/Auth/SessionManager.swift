@@ -18,7 +18,10 @@ public struct IssuedTokens: Sendable {
 /// request path. No store call runs under a lock: a write goes to the store first, then removes or patches
 /// the cached copy, and a cache miss fills the cache only if no such write came in while it read the
 /// store, so a revocation cannot be undone by a concurrent read. `authenticate` is `async` so that a
-/// store that answers asynchronously (Redis) can be awaited on a miss; a hit never suspends.
+/// store that answers asynchronously (Redis) can be awaited on a miss; a hit never suspends. A store that
+/// cannot answer makes the caller's request 503 `session_store_unavailable`, never a 401. Each revocation or
+/// change of a session is announced on the `SessionRevocationBus`, and announcements from other instances
+/// drop this one's cached copy.
 public final class SessionManager: @unchecked Sendable {
     private let store: any SessionStore
     private let directus: DirectusClient
@@ -30,6 +33,8 @@ public final class SessionManager: @unchecked Sendable {
     public let maxPerUser: Int
     private let clock: @Sendable () -> Date
     private let cache: SessionCache
+    private let knownCount = LockedBox(0)
+    private let revocations: any SessionRevocationBus
     private let lock = NSLock()  // guards `refreshes` only
     private var refreshes: [String: Task<Session, any Error>] = [:]  // session id → in-flight Directus refresh
     /// How often `last_used` may be written per session.
@@ -42,9 +47,11 @@ public final class SessionManager: @unchecked Sendable {
     /// Sessions the in-process cache holds by default (about 75 MB); the others are read from the store.
     public static let defaultCacheCapacity = 50_000
 
-    /// Creates a manager over `store`, caching at most `cacheCapacity` sessions in process.
+    /// Creates a manager over `store`, caching at most `cacheCapacity` sessions in process; `revocations`
+    /// tells the other instances of a shared store which sessions changed, and tells this one theirs.
     public init(store: any SessionStore, directus: DirectusClient, idleTTL: TimeInterval, maxTTL: TimeInterval,
                 maxPerUser: Int = 20, cacheCapacity: Int = SessionManager.defaultCacheCapacity,
+                revocations: any SessionRevocationBus = LocalRevocationBus(),
                 clock: @escaping @Sendable () -> Date = { Date() }) {
         self.cache = SessionCache(capacity: cacheCapacity)
         self.store = store
@@ -53,6 +60,8 @@ public final class SessionManager: @unchecked Sendable {
         self.maxTTL = maxTTL
         self.maxPerUser = max(1, maxPerUser)
         self.clock = clock
+        self.revocations = revocations
+        revocations.subscribe { [weak self] id in self?.forgetCached(sessionID: id) }
     }
 
     // MARK: Issue
@@ -74,9 +83,9 @@ public final class SessionManager: @unchecked Sendable {
                               expiresAt: now.addingTimeInterval(maxTTL))
         let seen = cache.currentGeneration
         do {
-            try store.insert(session)
+            try await store.insert(session)
         } catch {
-            throw .internalError("session store: \(error)")
+            throw error.gatewayError
         }
         cache.fill(key, session, ifUnchangedSince: seen, now: now)
         await enforceCap(userID: userID, keeping: session.id, context: context)
@@ -86,7 +95,7 @@ public final class SessionManager: @unchecked Sendable {
     /// Ends the least recently used sessions of `userID` beyond `maxPerUser`, never `keeping`. Costs
     /// O(sessions of that user): the store's per-user index, with the cache's fresher last uses on top.
     private func enforceCap(userID: String, keeping: String, context: CallContext) async {
-        guard let recency = try? store.recency(userID: userID), recency.count > maxPerUser else { return }
+        guard let recency = try? await store.recency(userID: userID), recency.count > maxPerUser else { return }
         let fresh = cache.lastUse(of: recency.map(\.id))
         func lastUse(_ r: SessionRecency) -> Date { max(r.lastUsedAt, fresh[r.id] ?? .distantPast) }
         let ranked = recency.filter { $0.id != keeping }.sorted { a, b in
@@ -113,7 +122,7 @@ public final class SessionManager: @unchecked Sendable {
         let now = clock()
         if let session = cache.hit(key, now: now, idleTTL: idleTTL, touchInterval: SessionManager.touchInterval) {
             if session.isExpired(now: now, idleTTL: idleTTL) {
-                drop(sessionID: session.id)
+                await drop(sessionID: session.id)
                 throw .unauthorized("token expired")
             }
             return session
@@ -129,13 +138,14 @@ public final class SessionManager: @unchecked Sendable {
             let seen = cache.currentGeneration
             let found: Session?
             do {
-                found = try store.session(tokenDigest: digest)
+                found = try await store.session(tokenDigest: digest)
             } catch {
-                throw .internalError("session store: \(error)")
+                // Unavailable: 503, never a 401 for a token the store could not judge.
+                throw error.gatewayError
             }
             guard let session = found else { throw .unauthorized() }
             if session.isExpired(now: now, idleTTL: idleTTL) {
-                drop(sessionID: session.id)
+                await drop(sessionID: session.id)
                 throw .unauthorized("token expired")
             }
             if cache.fill(key, session, ifUnchangedSince: seen, now: now) {
@@ -159,17 +169,23 @@ public final class SessionManager: @unchecked Sendable {
         let now = clock()
         let found: Session?
         do {
-            found = try store.session(refreshDigest: digest)
+            found = try await store.session(refreshDigest: digest)
         } catch {
-            throw .internalError("session store: \(error)")
+            throw error.gatewayError
         }
         guard let session = found else {
             // A used refresh token: revoke the session it belonged to.
-            if let id = try? store.sessionID(usedRefreshDigest: digest) { await revoke(sessionID: id, context: context) }
+            let reusedBy: String?
+            do {
+                reusedBy = try await store.sessionID(usedRefreshDigest: digest)
+            } catch {
+                throw error.gatewayError
+            }
+            if let id = reusedBy { await revoke(sessionID: id, context: context) }
             throw dead
         }
         if session.isExpired(now: now, idleTTL: idleTTL) {
-            await revoke(session, context: context)
+            try await revoke(session, context: context)
             throw dead
         }
         let access = Crypto.newToken(prefix: Crypto.accessTokenPrefix)
@@ -179,10 +195,10 @@ public final class SessionManager: @unchecked Sendable {
         let rotated: Session?
         do {
             // Compare-and-set in the store: of two uses of one refresh token exactly one wins.
-            rotated = try store.rotate(sessionID: session.id, refreshDigest: digest, newTokenDigest: key.hex,
-                                       newRefreshDigest: Crypto.sha256Hex(refresh), lastUsed: now)
+            rotated = try await store.rotate(sessionID: session.id, refreshDigest: digest, newTokenDigest: key.hex,
+                                             newRefreshDigest: Crypto.sha256Hex(refresh), lastUsed: now)
         } catch {
-            throw .internalError("session store: \(error)")
+            throw error.gatewayError
         }
         guard let rotated else {
             // Another use of the same refresh token won: this one is a reuse.
@@ -190,30 +206,43 @@ public final class SessionManager: @unchecked Sendable {
             throw dead
         }
         cache.replace(sessionID: session.id, with: rotated, key: key, ifUnchangedSince: seen, now: now)
+        revocations.publish(sessionID: session.id)
         return IssuedTokens(accessToken: access, refreshToken: refresh, session: rotated)
     }
 
     // MARK: Revoke
 
-    /// Kills a session at once and logs its Directus refresh token out upstream (best effort).
-    public func revoke(_ session: Session, context: CallContext) async {
+    /// Kills a session at once and logs its Directus refresh token out upstream (best effort). Throws
+    /// 503 `session_store_unavailable` when the store could not delete it (the token may still work elsewhere).
+    public func revoke(_ session: Session, context: CallContext) async throws(GatewayError) {
         // The latest Directus refresh token: a refresh may have rotated it since `session` was read.
-        let latest = cache.session(id: session.id) ?? (try? store.session(sessionID: session.id)) ?? session
-        drop(sessionID: session.id)
-        try? await directus.logout(refreshToken: latest.directusRefreshToken, context: context)
+        var latest = cache.session(id: session.id)
+        if latest == nil { latest = try? await store.session(sessionID: session.id) }
+        if let failure = await drop(sessionID: session.id) { throw failure.gatewayError }
+        try? await directus.logout(refreshToken: (latest ?? session).directusRefreshToken, context: context)
     }
 
     /// Kills the session `sessionID` (wherever it is) and logs its Directus refresh token out upstream.
     private func revoke(sessionID: String, context: CallContext) async {
-        let latest = cache.session(id: sessionID) ?? (try? store.session(sessionID: sessionID)) ?? nil
-        drop(sessionID: sessionID)
+        var latest = cache.session(id: sessionID)
+        if latest == nil { latest = try? await store.session(sessionID: sessionID) }
+        await drop(sessionID: sessionID)
         if let latest { try? await directus.logout(refreshToken: latest.directusRefreshToken, context: context) }
     }
 
-    /// Deletes a session from the store, then from the cache (in that order: see `SessionCache`).
-    private func drop(sessionID: String) {
-        try? store.delete(sessionID: sessionID)
+    /// Deletes a session from the store, then from the cache (in that order: see `SessionCache`); returns
+    /// the store's error, if any (the cached copy is dropped either way).
+    @discardableResult
+    private func drop(sessionID: String) async -> SessionStoreError? {
+        var failure: SessionStoreError?
+        do {
+            try await store.delete(sessionID: sessionID)
+        } catch {
+            failure = error
+        }
         cache.remove(sessionID: sessionID)
+        if failure == nil { revocations.publish(sessionID: sessionID) }
+        return failure
     }
 
     // MARK: Directus access token
@@ -237,7 +266,7 @@ public final class SessionManager: @unchecked Sendable {
         do {
             return try await call(current.directusAccessToken)
         } catch let error where error.isStaleToken {
-            drop(sessionID: current.id)
+            await drop(sessionID: current.id)
             throw .unauthorized("session expired")
         } catch {
             throw translate(error)
@@ -275,7 +304,7 @@ public final class SessionManager: @unchecked Sendable {
         do {
             tokens = try await directus.refresh(refreshToken: session.directusRefreshToken, context: context)
         } catch {
-            if error.refusesRefreshToken { drop(sessionID: session.id) }
+            if error.refusesRefreshToken { await drop(sessionID: session.id) }
             throw error.forTokenRefresh()
         }
         let expires = clock().addingTimeInterval(Double(tokens.expiresMs) / 1000)
@@ -285,10 +314,10 @@ public final class SessionManager: @unchecked Sendable {
         // have ended it.
         let stored: Session?
         do {
-            stored = try store.updateDirectusTokens(sessionID: session.id, accessToken: tokens.accessToken, accessExpiresAt: expires,
-                                                    refreshToken: tokens.refreshToken, role: role)
+            stored = try await store.updateDirectusTokens(sessionID: session.id, accessToken: tokens.accessToken,
+                                                          accessExpiresAt: expires, refreshToken: tokens.refreshToken, role: role)
         } catch {
-            throw GatewayError.internalError("session store: \(error)")
+            throw error.gatewayError
         }
         guard let stored else { throw GatewayError.unauthorized("session ended") }
         let cached = cache.patch(sessionID: session.id) { latest in
@@ -297,27 +326,46 @@ public final class SessionManager: @unchecked Sendable {
             latest.directusAccessExpiresAt = expires
             if let role { latest.role = role }
         }
+        revocations.publish(sessionID: session.id)
         return cached ?? stored
     }
 
     // MARK: Maintenance
 
     /// Writes batched `last_used` values (called from a background timer and at shutdown).
-    public func flush() {
+    public func flush() async {
         let touches = cache.drainTouches()
-        if !touches.isEmpty { try? store.touch(touches) }
+        if !touches.isEmpty { try? await store.touch(touches) }
     }
 
     /// Deletes expired sessions from the store, then from the cache; returns how many the store removed.
     @discardableResult
-    public func purgeExpired() -> Int {
-        let purged = (try? store.purgeExpired(now: clock(), idleTTL: idleTTL)) ?? []
+    public func purgeExpired() async -> Int {
+        let purged = (try? await store.purgeExpired(now: clock(), idleTTL: idleTTL)) ?? []
         for id in purged { cache.remove(sessionID: id) }
         return purged.count
     }
 
-    /// Live sessions in the store.
-    public var activeSessions: Int { (try? store.count()) ?? 0 }
+    /// Live sessions in the store (0 when it cannot answer); also remembered for `lastKnownActiveSessions`.
+    public func activeSessions() async -> Int {
+        let count = (try? await store.count()) ?? 0
+        knownCount.withLock { $0 = count }
+        return count
+    }
+
+    /// The count the last `activeSessions()` saw (for a synchronous metrics gauge).
+    public var lastKnownActiveSessions: Int { knownCount.withLock { $0 } }
+
+    /// Whether the session store can answer now (`/readyz`).
+    public func storeIsAvailable() async -> Bool {
+        await store.isAvailable()
+    }
+
+    /// Drops the cached copy of a session that another instance revoked (from a `SessionRevocationBus`); the
+    /// store already forgot it.
+    public func forgetCached(sessionID: String) {
+        cache.remove(sessionID: sessionID)
+    }
 
     /// Sessions in the in-process cache.
     var cachedSessions: Int { cache.count }

@@ -1,43 +1,54 @@
 import Foundation
 
-/// Synchronous, thread-safe persistence of sessions; `throws` only for storage (I/O) errors.
+/// Thread-safe persistence of sessions. Every method is `async` so that a networked store (Redis) can await
+/// its answer; the in-process stores (memory, SQLite) answer without suspending. A missing session is `nil`,
+/// never an error; `SessionStoreError.unavailable` means the store could not answer at all (the gateway then
+/// answers 503 `session_store_unavailable`, never 401).
 ///
 /// Every lookup goes through an index (token digest, refresh digest, session id, user id, expiry), so
 /// each call costs O(1) in the number of stored sessions (`purgeExpired`: O(sessions it removes)).
 /// `SessionManager` never calls a store under one of its own locks.
 public protocol SessionStore: Sendable {
     /// Stores a new session (its id and both digests must be unused).
-    func insert(_ session: Session) throws
+    func insert(_ session: Session) async throws(SessionStoreError)
     /// The session whose current access-token digest is `tokenDigest`.
-    func session(tokenDigest: String) throws -> Session?
+    func session(tokenDigest: String) async throws(SessionStoreError) -> Session?
     /// The session whose current refresh-token digest is `refreshDigest`.
-    func session(refreshDigest: String) throws -> Session?
+    func session(refreshDigest: String) async throws(SessionStoreError) -> Session?
     /// Session id that once used this (now rotated-away) refresh digest, for reuse detection.
-    func sessionID(usedRefreshDigest: String) throws -> String?
+    func sessionID(usedRefreshDigest: String) async throws(SessionStoreError) -> String?
     /// The session with this id.
-    func session(sessionID: String) throws -> Session?
+    func session(sessionID: String) async throws(SessionStoreError) -> Session?
     /// Replaces the whole row of session.id (new token/refresh digests, new Directus tokens...);
     /// when the refresh digest changes, remembers the old one as "used" for that session id.
-    func update(_ session: Session) throws
+    func update(_ session: Session) async throws(SessionStoreError)
     /// Atomically gives the session `sessionID` new token and refresh digests and `lastUsed`, if its current
     /// refresh digest is still `refreshDigest` (remembering that one as used); returns the session as
     /// stored afterwards, or nil when the session is gone or was rotated by someone else first.
     func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
-                lastUsed: Date) throws -> Session?
+                lastUsed: Date) async throws(SessionStoreError) -> Session?
     /// Sets only the Directus tokens (and role, when given) of a session, leaving its Postern digests
     /// alone; returns the session as stored afterwards, or nil when it is gone.
     func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
-                              role: String?) throws -> Session?
+                              role: String?) async throws(SessionStoreError) -> Session?
     /// Id, creation and last use of every session of `userID` (for the per-user cap).
-    func recency(userID: String) throws -> [SessionRecency]
+    func recency(userID: String) async throws(SessionStoreError) -> [SessionRecency]
     /// Writes last_used for many sessions at once (called from a background flusher, not per request).
-    func touch(_ lastUsed: [String: Date]) throws
+    func touch(_ lastUsed: [String: Date]) async throws(SessionStoreError)
     /// Deletes a session and its used-refresh records.
-    func delete(sessionID: String) throws
+    func delete(sessionID: String) async throws(SessionStoreError)
     /// Deletes sessions with effective expiry <= now (and their used-refresh records); returns their ids.
-    func purgeExpired(now: Date, idleTTL: TimeInterval) throws -> [String]
+    func purgeExpired(now: Date, idleTTL: TimeInterval) async throws(SessionStoreError) -> [String]
     /// The number of stored sessions.
-    func count() throws -> Int
+    func count() async throws(SessionStoreError) -> Int
+    /// Whether the store can answer now (for `/readyz`); must not block for long (a networked store
+    /// reports its connection state rather than making a round trip).
+    func isAvailable() async -> Bool
+}
+
+extension SessionStore {
+    /// In-process stores are always available.
+    public func isAvailable() async -> Bool { true }
 }
 
 /// When one session of a user was created and last used (as the store knows it).
@@ -65,6 +76,9 @@ public enum SessionStoreError: Error, Sendable, Equatable, CustomStringConvertib
     case failed(String)
     /// An insert collided with an existing session id or token digest.
     case duplicate(String)
+    /// The store cannot be reached (a networked store that is down or reconnecting): the caller answers
+    /// 503 `session_store_unavailable`, and neither accepts nor refuses the token.
+    case unavailable(String)
 
     /// A one-line explanation for logs and start-up failures.
     public var description: String {
@@ -72,6 +86,23 @@ public enum SessionStoreError: Error, Sendable, Equatable, CustomStringConvertib
         case let .cannotOpen(path, reason): return "cannot open session store \(path): \(reason)"
         case let .failed(reason): return "session store error: \(reason)"
         case let .duplicate(what): return "session store: duplicate \(what)"
+        case let .unavailable(reason): return "session store unavailable: \(reason)"
+        }
+    }
+}
+
+extension SessionStoreError {
+    /// Wraps any other error of a store's own internals (a `SessionStoreError` stays as it is).
+    static func wrapping(_ error: any Error) -> SessionStoreError {
+        (error as? SessionStoreError) ?? .failed("\(error)")
+    }
+
+    /// The gateway's answer to this store error: 503 `session_store_unavailable` when the store could not
+    /// answer, else 500 (a bug or a broken store file).
+    var gatewayError: GatewayError {
+        switch self {
+        case .unavailable: return .sessionStoreUnavailable(description)
+        default: return .internalError(description)
         }
     }
 }

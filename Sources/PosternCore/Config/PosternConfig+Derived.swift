@@ -9,7 +9,7 @@ public enum SessionStoreKind: Sendable, Equatable {
     /// A Redis server (planned).
     case redis(HostPort)
 
-    /// Parses `memory`, `sqlite:<path>` or `redis://host:port`; nil for anything else.
+    /// Parses `memory`, `sqlite:<path>` or `redis://[:password@]host:port[/db]`; nil for anything else.
     public init?(_ text: String) {
         if text == "memory" {
             self = .memory
@@ -17,11 +17,8 @@ public enum SessionStoreKind: Sendable, Equatable {
             let path = String(text.dropFirst("sqlite:".count))
             guard !path.isEmpty else { return nil }
             self = .sqlite(path: path)
-        } else if text.hasPrefix("redis://") {
-            var rest = Substring(text.dropFirst("redis://".count))
-            if rest.hasSuffix("/") { rest = rest.dropLast() }
-            guard let address = HostPort(String(rest)), address.port != 0 else { return nil }
-            self = .redis(address)
+        } else if let url = RedisURL(text) {
+            self = .redis(url.address)
         } else {
             return nil
         }
@@ -43,6 +40,9 @@ extension LimitsConfig {
 extension SessionsConfig {
     /// The parsed `store`; nil only when the config was not validated.
     public var storeKind: SessionStoreKind? { SessionStoreKind(store) }
+
+    /// The parsed `redis://` URL of a Redis store (password and database included); nil for other stores.
+    public var redisURL: RedisURL? { RedisURL(store) }
 }
 
 extension PosternConfig {

@@ -87,10 +87,10 @@ public struct OpenAPIDocument: Sendable {
                 id: "logout", tag: "user", summary: "End the session.",
                 description: "The token is dead at once; Directus's refresh token is logged out upstream. No request body.",
                 security: .bearer, body: nil,
-                responses: [("204", response("Signed out.", nil))] + errors([401, 413, 414, 429, 500])))])),
+                responses: [("204", response("Signed out.", nil))] + errors([401, 413, 414, 429, 500, 503])))])),
             ("/api/v1/user/me", .object([("get", operation(
                 id: "me", tag: "user", summary: "The signed-in user.", description: nil, security: .bearer, body: nil,
-                responses: [("200", response("The caller.", jsonContent(ref("MeAnswer"))))] + errors([401, 414, 429, 500])))])),
+                responses: [("200", response("The caller.", jsonContent(ref("MeAnswer"))))] + errors([401, 414, 429, 500, 503])))])),
         ]
     }
 
@@ -101,7 +101,7 @@ public struct OpenAPIDocument: Sendable {
                 security: .public, body: nil,
                 responses: [("200", response("Alive.", jsonContent(ref("Status"))))] + errors([414])))])),
             ("/readyz", .object([("get", operation(
-                id: "readyz", tag: "operations", summary: "Directus answers `/server/ping` and the circuit breaker is closed.",
+                id: "readyz", tag: "operations", summary: "Directus answers `/server/ping`, the circuit breaker is closed and the session store is available.",
                 description: nil, security: .public, body: nil,
                 responses: [("200", response("Ready.", jsonContent(ref("Status"))))] + errors([414, 503])))])),
             (OpenAPIDocument.path, .object([("get", operation(
@@ -257,7 +257,8 @@ public struct OpenAPIDocument: Sendable {
         429: "`rate_limited`: too many failed logins, registrations or requests (`Retry-After`).",
         500: "`internal_error`: the session store failed.",
         502: "`upstream_error`: Directus answered something unusable.",
-        503: "`upstream_unavailable`: Directus cannot be reached (or the circuit breaker is open).",
+        503: "`upstream_unavailable`: Directus cannot be reached (or the circuit breaker is open); "
+            + "`session_store_unavailable`: the shared session store (Redis) cannot be reached.",
         504: "`upstream_timeout`: Directus did not answer in time.",
     ]
 
@@ -278,7 +279,7 @@ public struct OpenAPIDocument: Sendable {
             ("code", .object([("type", .string("string")), ("description", .string(
                 "A stable machine-readable code: invalid_request, unauthorized, invalid_credentials, forbidden, not_found, "
                 + "method_not_allowed, conflict, payload_too_large, uri_too_long, rate_limited, internal_error, "
-                + "upstream_error, upstream_unavailable, upstream_timeout."))])),
+                + "upstream_error, upstream_unavailable, session_store_unavailable, upstream_timeout."))])),
             ("request_id", .object([("type", .string("string"))])),
         ]
         var required: [JSONValue] = [.string("error"), .string("code"), .string("request_id")]

@@ -80,6 +80,12 @@ public struct GatewayError: Error, Sendable, CustomStringConvertible {
         GatewayError(status: 503, code: .upstreamUnavailable, message: "the CMS cannot be reached", cause: cause)
     }
 
+    /// 503 `session_store_unavailable`: the session store cannot answer, so a token can be neither
+    /// accepted nor refused (never a 401 for that).
+    public static func sessionStoreUnavailable(_ cause: String) -> GatewayError {
+        GatewayError(status: 503, code: .sessionStoreUnavailable, message: "the session store is unavailable; try again shortly", cause: cause)
+    }
+
     /// 504 `upstream_timeout`.
     public static func upstreamTimeout(_ cause: String) -> GatewayError {
         GatewayError(status: 504, code: .upstreamTimeout, message: "the CMS did not answer in time", cause: cause)

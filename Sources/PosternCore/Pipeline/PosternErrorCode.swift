@@ -28,6 +28,8 @@ public enum PosternErrorCode: String, Sendable, Equatable, CaseIterable {
     case upstreamError = "upstream_error"
     /// 503: Directus cannot be reached.
     case upstreamUnavailable = "upstream_unavailable"
+    /// 503: the shared session store (Redis) cannot be reached; the token was not judged.
+    case sessionStoreUnavailable = "session_store_unavailable"
     /// 504: Directus did not answer in time.
     case upstreamTimeout = "upstream_timeout"
 }

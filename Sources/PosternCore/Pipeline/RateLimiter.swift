@@ -70,22 +70,32 @@ public final class TokenBuckets: @unchecked Sendable {
     }
 }
 
-/// The gateway's rate limits (docs/api.md, Limits and defaults), each counted before the upstream call.
+/// The gateway's rate limits (docs/api.md, Limits and defaults), each counted before the upstream call,
+/// through one `RateLimitCounter` per budget (in process, or shared between instances).
 public final class RateLimits: Sendable {
-    let failedLoginsPerIP: TokenBuckets
-    let failedLoginsPerEmail: TokenBuckets
-    let failedLoginsPerEmailPerDay: TokenBuckets
-    let registrationsPerIP: TokenBuckets
-    let requestsPerToken: TokenBuckets
+    let failedLoginsPerIP: any RateLimitCounter
+    let failedLoginsPerEmail: any RateLimitCounter
+    let failedLoginsPerEmailPerDay: any RateLimitCounter
+    let registrationsPerIP: any RateLimitCounter
+    let requestsPerToken: any RateLimitCounter
     let metrics: Metrics
 
-    /// Builds the limits from config.
-    public init(_ config: RateLimitsConfig, metrics: Metrics, clock: @escaping @Sendable () -> TimeInterval = { ProcessInfo.processInfo.systemUptime }) {
-        failedLoginsPerIP = TokenBuckets(capacity: config.failedLoginsPerIPPerMinute, window: 60, clock: clock)
-        failedLoginsPerEmail = TokenBuckets(capacity: config.failedLoginsPerEmailPerMinute, window: 60, clock: clock)
-        failedLoginsPerEmailPerDay = TokenBuckets(capacity: config.failedLoginsPerEmailPerDay, window: 86_400, clock: clock)
-        registrationsPerIP = TokenBuckets(capacity: config.registrationsPerIPPerMinute, window: 60, clock: clock)
-        requestsPerToken = TokenBuckets(capacity: config.requestsPerTokenPerMinute, window: 60, clock: clock)
+    /// Builds the limits from config, with in-process counters on `clock`.
+    public convenience init(_ config: RateLimitsConfig, metrics: Metrics,
+                            clock: @escaping @Sendable () -> TimeInterval = { ProcessInfo.processInfo.systemUptime }) {
+        self.init(config, metrics: metrics, counters: { budget in
+            TokenBuckets(capacity: budget.capacity, window: budget.window, clock: clock)
+        })
+    }
+
+    /// Builds the limits from config, each budget counted by the counter `counters` makes for it.
+    public init(_ config: RateLimitsConfig, metrics: Metrics, counters: RateLimitCounterFactory) {
+        failedLoginsPerIP = counters(RateLimitBudget(name: "login_ip", capacity: config.failedLoginsPerIPPerMinute, window: 60))
+        failedLoginsPerEmail = counters(RateLimitBudget(name: "login_email", capacity: config.failedLoginsPerEmailPerMinute, window: 60))
+        failedLoginsPerEmailPerDay = counters(RateLimitBudget(name: "login_email_day", capacity: config.failedLoginsPerEmailPerDay,
+                                                              window: 86_400))
+        registrationsPerIP = counters(RateLimitBudget(name: "registration_ip", capacity: config.registrationsPerIPPerMinute, window: 60))
+        requestsPerToken = counters(RateLimitBudget(name: "token", capacity: config.requestsPerTokenPerMinute, window: 60))
         self.metrics = metrics
     }
 
@@ -97,42 +107,42 @@ public final class RateLimits: Sendable {
 
     /// Takes a token from every failed-login budget of this IP and email (compared case-insensitively),
     /// or throws 429 without taking any when one of them is exhausted.
-    public func claimLogin(ip: String, email: String) throws(GatewayError) -> LoginClaim {
+    public func claimLogin(ip: String, email: String) async throws(GatewayError) -> LoginClaim {
         let email = email.lowercased()
-        let budgets: [(TokenBuckets, String, String)] = [
+        let budgets: [(any RateLimitCounter, String, String)] = [
             (failedLoginsPerIP, ip, "login_ip"), (failedLoginsPerEmail, email, "login_email"),
             (failedLoginsPerEmailPerDay, email, "login_email_day"),
         ]
-        var taken: [(TokenBuckets, String)] = []
-        for (buckets, key, name) in budgets {
-            if let retryAfter = buckets.take(key) {
-                for (b, k) in taken { b.giveBack(k) }
+        var taken: [(any RateLimitCounter, String)] = []
+        for (counter, key, name) in budgets {
+            if let retryAfter = await counter.take(key) {
+                for (c, k) in taken { await c.giveBack(k) }
                 metrics.rateLimited(name)
                 throw .rateLimited(retryAfter: retryAfter)
             }
-            taken.append((buckets, key))
+            taken.append((counter, key))
         }
         return LoginClaim(ip: ip, email: email)
     }
 
     /// Returns a login's tokens: it succeeded, or failed for a reason that is not a wrong guess.
-    public func release(_ claim: LoginClaim) {
-        failedLoginsPerIP.giveBack(claim.ip)
-        failedLoginsPerEmail.giveBack(claim.email)
-        failedLoginsPerEmailPerDay.giveBack(claim.email)
+    public func release(_ claim: LoginClaim) async {
+        await failedLoginsPerIP.giveBack(claim.ip)
+        await failedLoginsPerEmail.giveBack(claim.email)
+        await failedLoginsPerEmailPerDay.giveBack(claim.email)
     }
 
     /// Counts a registration attempt from `ip`, or throws 429.
-    public func claimRegistration(ip: String) throws(GatewayError) {
-        if let retryAfter = registrationsPerIP.take(ip) {
+    public func claimRegistration(ip: String) async throws(GatewayError) {
+        if let retryAfter = await registrationsPerIP.take(ip) {
             metrics.rateLimited("registration_ip")
             throw .rateLimited(retryAfter: retryAfter)
         }
     }
 
     /// Counts an API request for a session, or throws 429 (when the per-token limit is on).
-    public func claimRequest(sessionID: String) throws(GatewayError) {
-        if let retryAfter = requestsPerToken.take(sessionID) {
+    public func claimRequest(sessionID: String) async throws(GatewayError) {
+        if let retryAfter = await requestsPerToken.take(sessionID) {
             metrics.rateLimited("token")
             throw .rateLimited(retryAfter: retryAfter)
         }
@@ -140,8 +150,8 @@ public final class RateLimits: Sendable {
 
     /// Drops idle buckets (from the maintenance timer).
     public func prune() {
-        for buckets in [failedLoginsPerIP, failedLoginsPerEmail, failedLoginsPerEmailPerDay, registrationsPerIP, requestsPerToken] {
-            buckets.prune()
+        for counter in [failedLoginsPerIP, failedLoginsPerEmail, failedLoginsPerEmailPerDay, registrationsPerIP, requestsPerToken] {
+            counter.prune()
         }
     }
 }
