@@ -23,7 +23,7 @@ public struct IssuedTokens: Sendable {
 /// change of a session is announced on the `SessionRevocationBus`, and announcements from other instances
 /// drop this one's cached copy.
 public final class SessionManager: @unchecked Sendable {
-    private let store: any SessionStore
+    let store: any SessionStore
     private let directus: DirectusClient
     /// Idle expiry in seconds.
     public let idleTTL: TimeInterval
@@ -31,10 +31,10 @@ public final class SessionManager: @unchecked Sendable {
     public let maxTTL: TimeInterval
     /// Live sessions per user: opening one more ends the user's least recently used session.
     public let maxPerUser: Int
-    private let clock: @Sendable () -> Date
-    private let cache: SessionCache
+    let clock: @Sendable () -> Date
+    let cache: SessionCache
     private let knownCount = LockedBox(0)
-    private let revocations: any SessionRevocationBus
+    let revocations: any SessionRevocationBus
     private let lock = NSLock()  // guards `refreshes` only
     private var refreshes: [String: Task<Session, any Error>] = [:]  // session id → in-flight Directus refresh
     /// How often `last_used` may be written per session.
@@ -62,6 +62,7 @@ public final class SessionManager: @unchecked Sendable {
         self.clock = clock
         self.revocations = revocations
         revocations.subscribe { [weak self] id in self?.forgetCached(sessionID: id) }
+        revocations.subscribeReset { [weak self] in self?.forgetAllCached() }
     }
 
     // MARK: Issue
@@ -300,6 +301,15 @@ public final class SessionManager: @unchecked Sendable {
 
     private func performRefresh(_ session: Session, context: CallContext) async throws -> Session {
         defer { lock.withLock { refreshes[session.id] = nil } }
+        if let shared = store as? any SharedRefreshLock {
+            return try await performSharedRefresh(session, lock: shared, context: context)
+        }
+        return try await refreshNow(session, context: context)
+    }
+
+    /// Refreshes the Directus tokens of `session` with its refresh token and stores them (the caller made sure
+    /// no one else refreshes this session now).
+    func refreshNow(_ session: Session, context: CallContext) async throws -> Session {
         let tokens: DirectusTokens
         do {
             tokens = try await directus.refresh(refreshToken: session.directusRefreshToken, context: context)
@@ -365,6 +375,11 @@ public final class SessionManager: @unchecked Sendable {
     /// store already forgot it.
     public func forgetCached(sessionID: String) {
         cache.remove(sessionID: sessionID)
+    }
+
+    /// Drops every cached session (a shared bus may have missed announcements: each is read again).
+    public func forgetAllCached() {
+        cache.removeAll()
     }
 
     /// Sessions in the in-process cache.
