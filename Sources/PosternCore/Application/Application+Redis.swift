@@ -16,11 +16,12 @@ extension Application {
         }
         let endpoint = RedisEndpoint(host: url.address.host, port: Int(url.address.port), password: url.password, database: url.db)
         let clients = RedisClientGroup(group: group, endpoint: endpoint)
-        let store = RedisSessionStore(clients: clients, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
-                                      maxTTL: TimeInterval(config.sessions.maxTTLSeconds), secretBox: box,
-                                      refreshLockTTL: Double(config.directus.timeoutMs) / 1000 + 5)
         let bus = RedisEventBus(clients: clients, endpoint: endpoint, loop: group.loops[0],
                                 collections: Array(Set(config.resources.map(\.collection))).sorted())
+        let store = RedisSessionStore(clients: clients, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
+                                      maxTTL: TimeInterval(config.sessions.maxTTLSeconds), secretBox: box,
+                                      refreshLockTTL: Double(config.directus.timeoutMs) / 1000 + 5,
+                                      listening: { bus.isSubscribed })
         log.event(.info, "session store: redis", [("redis", .string(endpoint.description))])
         return SessionBackend(store: store, close: { bus.close(); clients.close() }, invalidations: bus.invalidations,
                               revocations: bus.revocations,

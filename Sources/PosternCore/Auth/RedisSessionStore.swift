@@ -20,11 +20,14 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
     private let secretBox: SecretBox?
     /// How long a Directus refresh lock lives when its holder never releases it.
     public let refreshLockTTL: TimeInterval
+    private let listening: @Sendable () -> Bool
 
     /// A store on `clients`; `idleTTL`/`maxTTL` set the Redis expiries, `refreshLockTTL` must exceed the
-    /// Directus timeout (a holder's refresh must end before another instance may take the lock over).
+    /// Directus timeout (a holder's refresh must end before another instance may take the lock over);
+    /// `listening` tells whether the revocation channel is subscribed (part of being available).
     public init(clients: RedisClientGroup, idleTTL: TimeInterval, maxTTL: TimeInterval, secretBox: SecretBox?,
-                refreshLockTTL: TimeInterval, prefix: String = "postern:") {
+                refreshLockTTL: TimeInterval, prefix: String = "postern:", listening: @escaping @Sendable () -> Bool = { true }) {
+        self.listening = listening
         self.clients = clients
         self.idleTTL = idleTTL
         self.maxTTL = maxTTL
@@ -121,8 +124,8 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
         Int(try await command(["ZCOUNT", .string(prefix + "all"), .string("(\(Self.ms(Date())))"), "+inf"]).integer ?? 0)
     }
 
-    /// True while every worker loop's connection is up (no round trip).
-    public func isAvailable() async -> Bool { clients.isConnected }
+    /// True while every worker loop's connection is up and the revocation channel is subscribed (no round trip).
+    public func isAvailable() async -> Bool { clients.isConnected && listening() }
 
     // MARK: SharedRefreshLock
 
