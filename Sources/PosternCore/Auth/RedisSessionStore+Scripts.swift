@@ -4,6 +4,7 @@
 //   <p>t:<digest>    session id, by access-token digest
 //   <p>r:<digest>    session id, by refresh-token digest
 //   <p>used:<digest> session id of a rotated-away refresh digest (tombstone until the session's absolute expiry)
+//   <p>ud:<id>       set: the tombstones of a session (forgotten with it on delete and purge)
 //   <p>u:<user>      sorted set: session ids of a user by last use (for the per-user cap)
 //   <p>all           sorted set: session ids by effective expiry (count and purge)
 // Dates are milliseconds since 1970. The session, its two index keys and its entry in `all` share one expiry:
@@ -53,6 +54,7 @@ extension RedisSessionStore {
     redis.call('DEL', p..'t:'..cur[1], p..'r:'..cur[2])
     local used = p..'used:'..cur[2]
     redis.call('SET', used, id) redis.call('PEXPIREAT', used, x)
+    redis.call('SADD', p..'ud:'..id, cur[2]) redis.call('PEXPIREAT', p..'ud:'..id, x)
     redis.call('HSET', sk, 'td', ARGV[4], 'rd', ARGV[5], 'l', l)
     redis.call('PEXPIREAT', sk, exp)
     redis.call('SET', p..'t:'..ARGV[4], id) redis.call('PEXPIREAT', p..'t:'..ARGV[4], exp)
@@ -75,6 +77,7 @@ extension RedisSessionStore {
       redis.call('DEL', p..'r:'..old[2])
       local used = p..'used:'..old[2]
       redis.call('SET', used, id) redis.call('PEXPIREAT', used, ARGV[14])
+      redis.call('SADD', p..'ud:'..id, old[2]) redis.call('PEXPIREAT', p..'ud:'..id, ARGV[14])
     end
     redis.call('HSET', sk, 'td', ARGV[3], 'rd', ARGV[4], 'u', ARGV[5], 'e', ARGV[6], 'ro', ARGV[7], 'da', ARGV[8],
       'dax', ARGV[9], 'dr', ARGV[10], 'z', ARGV[11], 'c', ARGV[12], 'l', ARGV[13], 'x', ARGV[14])
@@ -120,10 +123,12 @@ extension RedisSessionStore {
     return 1
     """)
 
-    /// Deletes a session with its index keys (its tombstones expire by themselves). ARGV: p id.
+    /// Deletes a session with its index keys and tombstones. ARGV: p id.
     static let deleteScript = RedisScript("""
     local p, id = ARGV[1], ARGV[2]
     local sk = p..'s:'..id
+    for _, d in ipairs(redis.call('SMEMBERS', p..'ud:'..id)) do redis.call('DEL', p..'used:'..d) end
+    redis.call('DEL', p..'ud:'..id)
     local cur = redis.call('HMGET', sk, 'td', 'rd', 'u')
     redis.call('ZREM', p..'all', id)
     if not cur[1] then return 0 end
@@ -149,12 +154,17 @@ extension RedisSessionStore {
     return out
     """)
 
-    /// Forgets the ids of sessions whose expiry passed (Redis already expired their keys); returns them.
+    /// Forgets the ids (and tombstones) of sessions whose expiry passed (Redis already expired their keys);
+    /// returns them.
     /// ARGV: p now.
     static let purgeScript = RedisScript("""
     local k = ARGV[1]..'all'
     local ids = redis.call('ZRANGEBYSCORE', k, '-inf', ARGV[2], 'LIMIT', 0, 10000)
-    for _, id in ipairs(ids) do redis.call('ZREM', k, id) end
+    for _, id in ipairs(ids) do
+      redis.call('ZREM', k, id)
+      for _, d in ipairs(redis.call('SMEMBERS', ARGV[1]..'ud:'..id)) do redis.call('DEL', ARGV[1]..'used:'..d) end
+      redis.call('DEL', ARGV[1]..'ud:'..id)
+    end
     return ids
     """)
 

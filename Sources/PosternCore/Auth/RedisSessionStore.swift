@@ -121,7 +121,7 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
 
     /// Live sessions (by their expiry index).
     public func count() async throws(SessionStoreError) -> Int {
-        Int(try await command(["ZCOUNT", .string(prefix + "all"), .string("(\(Self.ms(Date())))"), "+inf"]).integer ?? 0)
+        Int(try await command(["ZCOUNT", .string(prefix + "all"), .string("(" + String(Self.ms(Date()))), "+inf"]).integer ?? 0)
     }
 
     /// True while every worker loop's connection is up and the revocation channel is subscribed (no round trip).
