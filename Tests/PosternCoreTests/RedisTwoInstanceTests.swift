@@ -201,3 +201,23 @@ import Testing
         #expect(everything.contains(TokenKey(token: token).hex))
     }
 }
+
+extension RedisTwoInstanceTests {
+    @Test func aRefreshLockLeftByADeadHolderExpiresAndTheSessionStillRefreshes() async throws {
+        let gw = try TwoGateways()
+        defer { gw.stop() }
+        let (token, _) = try gw.login(gw.a)
+        let loop = try #require(gw.b.group?.loops.first)
+        let redis = RedisClient(loop: loop, endpoint: try RedisEndpoint(url: gw.redis.url()))
+        defer { redis.close() }
+        let id = try #require(try await redis.command(["GET", .string("postern:t:" + TokenKey(token: token).hex)]).string)
+        // An instance took the lock and died before refreshing: its lock outlives it for a while.
+        #expect(try await redis.command(["SET", .string("postern:lock:" + id), "dead-holder", "NX", "PX", 500]) == .status("OK"))
+        gw.standIn.expireAllAccessTokens()
+        let before = gw.standIn.refreshCount
+        let r = try gw.client(gw.b).json("GET", "/api/v1/books?limit=1", token: token)
+        #expect(r.status == 200, "\(r.text)")
+        #expect(gw.standIn.refreshCount - before == 1)
+        #expect(try gw.me(gw.a, token) == 200)
+    }
+}
