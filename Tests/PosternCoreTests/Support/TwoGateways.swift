@@ -59,11 +59,16 @@ final class TwoGateways: @unchecked Sendable {
         try client(app).json("GET", "/api/v1/user/me", token: token).status
     }
 
+    private var aStopped = false
+
     /// Shuts instance A down (its sessions stay in Redis).
-    func killA() { a.shutdown() }
+    func killA() {
+        a.shutdown()
+        aStopped = true
+    }
 
     func stop() {
-        a.shutdown()
+        if !aStopped { a.shutdown() }
         b.shutdown()
         standInServer.shutdown(grace: 0.5)
         standInGroup.shutdown()
