@@ -160,3 +160,29 @@ import Testing
         #expect(await f.store.isAvailable() == false)
     }
 }
+
+/// The Redis rate-limit counter against a real redis-server.
+@Suite(.serialized) struct RedisRateLimitCounterTests {
+    @Test func twoCountersOnOneRedisShareTheBudgetAndCountInProcessWhileItIsDown() async throws {
+        let f = try RedisSessionStoreTests.Fixture()
+        defer { f.close() }
+        let budget = RateLimitBudget(name: "login_email", capacity: 3, window: 60)
+        let a = RedisRateLimitCounter(budget: budget, clients: f.clients)
+        let b = RedisRateLimitCounter(budget: budget, clients: f.clients)
+        #expect(await a.take("x@y.com") == nil)
+        #expect(await b.take("x@y.com") == nil)
+        #expect(await a.take("x@y.com") == nil)
+        let refused = await b.take("x@y.com")
+        #expect((1...60).contains(refused ?? 0))
+        #expect(await a.take("other@y.com") == nil)
+        await a.giveBack("x@y.com")
+        #expect(await b.take("x@y.com") == nil)
+        // The key is a digest: no email in Redis.
+        let keys = try await f.clients.command(["KEYS", "*"]).array?.compactMap(\.string) ?? []
+        #expect(keys.count == 2 && !keys.joined().contains("y.com"))
+        f.server.stop()
+        // Down: this instance's own budget (3) applies instead of refusing or admitting everyone.
+        for _ in 0..<3 { #expect(await a.take("x@y.com") == nil) }
+        #expect(await a.take("x@y.com") != nil)
+    }
+}
