@@ -12,8 +12,11 @@ public final class RedisEventBus: Sendable {
     private let channel: String
     private let instance = Session.newID()
     private let collections: [String]
+    /// Handlers of sessions announced by other instances.
     let sessionHandlers = LockedBox<[@Sendable (String) -> Void]>([])
+    /// Handlers of "announcements may have been lost".
     let resetHandlers = LockedBox<[@Sendable () -> Void]>([])
+    /// Micro-cache handlers (local and remote changes).
     let cacheHandlers = LockedBox<[@Sendable (String) -> Void]>([])
     private let subscriber = LockedBox<RedisSubscriber?>(nil)
 
@@ -50,6 +53,7 @@ public final class RedisEventBus: Sendable {
 
     /// Session revocations and changes over the bus.
     struct Revocations: SessionRevocationBus {
+        /// The bus it speaks for.
         let bus: RedisEventBus
 
         /// Tells the other instances to drop their cached copy of `sessionID`.
@@ -68,6 +72,7 @@ public final class RedisEventBus: Sendable {
 
     /// Micro-cache invalidations over the bus.
     struct Invalidations: CacheInvalidationBus {
+        /// The bus it speaks for.
         let bus: RedisEventBus
 
         /// Drops `collection` from this process's caches now, then tells the other instances.
@@ -84,6 +89,7 @@ public final class RedisEventBus: Sendable {
 
     // MARK: Wire
 
+    /// Publishes `<instance> <kind> <subject>` from a task (never blocks the caller; lost if Redis is down).
     func send(_ kind: String, _ subject: String) {
         let message = "\(instance) \(kind) \(subject)"
         let clients = self.clients
