@@ -23,6 +23,7 @@ public struct IssuedTokens: Sendable {
 /// change of a session is announced on the `SessionRevocationBus`, and announcements from other instances
 /// drop this one's cached copy.
 public final class SessionManager: @unchecked Sendable {
+    /// Where sessions live (read by the shared-refresh extension).
     let store: any SessionStore
     private let directus: DirectusClient
     /// Idle expiry in seconds.
@@ -31,10 +32,11 @@ public final class SessionManager: @unchecked Sendable {
     public let maxTTL: TimeInterval
     /// Live sessions per user: opening one more ends the user's least recently used session.
     public let maxPerUser: Int
-    let clock: @Sendable () -> Date
+    private let clock: @Sendable () -> Date
+    /// The in-process cache in front of the store.
     let cache: SessionCache
     private let knownCount = LockedBox(0)
-    let revocations: any SessionRevocationBus
+    private let revocations: any SessionRevocationBus
     private let lock = NSLock()  // guards `refreshes` only
     private var refreshes: [String: Task<Session, any Error>] = [:]  // session id → in-flight Directus refresh
     /// How often `last_used` may be written per session.
