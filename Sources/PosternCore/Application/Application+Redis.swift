@@ -20,7 +20,9 @@ extension Application {
                                 collections: Array(Set(config.resources.map(\.collection))).sorted())
         let store = RedisSessionStore(clients: clients, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
                                       maxTTL: TimeInterval(config.sessions.maxTTLSeconds), secretBox: box,
-                                      refreshLockTTL: Double(config.directus.timeoutMs) / 1000 + 5,
+                                      // Outlives the holder's Directus call and its wait for the store.
+                                      refreshLockTTL: Double(config.directus.timeoutMs) / 1000
+                                          + SessionManager.directusTokenWritePatience + 5,
                                       listening: { bus.isSubscribed })
         log.event(.info, "session store: redis", [("redis", .string(endpoint.description))])
         return SessionBackend(store: store, close: { bus.close(); clients.close() }, invalidations: bus.invalidations,

@@ -324,22 +324,44 @@ public final class SessionManager: @unchecked Sendable {
         // Write only the Directus tokens: a Postern refresh may have rotated the session's own tokens
         // meanwhile (writing back the copy we started from would revive the old ones), and a logout may
         // have ended it.
+        // Directus has rotated its refresh token: the new one is the only one that works, so a store that is
+        // briefly unavailable (Redis reconnecting) is waited for rather than the tokens dropped.
         let stored: Session?
-        do {
-            stored = try await store.updateDirectusTokens(sessionID: session.id, accessToken: tokens.accessToken,
-                                                          accessExpiresAt: expires, refreshToken: tokens.refreshToken, role: role)
-        } catch {
-            throw error.gatewayError
+        var pause: UInt64 = 50_000_000
+        let started = ProcessInfo.processInfo.systemUptime
+        while true {
+            do {
+                stored = try await store.updateDirectusTokens(sessionID: session.id, accessToken: tokens.accessToken,
+                                                              accessExpiresAt: expires, refreshToken: tokens.refreshToken, role: role)
+                break
+            } catch {
+                guard case .unavailable = error,
+                      ProcessInfo.processInfo.systemUptime - started < SessionManager.directusTokenWritePatience else {
+                    // Keep them on this instance at least, while it holds the session.
+                    _ = patchDirectusTokens(session.id, tokens, expires: expires, role: role)
+                    throw error.gatewayError
+                }
+                try? await Task.sleep(nanoseconds: pause)
+                pause = min(pause * 2, 500_000_000)
+            }
         }
         guard let stored else { throw GatewayError.unauthorized("session ended") }
-        let cached = cache.patch(sessionID: session.id) { latest in
+        let cached = patchDirectusTokens(session.id, tokens, expires: expires, role: role)
+        revocations.publish(sessionID: session.id)
+        return cached ?? stored
+    }
+
+    /// Seconds a fresh Directus token pair waits for an unavailable store before the request gives up.
+    static let directusTokenWritePatience: TimeInterval = 5
+
+    /// Puts new Directus tokens into the cached copy of a session, if cached; returns the result.
+    private func patchDirectusTokens(_ sessionID: String, _ tokens: DirectusTokens, expires: Date, role: String?) -> Session? {
+        cache.patch(sessionID: sessionID) { latest in
             latest.directusAccessToken = tokens.accessToken
             latest.directusRefreshToken = tokens.refreshToken
             latest.directusAccessExpiresAt = expires
             if let role { latest.role = role }
         }
-        revocations.publish(sessionID: session.id)
-        return cached ?? stored
     }
 
     // MARK: Maintenance
