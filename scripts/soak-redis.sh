@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make soak-redis: two `postern serve` instances (release build) sharing one redis-server and one Directus
-# stand-in (`postern standin`), under SOAK_SECONDS (default 60) of mixed load from SOAK_CLIENTS (default 6)
-# clients: logins, lists, refreshes and logouts, each logged-out token probed on the other instance more
+# stand-in (`postern standin`, Directus access tokens of SOAK_DIRECTUS_TTL_S), under SOAK_SECONDS (default 60)
+# of mixed load from SOAK_CLIENTS (default 6) clients: logins, lists, refreshes and logouts, each logged-out token probed on the other instance more
 # than 1 s after its logout (scripts/soak_redis.py). Prints the counts; fails on any 5xx, any transport
 # error, any live token refused, and any revoked token accepted more than 1 s after its logout.
 set -euo pipefail
@@ -38,7 +38,9 @@ for _ in $(seq 1 200); do
 done
 
 standin_port=$(free_port)
-"$bin" standin "$standin_port" >"$work/standin.log" 2>&1 &
+# Directus access tokens live SOAK_DIRECTUS_TTL_S (default 8) seconds: the gateway refreshes them 5 s before
+# they expire, so every session's Directus refresh races between the two instances many times.
+"$bin" standin "$standin_port" "${SOAK_DIRECTUS_TTL_S:-8}" >"$work/standin.log" 2>&1 &
 pids+=($!)
 wait_http "http://127.0.0.1:$standin_port/server/health" "the Directus stand-in"
 
