@@ -221,3 +221,17 @@ extension RedisTwoInstanceTests {
         #expect(try gw.me(gw.a, token) == 200)
     }
 }
+
+extension RedisTwoInstanceTests {
+    @Test func registrationLimitsAreShared() throws {
+        let gw = try TwoGateways { config in config.rateLimits.registrationsPerIPPerMinute = 2 }
+        defer { gw.stop() }
+        func register(_ app: Application, _ n: Int) throws -> Int {
+            try gw.client(app).json("POST", "/api/v1/user", #"{"email":"new-\#(n)@example.com","password":"password-\#(n)"}"#).status
+        }
+        #expect(try register(gw.a, 1) == 200)
+        #expect(try register(gw.b, 2) == 200)
+        #expect(try register(gw.a, 3) == 429)
+        #expect(try register(gw.b, 4) == 429)
+    }
+}
