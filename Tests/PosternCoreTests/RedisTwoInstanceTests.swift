@@ -235,3 +235,15 @@ extension RedisTwoInstanceTests {
         #expect(try register(gw.b, 4) == 429)
     }
 }
+
+extension RedisTwoInstanceTests {
+    @Test func perTokenLimitsAreShared() throws {
+        let gw = try TwoGateways { config in config.rateLimits.requestsPerTokenPerMinute = 3 }
+        defer { gw.stop() }
+        let (token, _) = try gw.login(gw.a)
+        let statuses = try [gw.a, gw.b, gw.a, gw.b].map { app in
+            try gw.client(app).json("GET", "/api/v1/books?limit=1", token: token).status
+        }
+        #expect(statuses == [200, 200, 200, 429])
+    }
+}
