@@ -21,6 +21,7 @@ PORTS = [PORT_A, PORT_B]
 lock = threading.Lock()
 counts = Counter()
 failures = []
+propagation = []  # seconds from a logout's 204 to the other instance's first 401 (a sample)
 
 
 def note(key, failure=None):
@@ -101,8 +102,17 @@ def run(index, deadline, probes):
             status, body = client.request(port, "POST", "/api/v1/user/logout", token=token)
             note("logout %d" % status, None if status == 204 else "logout: %s %s" % (status, body))
             if status == 204:
+                logged_out = time.monotonic()
                 with lock:
-                    probes.append((time.monotonic(), 1 - PORTS.index(port), token, "logged out"))
+                    probes.append((logged_out, 1 - PORTS.index(port), token, "logged out"))
+                if random.random() < 0.1:
+                    # Measured now and then: how soon the other instance refuses it (polling, up to 1.5 s).
+                    other = PORTS[1 - PORTS.index(port)]
+                    while time.monotonic() - logged_out < 1.5:
+                        if client.request(other, "GET", "/api/v1/user/me", token=token)[0] == 401:
+                            with lock:
+                                propagation.append(time.monotonic() - logged_out)
+                            break
         # Probes due: revoked more than 1 s ago, asked on the other instance.
         now = time.monotonic()
         with lock:
@@ -131,6 +141,11 @@ def main():
     print("soak-redis: %d requests, %d 5xx, %d transport errors, %d late revocations, %d probes" % (
         sum(n for k, n in counts.items() if k != "late revocations"), server_errors, transport,
         counts["late revocations"], sum(n for k, n in counts.items() if k.startswith("probe"))))
+    if propagation:
+        ordered = sorted(propagation)
+        print("soak-redis: logout on one instance -> refused on the other: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d sampled)" % (
+            1000 * ordered[len(ordered) // 2], 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+            1000 * ordered[-1], len(ordered)))
     if failures:
         print("soak-redis: FAILED (%d problems); first ones:" % len(failures))
         for failure in failures[:10]:
