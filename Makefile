@@ -9,7 +9,7 @@ DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev pkg-config
 TEST_DEB_DEPS := python3-venv curl redis-server
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-layers check-docker check-openapi run check bench bench-json bench-sessions profile fuzz clean
+.PHONY: deps build release test check-layers check-docker check-openapi run check bench bench-json bench-sessions soak-redis profile fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing), and the Python tools of
 ## check-openapi into .build/venv (scripts/pydeps.sh)
@@ -83,6 +83,12 @@ bench-sessions: deps
 bench-json: deps
 	$(SWIFT) build -c release --product postern-bench-json
 	.build/release/postern-bench-json bench/posts-20.json $(CONFIG) books
+
+## soak-redis: two `postern serve` (release) on one redis-server and the Directus stand-in, SOAK_SECONDS
+## (default 60) of logins, lists, refreshes and logouts from SOAK_CLIENTS (default 6) clients; prints the
+## counts, fails on any 5xx or any revoked token accepted more than 1 s after its logout (scripts/soak-redis.sh)
+soak-redis: deps
+	bash scripts/soak-redis.sh
 
 ## fuzz: libFuzzer targets (Fuzz/Targets/) with ASan, FUZZ_SECONDS each (default 30)
 fuzz: deps

@@ -4,12 +4,16 @@ import PosternCore
 
 /// `postern demo`: the gateway on :8080 in front of the built-in Directus stand-in on :8055, in memory.
 enum Demo {
-    /// Serves only the stand-in (for `make bench`), until SIGTERM/SIGINT.
+    /// Serves only the stand-in (for `make bench` and `make soak-redis`), until SIGTERM/SIGINT:
+    /// `postern standin [PORT [ACCESS_TOKEN_TTL_S]]`.
     static func runStandInOnly() -> Int32 {
         Application.ignoreSIGPIPE()
         let port = CommandLine.arguments.dropFirst(2).first.flatMap { UInt16($0) } ?? 8055
         var options = DirectusStandIn.Options()
         options.recordRequests = false
+        if let ttl = CommandLine.arguments.dropFirst(3).first.flatMap({ TimeInterval($0) }), ttl > 0 {
+            options.accessTokenTTL = ttl
+        }
         let standIn = DirectusStandIn(options: options)
         let group = EventLoopGroup(count: 1, name: "standin")
         let server = HTTPServer(group: group, limits: standIn.serverLimits) { request in standIn.handle(request) }

@@ -2,10 +2,31 @@ import Foundation
 
 extension Application {
     /// The Redis session store of `sessions.store = redis://…`, with its shared buses and counters, running
-    /// on the worker loops `group` (docs/api.md, Several instances (Redis)). This is the one place the Redis
-    /// store plugs in: return `SessionBackend(store:close:invalidations:revocations:counters:kind: .shared)`.
+    /// on the worker loops `group` (docs/api.md, Several instances (Redis)). It connects in the background:
+    /// until Redis answers, requests that need it get 503 `session_store_unavailable` and `/readyz` is 503.
     static func redisBackend(_ url: RedisURL, config: PosternConfig, group: EventLoopGroup?,
                              log: AccessLog) throws(StartError) -> SessionBackend {
-        throw StartError("sessions.store: the Redis store is not available yet; use memory or sqlite:PATH")
+        guard let group else {
+            throw StartError("sessions.store: the Redis store runs on the gateway's own event loops (no injected transport)")
+        }
+        var box: SecretBox?
+        if let key = config.secretKey {
+            guard let opened = SecretBox(base64Key: key) else { throw StartError("POSTERN_SECRET_KEY is not 32 bytes of base64") }
+            box = opened
+        }
+        let endpoint = RedisEndpoint(host: url.address.host, port: Int(url.address.port), password: url.password, database: url.db)
+        let clients = RedisClientGroup(group: group, endpoint: endpoint)
+        let bus = RedisEventBus(clients: clients, endpoint: endpoint, loop: group.loops[0],
+                                collections: Array(Set(config.resources.map(\.collection))).sorted())
+        let store = RedisSessionStore(clients: clients, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
+                                      maxTTL: TimeInterval(config.sessions.maxTTLSeconds), secretBox: box,
+                                      // Outlives the holder's Directus call and its wait for the store.
+                                      refreshLockTTL: Double(config.directus.timeoutMs) / 1000
+                                          + SessionManager.directusTokenWritePatience + 5,
+                                      listening: { bus.isSubscribed })
+        log.event(.info, "session store: redis", [("redis", .string(endpoint.description))])
+        return SessionBackend(store: store, close: { bus.close(); clients.close() }, invalidations: bus.invalidations,
+                              revocations: bus.revocations,
+                              counters: { budget in RedisRateLimitCounter(budget: budget, clients: clients) }, kind: .shared)
     }
 }

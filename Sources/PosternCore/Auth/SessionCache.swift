@@ -109,6 +109,17 @@ final class SessionCache: @unchecked Sendable {
         }
     }
 
+    /// Forgets every session (their queued touches stay queued: the store still wants them).
+    func removeAll() {
+        indexLock.withLock {
+            generation &+= 1
+            keyByID.removeAll()
+            for shard in shards {
+                shard.lock.withLock { shard.entries.removeAll() }
+            }
+        }
+    }
+
     /// Changes the cached copy of a session in place, if it is cached (never adds one); returns the result.
     func patch(sessionID: String, _ change: (inout Session) -> Void) -> Session? {
         indexLock.withLock {

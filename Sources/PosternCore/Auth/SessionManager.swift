@@ -23,7 +23,8 @@ public struct IssuedTokens: Sendable {
 /// change of a session is announced on the `SessionRevocationBus`, and announcements from other instances
 /// drop this one's cached copy.
 public final class SessionManager: @unchecked Sendable {
-    private let store: any SessionStore
+    /// Where sessions live (read by the shared-refresh extension).
+    let store: any SessionStore
     private let directus: DirectusClient
     /// Idle expiry in seconds.
     public let idleTTL: TimeInterval
@@ -32,7 +33,8 @@ public final class SessionManager: @unchecked Sendable {
     /// Live sessions per user: opening one more ends the user's least recently used session.
     public let maxPerUser: Int
     private let clock: @Sendable () -> Date
-    private let cache: SessionCache
+    /// The in-process cache in front of the store.
+    let cache: SessionCache
     private let knownCount = LockedBox(0)
     private let revocations: any SessionRevocationBus
     private let lock = NSLock()  // guards `refreshes` only
@@ -62,6 +64,7 @@ public final class SessionManager: @unchecked Sendable {
         self.clock = clock
         self.revocations = revocations
         revocations.subscribe { [weak self] id in self?.forgetCached(sessionID: id) }
+        revocations.subscribeReset { [weak self] in self?.forgetAllCached() }
     }
 
     // MARK: Issue
@@ -300,6 +303,15 @@ public final class SessionManager: @unchecked Sendable {
 
     private func performRefresh(_ session: Session, context: CallContext) async throws -> Session {
         defer { lock.withLock { refreshes[session.id] = nil } }
+        if let shared = store as? any SharedRefreshLock {
+            return try await performSharedRefresh(session, lock: shared, context: context)
+        }
+        return try await refreshNow(session, context: context)
+    }
+
+    /// Refreshes the Directus tokens of `session` with its refresh token and stores them (the caller made sure
+    /// no one else refreshes this session now).
+    func refreshNow(_ session: Session, context: CallContext) async throws -> Session {
         let tokens: DirectusTokens
         do {
             tokens = try await directus.refresh(refreshToken: session.directusRefreshToken, context: context)
@@ -312,22 +324,44 @@ public final class SessionManager: @unchecked Sendable {
         // Write only the Directus tokens: a Postern refresh may have rotated the session's own tokens
         // meanwhile (writing back the copy we started from would revive the old ones), and a logout may
         // have ended it.
+        // Directus has rotated its refresh token: the new one is the only one that works, so a store that is
+        // briefly unavailable (Redis reconnecting) is waited for rather than the tokens dropped.
         let stored: Session?
-        do {
-            stored = try await store.updateDirectusTokens(sessionID: session.id, accessToken: tokens.accessToken,
-                                                          accessExpiresAt: expires, refreshToken: tokens.refreshToken, role: role)
-        } catch {
-            throw error.gatewayError
+        var pause: UInt64 = 50_000_000
+        let started = ProcessInfo.processInfo.systemUptime
+        while true {
+            do {
+                stored = try await store.updateDirectusTokens(sessionID: session.id, accessToken: tokens.accessToken,
+                                                              accessExpiresAt: expires, refreshToken: tokens.refreshToken, role: role)
+                break
+            } catch {
+                guard case .unavailable = error,
+                      ProcessInfo.processInfo.systemUptime - started < SessionManager.directusTokenWritePatience else {
+                    // Keep them on this instance at least, while it holds the session.
+                    _ = patchDirectusTokens(session.id, tokens, expires: expires, role: role)
+                    throw error.gatewayError
+                }
+                try? await Task.sleep(nanoseconds: pause)
+                pause = min(pause * 2, 500_000_000)
+            }
         }
         guard let stored else { throw GatewayError.unauthorized("session ended") }
-        let cached = cache.patch(sessionID: session.id) { latest in
+        let cached = patchDirectusTokens(session.id, tokens, expires: expires, role: role)
+        revocations.publish(sessionID: session.id)
+        return cached ?? stored
+    }
+
+    /// Seconds a fresh Directus token pair waits for an unavailable store before the request gives up.
+    static let directusTokenWritePatience: TimeInterval = 5
+
+    /// Puts new Directus tokens into the cached copy of a session, if cached; returns the result.
+    private func patchDirectusTokens(_ sessionID: String, _ tokens: DirectusTokens, expires: Date, role: String?) -> Session? {
+        cache.patch(sessionID: sessionID) { latest in
             latest.directusAccessToken = tokens.accessToken
             latest.directusRefreshToken = tokens.refreshToken
             latest.directusAccessExpiresAt = expires
             if let role { latest.role = role }
         }
-        revocations.publish(sessionID: session.id)
-        return cached ?? stored
     }
 
     // MARK: Maintenance
@@ -365,6 +399,11 @@ public final class SessionManager: @unchecked Sendable {
     /// store already forgot it.
     public func forgetCached(sessionID: String) {
         cache.remove(sessionID: sessionID)
+    }
+
+    /// Drops every cached session (a shared bus may have missed announcements: each is read again).
+    public func forgetAllCached() {
+        cache.removeAll()
     }
 
     /// Sessions in the in-process cache.

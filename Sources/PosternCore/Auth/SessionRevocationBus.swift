@@ -11,6 +11,14 @@ public protocol SessionRevocationBus: Sendable {
     /// Registers `handler`, called with the id of every session another instance announced (set up once,
     /// when the `SessionManager` is built; the handler only drops a cache entry and never blocks).
     func subscribe(_ handler: @escaping @Sendable (String) -> Void)
+    /// Registers `handler`, called when announcements may have been lost (a shared bus reconnected): the
+    /// subscriber then drops every cached session.
+    func subscribeReset(_ handler: @escaping @Sendable () -> Void)
+}
+
+extension SessionRevocationBus {
+    /// A bus that never loses announcements never calls it.
+    public func subscribeReset(_ handler: @escaping @Sendable () -> Void) {}
 }
 
 /// The bus of a store that only this process uses (memory, SQLite): there is no other instance to tell,

@@ -17,12 +17,16 @@ final class RedisServer: @unchecked Sendable {
     /// The password it requires, if any.
     let password: String?
     let directory: URL
+    /// Whether it writes every change to an append-only file (kept across `restart()`).
+    let persistent: Bool
     private let executable: String
     private let lock = NSLock()
     private var process: pid_t?
 
-    /// Starts a server; throws when redis-server is missing or does not come up.
-    init(password: String? = nil) throws {
+    /// Starts a server; throws when redis-server is missing or does not come up. A `persistent` server
+    /// writes every change to an append-only file in its directory (fsync always), so data survives `restart()`.
+    init(password: String? = nil, persistent: Bool = false) throws {
+        self.persistent = persistent
         guard let executable = RedisServer.findExecutable() else {
             throw Failure(description: "redis-server is not installed: run `make deps` (it installs redis-server)")
         }
@@ -35,7 +39,8 @@ final class RedisServer: @unchecked Sendable {
         for _ in 0..<5 {
             let candidate = try RedisServer.freePort()
             do {
-                process = try RedisServer.launch(executable: executable, port: candidate, password: password, directory: directory)
+                process = try RedisServer.launch(executable: executable, port: candidate, password: password, directory: directory,
+                                                persistent: persistent)
                 port = candidate
                 return
             } catch let failure as Failure where failure.description.contains("Address already in use") {
@@ -90,7 +95,8 @@ final class RedisServer: @unchecked Sendable {
     /// Starts it again on the same port (after `stop()`).
     func restart() throws {
         stop()
-        let started = try RedisServer.launch(executable: executable, port: port, password: password, directory: directory)
+        let started = try RedisServer.launch(executable: executable, port: port, password: password, directory: directory,
+                                              persistent: persistent)
         lock.withLock { process = started }
     }
 
@@ -105,8 +111,9 @@ final class RedisServer: @unchecked Sendable {
     /// Spawns redis-server and returns its pid once it is ready. posix_spawn rather than Foundation's Process:
     /// the test threads block most signals and Process passes that mask on, so redis-server would never see
     /// SIGTERM; here the child starts with no signal blocked and default handlers.
-    private static func launch(executable: String, port: Int, password: String?, directory: URL) throws -> pid_t {
-        var arguments = ["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+    private static func launch(executable: String, port: Int, password: String?, directory: URL, persistent: Bool) throws -> pid_t {
+        var arguments = ["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "",
+                         "--appendonly", persistent ? "yes" : "no", "--appendfsync", "always",
                          "--dir", directory.path, "--daemonize", "no", "--logfile", "", "--hz", "50"]
         if let password { arguments += ["--requirepass", password] }
         var fds: [Int32] = [0, 0]

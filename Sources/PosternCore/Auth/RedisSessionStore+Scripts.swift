@@ -1,0 +1,176 @@
+// The Lua scripts of `RedisSessionStore`. Each runs atomically in Redis, so two gateway instances never see
+// half a write. ARGV[1] is always the key prefix (`postern:`); keys are built from it inside the script:
+//   <p>s:<id>        hash: td rd u e ro da dax dr z c l x (the session; `z` = 1 when da/dr are sealed)
+//   <p>t:<digest>    session id, by access-token digest
+//   <p>r:<digest>    session id, by refresh-token digest
+//   <p>used:<digest> session id of a rotated-away refresh digest (tombstone until the session's absolute expiry)
+//   <p>ud:<id>       set: the tombstones of a session (forgotten with it on delete and purge)
+//   <p>u:<user>      sorted set: session ids of a user by last use (for the per-user cap)
+//   <p>all           sorted set: session ids by effective expiry (count and purge)
+// Dates are milliseconds since 1970. The session, its two index keys and its entry in `all` share one expiry:
+// min(last use + idle TTL, absolute expiry), set with PEXPIREAT.
+
+extension RedisSessionStore {
+    /// Stores a new session; `DUPLICATE` error when its id or a digest is taken.
+    /// ARGV: p id td rd u e ro da dax dr z c l x expiry maxTTLms.
+    static let insertScript = RedisScript("""
+    local p, id = ARGV[1], ARGV[2]
+    local sk, tk, rk = p..'s:'..id, p..'t:'..ARGV[3], p..'r:'..ARGV[4]
+    if redis.call('EXISTS', sk) + redis.call('EXISTS', tk) + redis.call('EXISTS', rk) > 0 then
+      return redis.error_reply('DUPLICATE session')
+    end
+    redis.call('HSET', sk, 'td', ARGV[3], 'rd', ARGV[4], 'u', ARGV[5], 'e', ARGV[6], 'ro', ARGV[7], 'da', ARGV[8],
+      'dax', ARGV[9], 'dr', ARGV[10], 'z', ARGV[11], 'c', ARGV[12], 'l', ARGV[13], 'x', ARGV[14])
+    local exp = ARGV[15]
+    redis.call('PEXPIREAT', sk, exp)
+    redis.call('SET', tk, id) redis.call('PEXPIREAT', tk, exp)
+    redis.call('SET', rk, id) redis.call('PEXPIREAT', rk, exp)
+    local uk = p..'u:'..ARGV[5]
+    redis.call('ZADD', uk, ARGV[13], id)
+    redis.call('PEXPIRE', uk, ARGV[16])
+    redis.call('ZADD', p..'all', exp, id)
+    return 1
+    """)
+
+    /// The session an index key points to: {id, HGETALL} or nil. ARGV: p kind(t|r) digest.
+    static let lookupScript = RedisScript("""
+    local id = redis.call('GET', ARGV[1]..ARGV[2]..':'..ARGV[3])
+    if not id then return false end
+    local h = redis.call('HGETALL', ARGV[1]..'s:'..id)
+    if #h == 0 then return false end
+    return {id, h}
+    """)
+
+    /// Compare-and-set rotation: new digests when the refresh digest is still ARGV[3]; the old one becomes a
+    /// tombstone. Returns HGETALL afterwards, or nil. ARGV: p id oldRd newTd newRd lastUsed idleMs.
+    static let rotateScript = RedisScript("""
+    local p, id = ARGV[1], ARGV[2]
+    local sk = p..'s:'..id
+    local cur = redis.call('HMGET', sk, 'td', 'rd', 'x', 'u', 'l')
+    if not cur[2] or cur[2] ~= ARGV[3] then return false end
+    local x = tonumber(cur[3])
+    local l = math.max(tonumber(ARGV[6]), tonumber(cur[5]))
+    local exp = math.min(l + tonumber(ARGV[7]), x)
+    redis.call('DEL', p..'t:'..cur[1], p..'r:'..cur[2])
+    local used = p..'used:'..cur[2]
+    redis.call('SET', used, id) redis.call('PEXPIREAT', used, x)
+    redis.call('SADD', p..'ud:'..id, cur[2]) redis.call('PEXPIREAT', p..'ud:'..id, x)
+    redis.call('HSET', sk, 'td', ARGV[4], 'rd', ARGV[5], 'l', l)
+    redis.call('PEXPIREAT', sk, exp)
+    redis.call('SET', p..'t:'..ARGV[4], id) redis.call('PEXPIREAT', p..'t:'..ARGV[4], exp)
+    redis.call('SET', p..'r:'..ARGV[5], id) redis.call('PEXPIREAT', p..'r:'..ARGV[5], exp)
+    redis.call('ZADD', p..'u:'..cur[4], l, id)
+    redis.call('ZADD', p..'all', exp, id)
+    return redis.call('HGETALL', sk)
+    """)
+
+    /// Replaces a whole session (same fields as insert); changed digests drop their old index keys, and a
+    /// changed refresh digest leaves a tombstone. Returns 0 when the session is gone.
+    /// ARGV: p id td rd u e ro da dax dr z c l x expiry maxTTLms.
+    static let updateScript = RedisScript("""
+    local p, id = ARGV[1], ARGV[2]
+    local sk = p..'s:'..id
+    local old = redis.call('HMGET', sk, 'td', 'rd', 'x')
+    if not old[1] then return 0 end
+    if old[1] ~= ARGV[3] then redis.call('DEL', p..'t:'..old[1]) end
+    if old[2] ~= ARGV[4] then
+      redis.call('DEL', p..'r:'..old[2])
+      local used = p..'used:'..old[2]
+      redis.call('SET', used, id) redis.call('PEXPIREAT', used, ARGV[14])
+      redis.call('SADD', p..'ud:'..id, old[2]) redis.call('PEXPIREAT', p..'ud:'..id, ARGV[14])
+    end
+    redis.call('HSET', sk, 'td', ARGV[3], 'rd', ARGV[4], 'u', ARGV[5], 'e', ARGV[6], 'ro', ARGV[7], 'da', ARGV[8],
+      'dax', ARGV[9], 'dr', ARGV[10], 'z', ARGV[11], 'c', ARGV[12], 'l', ARGV[13], 'x', ARGV[14])
+    local exp = ARGV[15]
+    redis.call('PEXPIREAT', sk, exp)
+    redis.call('SET', p..'t:'..ARGV[3], id) redis.call('PEXPIREAT', p..'t:'..ARGV[3], exp)
+    redis.call('SET', p..'r:'..ARGV[4], id) redis.call('PEXPIREAT', p..'r:'..ARGV[4], exp)
+    local uk = p..'u:'..ARGV[5]
+    redis.call('ZADD', uk, ARGV[13], id)
+    redis.call('PEXPIRE', uk, ARGV[16])
+    redis.call('ZADD', p..'all', exp, id)
+    return 1
+    """)
+
+    /// Sets the Directus tokens (and the role when ARGV[7] is not empty); HGETALL afterwards, or nil when
+    /// the session is gone. ARGV: p id da dax dr z role.
+    static let directusTokensScript = RedisScript("""
+    local sk = ARGV[1]..'s:'..ARGV[2]
+    if redis.call('EXISTS', sk) == 0 then return false end
+    redis.call('HSET', sk, 'da', ARGV[3], 'dax', ARGV[4], 'dr', ARGV[5], 'z', ARGV[6])
+    if ARGV[7] ~= '' then redis.call('HSET', sk, 'ro', ARGV[7]) end
+    return redis.call('HGETALL', sk)
+    """)
+
+    /// Moves last use forward (never back) and slides the idle expiry of each session given.
+    /// ARGV: p idleMs (id lastUsed)...
+    static let touchScript = RedisScript("""
+    local p, idle = ARGV[1], tonumber(ARGV[2])
+    for i = 3, #ARGV, 2 do
+      local id, l = ARGV[i], tonumber(ARGV[i + 1])
+      local sk = p..'s:'..id
+      local cur = redis.call('HMGET', sk, 'td', 'rd', 'x', 'u', 'l')
+      if cur[1] and tonumber(cur[5]) < l then
+        local exp = math.min(l + idle, tonumber(cur[3]))
+        redis.call('HSET', sk, 'l', l)
+        redis.call('PEXPIREAT', sk, exp)
+        redis.call('PEXPIREAT', p..'t:'..cur[1], exp)
+        redis.call('PEXPIREAT', p..'r:'..cur[2], exp)
+        redis.call('ZADD', p..'u:'..cur[4], l, id)
+        redis.call('ZADD', p..'all', exp, id)
+      end
+    end
+    return 1
+    """)
+
+    /// Deletes a session with its index keys and tombstones. ARGV: p id.
+    static let deleteScript = RedisScript("""
+    local p, id = ARGV[1], ARGV[2]
+    local sk = p..'s:'..id
+    for _, d in ipairs(redis.call('SMEMBERS', p..'ud:'..id)) do redis.call('DEL', p..'used:'..d) end
+    redis.call('DEL', p..'ud:'..id)
+    local cur = redis.call('HMGET', sk, 'td', 'rd', 'u')
+    redis.call('ZREM', p..'all', id)
+    if not cur[1] then return 0 end
+    redis.call('DEL', sk, p..'t:'..cur[1], p..'r:'..cur[2])
+    redis.call('ZREM', p..'u:'..cur[3], id)
+    return 1
+    """)
+
+    /// {id, created, lastUsed}... of a user's live sessions; drops ids whose session expired. ARGV: p user.
+    static let recencyScript = RedisScript("""
+    local p = ARGV[1]
+    local uk = p..'u:'..ARGV[2]
+    local ids = redis.call('ZRANGE', uk, 0, -1, 'WITHSCORES')
+    local out = {}
+    for i = 1, #ids, 2 do
+      local c = redis.call('HGET', p..'s:'..ids[i], 'c')
+      if c then
+        out[#out + 1] = ids[i] out[#out + 1] = c out[#out + 1] = ids[i + 1]
+      else
+        redis.call('ZREM', uk, ids[i])
+      end
+    end
+    return out
+    """)
+
+    /// Forgets the ids (and tombstones) of sessions whose expiry passed (Redis already expired their keys);
+    /// returns them.
+    /// ARGV: p now.
+    static let purgeScript = RedisScript("""
+    local k = ARGV[1]..'all'
+    local ids = redis.call('ZRANGEBYSCORE', k, '-inf', ARGV[2], 'LIMIT', 0, 10000)
+    for _, id in ipairs(ids) do
+      redis.call('ZREM', k, id)
+      for _, d in ipairs(redis.call('SMEMBERS', ARGV[1]..'ud:'..id)) do redis.call('DEL', ARGV[1]..'used:'..d) end
+      redis.call('DEL', ARGV[1]..'ud:'..id)
+    end
+    return ids
+    """)
+
+    /// Releases a lock only if it still holds our token. KEYS[1] lock; ARGV[1] token.
+    static let unlockScript = RedisScript("""
+    if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+    return 0
+    """)
+}
