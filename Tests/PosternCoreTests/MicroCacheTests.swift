@@ -298,6 +298,7 @@ func waitUntil(_ what: String, _ condition: () -> Bool) async {
         let one = CacheKey(resource: "books", path: "/items/posts", query: [("a", "b&c=d")], audience: "u:1")
         let two = CacheKey(resource: "books", path: "/items/posts", query: [("a", "b"), ("c", "d")], audience: "u:1")
         #expect(one != two)
+        #expect(one.upstream == "/items/posts&1:a5:b&c=d" && two.upstream == "/items/posts&1:a1:b&1:c1:d")
         #expect(one == CacheKey(resource: "books", path: "/items/posts", query: [("a", "b&c=d")], audience: "u:1"))
     }
 
