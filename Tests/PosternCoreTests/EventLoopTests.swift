@@ -22,6 +22,28 @@ import Testing
         }
     }
 
+    @Test func upstreamClientKeepsOnlyTheHeadersItIsAskedFor() async throws {
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let big = String(repeating: "b", count: 9000)  // more than one chain of the input buffer
+        let upstream = HTTPServer(group: group) { _ in
+            HTTPResponse(status: 503, headers: ["retry-after": "7", "X-Other": "dropped", "Connection": "close"], body: Data(big.utf8))
+        }
+        try upstream.start(host: "127.0.0.1", port: 0)
+        defer { upstream.shutdown(grace: 1) }
+        let loop = group.loops[0]
+        let client = UpstreamHTTPClient(loop: loop, endpoint: UpstreamEndpoint(url: "http://127.0.0.1:\(upstream.port)")!,
+                                        maxConnections: 1, keptHeaders: UpstreamHTTPClient.gatewayHeaders)
+        for _ in 0..<2 {  // the second call goes on a fresh connection: the first one was marked closed
+            let r = try await Task(executorPreference: loop) {
+                try await client.send(UpstreamRequest(method: .get, target: "/x"), timeout: 5)
+            }.value
+            #expect(r.status == 503)
+            #expect(r.headers.fields.map(\.name) == ["retry-after"] && r.headers["Retry-After"] == "7")
+            #expect(String(decoding: r.body, as: UTF8.self) == big)
+        }
+    }
+
     @Test func upstreamClientTalksToServerAndReusesConnections() async throws {
         let group = EventLoopGroup(count: 1)
         defer { group.shutdown() }

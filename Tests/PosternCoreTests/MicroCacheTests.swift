@@ -146,6 +146,31 @@ func waitUntil(_ what: String, _ condition: () -> Bool) async {
         #expect(try await Self.ask(cache, Self.key("k0"), "new", calls: calls).1 == .miss)
     }
 
+    @Test func aLargeCacheIsShardedAndStillBoundedAsAWhole() async throws {
+        #expect(MicroCache.shardCount(maxEntries: 50) == 1, "a small cache is one exact LRU")
+        #expect(MicroCache.shardCount(maxEntries: 10_000) == 16)
+        let cache = MicroCache(maxEntries: 1024, now: CacheManualClock().clock)
+        let calls = CallCounter()
+        for i in 0..<5000 { _ = try await Self.ask(cache, Self.key("k\(i)"), "\(i)", calls: calls) }
+        #expect(cache.snapshot.entries == 1024 && cache.snapshot.evictions == 5000 - 1024)
+        #expect(try await Self.ask(cache, Self.key("k4999"), "new", calls: calls) == ("4999", .hit))
+        #expect(try await Self.ask(cache, Self.key("k0"), "new", calls: calls).1 == .miss)
+        // A write drops the answers of every shard.
+        cache.invalidate(collection: "posts")
+        let misses = cache.snapshot.misses
+        for i in 4990..<5000 { #expect(try await Self.ask(cache, Self.key("k\(i)"), "after", calls: calls) == ("after", .miss)) }
+        #expect(cache.snapshot.misses == misses + 10)
+    }
+
+    @Test func hitsCarryTheirXCacheHeader() async throws {
+        let cache = MicroCache(maxEntries: 10, now: CacheManualClock().clock)
+        let (first, _) = try await cache.answer(Self.key("a"), collection: "posts", ttl: Self.ttl) { () throws(GatewayError) in Self.ok("x") }
+        let (second, outcome) = try await cache.answer(Self.key("a"), collection: "posts", ttl: Self.ttl) { () throws(GatewayError) in Self.ok("y") }
+        #expect(first.headers.values("X-Cache") == ["MISS"])
+        #expect(outcome == .hit && second.headers.values("X-Cache") == ["HIT"])
+        #expect(second.headers["Content-Type"] == "application/json; charset=utf-8")
+    }
+
     @Test func invalidationDropsOnlyItsCollection() async throws {
         let cache = MicroCache(maxEntries: 10, now: CacheManualClock().clock)
         let calls = CallCounter()
@@ -273,6 +298,7 @@ func waitUntil(_ what: String, _ condition: () -> Bool) async {
         let one = CacheKey(resource: "books", path: "/items/posts", query: [("a", "b&c=d")], audience: "u:1")
         let two = CacheKey(resource: "books", path: "/items/posts", query: [("a", "b"), ("c", "d")], audience: "u:1")
         #expect(one != two)
+        #expect(one.upstream == "/items/posts&1:a5:b&c=d" && two.upstream == "/items/posts&1:a1:b&1:c1:d")
         #expect(one == CacheKey(resource: "books", path: "/items/posts", query: [("a", "b&c=d")], audience: "u:1"))
     }
 

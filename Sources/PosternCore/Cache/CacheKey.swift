@@ -18,9 +18,20 @@ public struct CacheKey: Hashable, Sendable {
     /// The key of an upstream call: `path` and its query items, each length-prefixed so that no two
     /// different queries join to the same text.
     public init(resource: String, path: String, query: [(String, String)], audience: String) {
-        var text = path
+        // Sized once and appended piece by piece: no interpolated temporary per query item.
+        var length = path.utf8.count
+        for (name, value) in query { length += name.utf8.count + value.utf8.count + 24 }
+        var text = ""
+        text.reserveCapacity(length)
+        text += path
         for (name, value) in query {
-            text += "&\(name.utf8.count):\(name)\(value.utf8.count):\(value)"
+            text += "&"
+            text += String(name.utf8.count)
+            text += ":"
+            text += name
+            text += String(value.utf8.count)
+            text += ":"
+            text += value
         }
         self.init(resource: resource, upstream: text, audience: audience)
     }

@@ -9,6 +9,8 @@ struct ResourceCache: Sendable {
     let resource: String
     /// The Directus collection behind the resource.
     let collection: String
+    /// The collection's write counter in `cache` (looked up once, read without a lock on every request).
+    let generation: MicroCache.Generation?
     /// How long an answer is served.
     let ttl: Duration
     /// Who shares an answer.
@@ -21,6 +23,7 @@ struct ResourceCache: Sendable {
         self.cache = resource.cache.ttlMs > 0 ? cache : nil
         self.resource = resource.name
         self.collection = resource.collection
+        generation = resource.cache.ttlMs > 0 ? cache.generation(for: resource.collection) : nil
         ttl = .milliseconds(resource.cache.ttlMs)
         scope = resource.cache.scope
         self.invalidations = invalidations
@@ -31,12 +34,10 @@ struct ResourceCache: Sendable {
     /// caller whatever the scope (a list narrowed to the caller's own items).
     func respond(path: String, query: [(String, String)], session: Session?, perUser: Bool,
                  _ produce: () async throws(GatewayError) -> HTTPResponse) async throws(GatewayError) -> HTTPResponse {
-        guard let cache else { return try await produce() }
+        guard let cache, let generation else { return try await produce() }
         let key = CacheKey(resource: resource, path: path, query: query,
                            audience: CacheKey.audience(session: session, scope: scope, perUser: perUser))
-        var (response, outcome) = try await cache.answer(key, collection: collection, ttl: ttl, produce: produce)
-        response.headers.set("X-Cache", outcome.header)
-        return response
+        return try await cache.answer(key, generation: generation, ttl: ttl, produce: produce).0
     }
 
     /// Announces a write to the collection (whether or not this resource is cached: another one over the

@@ -5,14 +5,15 @@ public final class LoopTransport: UpstreamTransport, @unchecked Sendable {
     private let clients: [ObjectIdentifier: UpstreamHTTPClient]
     private let fallback: (EventLoop, UpstreamHTTPClient)
 
-    /// One pool per loop of `group`, each with at most `maxConnections` connections and `maxWaiting` calls
+    /// One pool per loop of `group` (its responses carry only the headers the gateway reads), each with at most `maxConnections` connections and `maxWaiting` calls
     /// waiting for one; connections idle longer than `keepaliveIdle` seconds are not reused.
     public init(group: EventLoopGroup, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil,
                 maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0) {
         var clients: [ObjectIdentifier: UpstreamHTTPClient] = [:]
         for loop in group.loops {
             clients[ObjectIdentifier(loop)] = UpstreamHTTPClient(loop: loop, endpoint: endpoint, maxConnections: maxConnections,
-                                                                 tls: tls, maxWaiting: maxWaiting, keepaliveIdle: keepaliveIdle)
+                                                                 tls: tls, maxWaiting: maxWaiting, keepaliveIdle: keepaliveIdle,
+                                                                 keptHeaders: UpstreamHTTPClient.gatewayHeaders)
         }
         self.clients = clients
         let first = group.loops[0]

@@ -22,10 +22,18 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     private let tlsContext: TLSClientContext?
     /// The `Host` header, built once.
     private let hostHeader: String
+    /// The answer headers copied into a response (nil: all of them).
+    private let keptHeaders: [StaticString]?
 
-    /// Creates a client for `endpoint` on `loop`.
+    /// The answer headers the gateway reads (`Retry-After`, for the 429/503 translation; `Connection` is
+    /// looked at in place): the others are never turned into `String`s.
+    public static let gatewayHeaders: [StaticString] = ["Retry-After"]
+
+    /// Creates a client for `endpoint` on `loop`; its responses carry the answer headers named in `keptHeaders`
+    /// (every one when nil).
     public init(loop: EventLoop, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil,
-                maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0) {
+                maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0, keptHeaders: [StaticString]? = nil) {
+        self.keptHeaders = keptHeaders
         self.loop = loop
         self.endpoint = endpoint
         self.maxConnections = max(1, maxConnections)
@@ -72,7 +80,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
             return .failure(.timeout)
         }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>) in
-            let call = UpstreamCall(connection: connection, continuation: continuation)
+            let call = UpstreamCall(connection: connection, keptHeaders: keptHeaders, continuation: continuation)
             call.start(request, endpoint: endpoint, hostHeader: hostHeader, loop: loop, timeout: timeout)
         }
         checkin(connection, healthy: (try? result.get()) != nil && !connection.closedByPeer)
@@ -235,12 +243,15 @@ final class UpstreamConnection: @unchecked Sendable {
 /// One request in flight: owns the continuation, resumed exactly once by the response or the timer.
 private final class UpstreamCall {
     private let connection: UpstreamConnection
+    private let keptHeaders: [StaticString]?
     private var continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>?
     private var timer: EventLoop.Timer?
     private var errorKind: evhttp_request_error?
 
-    init(connection: UpstreamConnection, continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>) {
+    init(connection: UpstreamConnection, keptHeaders: [StaticString]?,
+         continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>) {
         self.connection = connection
+        self.keptHeaders = keptHeaders
         self.continuation = continuation
     }
 
@@ -314,10 +325,10 @@ private final class UpstreamCall {
             finish(.failure(failureWithoutResponse()))
             return
         }
-        let headers = EvhttpInput.headers(req)
+        let headers = keptHeaders.map { EvhttpInput.headers(req, only: $0) } ?? EvhttpInput.headers(req)
         let body = EvhttpInput.body(req)
         connection.completed += 1
-        if headers["Connection"]?.lowercased() == "close" { connection.closedByPeer = true }
+        if EvhttpInput.header(req, "Connection", is: "close") { connection.closedByPeer = true }
         finish(.success(UpstreamResponse(status: status, headers: headers, body: body)))
     }
 

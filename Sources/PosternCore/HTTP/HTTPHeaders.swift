@@ -52,9 +52,16 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         fields.append((name, value))
     }
 
-    /// Removes every field called `name`.
+    /// Removes every field called `name` (a list without one is left untouched: no copy of a shared list).
     public mutating func remove(_ name: String) {
+        guard fields.contains(where: { HTTPHeaders.sameName($0.name, name) }) else { return }
         fields.removeAll { HTTPHeaders.sameName($0.name, name) }
+    }
+
+    /// Makes room for `more` fields beyond the current ones, so that adding them allocates at most once
+    /// (here, and only when the list is shared or too small).
+    public mutating func reserve(_ more: Int) {
+        fields.reserveCapacity(fields.count + more)
     }
 
     /// Iterates the fields in order.

@@ -46,6 +46,7 @@ struct ResponseHeadersMiddleware: Middleware {
 
     /// Sets the headers every answer carries (also used for answers refused before routing).
     static func decorate(_ response: inout HTTPResponse, path: String, requestID: String) {
+        response.headers.reserve(3)  // one copy at most (a cached answer's list is shared with the cache)
         response.headers.set("X-Request-Id", requestID)
         response.headers.set("X-Content-Type-Options", "nosniff")
         if path.hasPrefix("/api/") { response.headers.set("Cache-Control", "no-store") }

@@ -65,7 +65,7 @@ struct Router: Sendable {
 
     /// The route for a raw (percent-encoded) path; one trailing slash is ignored.
     func match(path: String) -> RouteMatch? {
-        var raw = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        var raw = Router.segments(of: path).dropFirst()
         if raw.last == "" { raw = raw.dropLast() }
         for route in routes where route.segments.count == raw.count {
             var id: String?
@@ -84,6 +84,29 @@ struct Router: Sendable {
             if matched { return RouteMatch(route: route, id: id) }
         }
         return nil
+    }
+}
+
+extension Router {
+    /// `path` split at every `/` (empty pieces kept, as `split(separator:omittingEmptySubsequences: false)`),
+    /// into an array sized once instead of grown piece by piece.
+    static func segments(of path: String) -> [Substring] {
+        let slash = UInt8(ascii: "/")
+        var slashes = 0
+        for byte in path.utf8 where byte == slash { slashes += 1 }
+        var pieces: [Substring] = []
+        pieces.reserveCapacity(slashes + 1)
+        var start = path.startIndex
+        var index = path.utf8.startIndex
+        while index != path.utf8.endIndex {
+            if path.utf8[index] == slash {
+                pieces.append(path[start..<index])
+                start = path.utf8.index(after: index)
+            }
+            index = path.utf8.index(after: index)
+        }
+        pieces.append(path[start...])
+        return pieces
     }
 }
 
