@@ -214,6 +214,37 @@ fileprivate func makeSession(created: Date = t0, lastUsed: Date? = nil, maxAge: 
         }
         #expect(try await store.count() == 64)
     }
+
+    @Test(arguments: SessionStoreTestKind.allCases)
+    func sessionsOfOneUserKeepTheirOwnEmailAndRole(_ kind: SessionStoreTestKind) async throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try kind.make(in: dir)
+        var first = makeSession(role: "role-a").0
+        var second = makeSession(role: "role-b").0
+        first.userID = "user-shared"
+        second.userID = "user-shared"
+        second.email = "other@y.com"
+        try await store.insert(first)
+        try await store.insert(second)
+        #expect(try await store.session(sessionID: first.id) == first)
+        #expect(try await store.session(sessionID: second.id) == second)
+
+        var moved = second
+        moved.userID = "user-moved"
+        moved.email = "moved@y.com"
+        moved.role = "role-a"
+        try await store.update(moved)
+        #expect(try await store.session(sessionID: second.id) == moved)
+        #expect(try await store.recency(userID: "user-shared").map(\.id) == [first.id])
+        #expect(try await store.recency(userID: "user-moved").map(\.id) == [second.id])
+        let renamed = try await store.updateDirectusTokens(sessionID: first.id, accessToken: "A2",
+                                                           accessExpiresAt: t0.addingTimeInterval(1800),
+                                                           refreshToken: "R2", role: "role-c")
+        #expect(renamed?.role == "role-c")
+        #expect(try await store.session(sessionID: first.id)?.role == "role-c")
+        #expect(try await store.session(sessionID: second.id)?.role == "role-a")
+    }
 }
 
 @Suite struct SQLiteSessionStoreTests {

@@ -4,14 +4,33 @@ import Foundation
 ///
 /// Indexed like the SQLite store: by id, token digest, refresh digest, used refresh digest (both ways),
 /// user, and the two expiry times, so that no call scans every session.
+///
+/// Memory (sessions are many): each session lives once, in a heap box that `byID` points to (a dictionary
+/// of 8-byte references grows without copying whole sessions), and the strings many sessions repeat (the
+/// user id and email of one user, role ids) are stored once and shared.
 public final class MemorySessionStore: SessionStore, @unchecked Sendable {
+    /// One stored session (a reference: `byID`'s buckets stay small).
+    private final class Box {
+        var session: Session
+        init(_ session: Session) { self.session = session }
+    }
+
+    /// The sessions of one user, and the one copy of the user id's and email's bytes they share.
+    private struct UserSessions {
+        var ids: Set<String> = []
+        var email: String
+    }
+
+    private static let maxInternedRoles = 1024
     private let lock = NSLock()
-    private var byID: [String: Session] = [:]
+    private var byID: [String: Box] = [:]
     private var idByToken: [String: String] = [:]
     private var idByRefresh: [String: String] = [:]
     private var usedRefresh: [String: String] = [:]        // used refresh digest → session id
     private var usedByID: [String: [String]] = [:]         // session id → its used refresh digests
-    private var idsByUser: [String: Set<String>] = [:]
+    private var idsByUser: [String: UserSessions] = [:]
+    /// Role ids are shared by many sessions: one copy of each.
+    private var roles: [String: String] = [:]
     private var byLastUsed = ExpiryIndex()
     private var byExpiresAt = ExpiryIndex()
 
@@ -24,10 +43,11 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
             guard byID[session.id] == nil else { throw SessionStoreError.duplicate("session id") }
             guard idByToken[session.tokenDigest] == nil else { throw SessionStoreError.duplicate("token digest") }
             guard idByRefresh[session.refreshDigest] == nil else { throw SessionStoreError.duplicate("refresh digest") }
-            byID[session.id] = session
+            let session = sharingStrings(session)
+            byID[session.id] = Box(session)
             idByToken[session.tokenDigest] = session.id
             idByRefresh[session.refreshDigest] = session.id
-            idsByUser[session.userID, default: []].insert(session.id)
+            idsByUser[session.userID, default: UserSessions(email: session.email)].ids.insert(session.id)
             byLastUsed.insert(session.id, at: session.lastUsedAt)
             byExpiresAt.insert(session.id, at: session.expiresAt)
         }
@@ -35,17 +55,17 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
 
     /// The session with this access-token digest.
     public func session(tokenDigest: String) throws(SessionStoreError) -> Session? {
-        lock.withLock { idByToken[tokenDigest].flatMap { byID[$0] } }
+        lock.withLock { idByToken[tokenDigest].flatMap { byID[$0]?.session } }
     }
 
     /// The session with this refresh-token digest.
     public func session(refreshDigest: String) throws(SessionStoreError) -> Session? {
-        lock.withLock { idByRefresh[refreshDigest].flatMap { byID[$0] } }
+        lock.withLock { idByRefresh[refreshDigest].flatMap { byID[$0]?.session } }
     }
 
     /// The session with this id.
     public func session(sessionID: String) throws(SessionStoreError) -> Session? {
-        lock.withLock { byID[sessionID] }
+        lock.withLock { byID[sessionID]?.session }
     }
 
     /// The session id that used this refresh digest before rotating it away.
@@ -56,7 +76,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     /// Replaces the stored session with the same id (no-op if it is gone).
     public func update(_ session: Session) throws(SessionStoreError) {
         try locked {
-            guard let old = byID[session.id] else { return }
+            guard let old = byID[session.id]?.session else { return }
             try replaceLocked(old, with: session)
         }
     }
@@ -65,7 +85,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     public func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
                        lastUsed: Date) throws(SessionStoreError) -> Session? {
         try locked {
-            guard let old = byID[sessionID], old.refreshDigest == refreshDigest else { return nil }
+            guard let old = byID[sessionID]?.session, old.refreshDigest == refreshDigest else { return nil }
             var new = old
             new.tokenDigest = newTokenDigest
             new.refreshDigest = newRefreshDigest
@@ -79,21 +99,20 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     public func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
                                      role: String?) throws(SessionStoreError) -> Session? {
         lock.withLock {
-            guard var session = byID[sessionID] else { return nil }
-            session.directusAccessToken = accessToken
-            session.directusAccessExpiresAt = accessExpiresAt
-            session.directusRefreshToken = refreshToken
-            if let role { session.role = role }
-            byID[sessionID] = session
-            return session
+            guard let box = byID[sessionID] else { return nil }
+            box.session.directusAccessToken = accessToken
+            box.session.directusAccessExpiresAt = accessExpiresAt
+            box.session.directusRefreshToken = refreshToken
+            if let role { box.session.role = sharedRole(role) }
+            return box.session
         }
     }
 
     /// Id, creation and last use of each session of `userID`.
     public func recency(userID: String) throws(SessionStoreError) -> [SessionRecency] {
         lock.withLock {
-            (idsByUser[userID] ?? []).compactMap { id in
-                byID[id].map { SessionRecency(id: $0.id, createdAt: $0.createdAt, lastUsedAt: $0.lastUsedAt) }
+            (idsByUser[userID]?.ids ?? []).compactMap { id in
+                byID[id].map { SessionRecency(id: $0.session.id, createdAt: $0.session.createdAt, lastUsedAt: $0.session.lastUsedAt) }
             }
         }
     }
@@ -102,8 +121,9 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     public func touch(_ lastUsed: [String: Date]) throws(SessionStoreError) {
         lock.withLock {
             for (id, date) in lastUsed {
-                guard let old = byID[id]?.lastUsedAt else { continue }
-                byID[id]?.lastUsedAt = date
+                guard let box = byID[id] else { continue }
+                let old = box.session.lastUsedAt
+                box.session.lastUsedAt = date
                 byLastUsed.move(id, from: old, to: date)
             }
         }
@@ -121,10 +141,10 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
             var dead: [String] = []
             let idleCutoff = now.addingTimeInterval(-idleTTL)
             for id in byLastUsed.candidates(upTo: idleCutoff) {
-                if let s = byID[id], s.lastUsedAt <= idleCutoff { dead.append(id); removeLocked(id) }
+                if let s = byID[id]?.session, s.lastUsedAt <= idleCutoff { dead.append(id); removeLocked(id) }
             }
             for id in byExpiresAt.candidates(upTo: now) {
-                if let s = byID[id], s.expiresAt <= now { dead.append(id); removeLocked(id) }
+                if let s = byID[id]?.session, s.expiresAt <= now { dead.append(id); removeLocked(id) }
             }
             byLastUsed.advance(to: idleCutoff)
             byExpiresAt.advance(to: now)
@@ -146,7 +166,27 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
+    /// `session` with its user id, email and role pointing at the copies already stored, when equal.
+    private func sharingStrings(_ session: Session) -> Session {
+        var session = session
+        if let index = idsByUser.index(forKey: session.userID) {
+            session.userID = idsByUser.keys[index]
+            let email = idsByUser.values[index].email
+            if email == session.email { session.email = email }
+        }
+        if let role = session.role { session.role = sharedRole(role) }
+        return session
+    }
+
+    /// The stored copy of `role`, if there is one (at most `maxInternedRoles` are kept).
+    private func sharedRole(_ role: String) -> String {
+        if let shared = roles[role] { return shared }
+        if roles.count < MemorySessionStore.maxInternedRoles { roles[role] = role }
+        return role
+    }
+
     private func replaceLocked(_ old: Session, with session: Session) throws {
+        let session = sharingStrings(session)
         if old.tokenDigest != session.tokenDigest, let other = idByToken[session.tokenDigest], other != session.id {
             throw SessionStoreError.duplicate("token digest")
         }
@@ -160,23 +200,23 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
             usedByID[session.id, default: []].append(old.refreshDigest)
         }
         if old.userID != session.userID {
-            idsByUser[old.userID]?.remove(session.id)
-            if idsByUser[old.userID]?.isEmpty == true { idsByUser[old.userID] = nil }
-            idsByUser[session.userID, default: []].insert(session.id)
+            idsByUser[old.userID]?.ids.remove(session.id)
+            if idsByUser[old.userID]?.ids.isEmpty == true { idsByUser[old.userID] = nil }
+            idsByUser[session.userID, default: UserSessions(email: session.email)].ids.insert(session.id)
         }
         byLastUsed.move(session.id, from: old.lastUsedAt, to: session.lastUsedAt)
         byExpiresAt.move(session.id, from: old.expiresAt, to: session.expiresAt)
-        byID[session.id] = session
+        byID[session.id] = Box(session)
         idByToken[session.tokenDigest] = session.id
         idByRefresh[session.refreshDigest] = session.id
     }
 
     private func removeLocked(_ id: String) {
-        if let old = byID.removeValue(forKey: id) {
+        if let old = byID.removeValue(forKey: id)?.session {
             idByToken[old.tokenDigest] = nil
             idByRefresh[old.refreshDigest] = nil
-            idsByUser[old.userID]?.remove(id)
-            if idsByUser[old.userID]?.isEmpty == true { idsByUser[old.userID] = nil }
+            idsByUser[old.userID]?.ids.remove(id)
+            if idsByUser[old.userID]?.ids.isEmpty == true { idsByUser[old.userID] = nil }
             byLastUsed.remove(id, at: old.lastUsedAt)
             byExpiresAt.remove(id, at: old.expiresAt)
         }

@@ -18,10 +18,15 @@ import Foundation
 /// if it has not moved: a write whose store part the read may have missed has either bumped it already
 /// (the fill is refused) or will remove the filled entry when it gets to the cache.
 final class SessionCache: @unchecked Sendable {
-    /// One cached session and when it was last used (for the per-user cap's least-recently-used order).
-    struct Entry {
+    /// One cached session and when it was last used (for the per-user cap's least-recently-used order); a
+    /// reference, so that a shard's dictionary buckets stay small (a shard's table is up to twice its entries).
+    final class Entry {
         var session: Session
         var lastUse: Date
+        init(session: Session, lastUse: Date) {
+            self.session = session
+            self.lastUse = lastUse
+        }
     }
 
     private final class Shard: @unchecked Sendable {
@@ -179,7 +184,6 @@ final class SessionCache: @unchecked Sendable {
     // MARK: Helpers (index lock held)
 
     private func insertLocked(_ key: TokenKey, _ entry: Entry) {
-        var entry = entry
         let id = entry.session.id
         if let role = entry.session.role {
             if let shared = roles[role] {
