@@ -5,8 +5,8 @@ import Foundation
 /// Indexed like the SQLite store: by id, token digest, refresh digest, used refresh digest (both ways),
 /// user, and the two expiry times, so that no call scans every session.
 ///
-/// Memory (sessions are many): each session lives once, in a heap box that `byID` points to (a dictionary
-/// of 8-byte references grows without copying whole sessions), and the strings many sessions repeat (the
+/// Memory (sessions are many): each session lives once, in a heap box that `byID` and the two digest
+/// indexes point to (dictionaries of 8-byte references grow without copying whole sessions), and the strings many sessions repeat (the
 /// user id and email of one user, role ids) are stored once and shared.
 public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     /// One stored session (a reference: `byID`'s buckets stay small).
@@ -24,8 +24,8 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     private static let maxInternedRoles = 1024
     private let lock = NSLock()
     private var byID: [String: Box] = [:]
-    private var idByToken: [String: String] = [:]
-    private var idByRefresh: [String: String] = [:]
+    private var byToken: [String: Box] = [:]             // token digest → the session's box in `byID`
+    private var byRefresh: [String: Box] = [:]           // refresh digest → the session's box in `byID`
     private var usedRefresh: [String: String] = [:]        // used refresh digest → session id
     private var usedByID: [String: [String]] = [:]         // session id → its used refresh digests
     private var idsByUser: [String: UserSessions] = [:]
@@ -41,12 +41,13 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     public func insert(_ session: Session) throws(SessionStoreError) {
         try locked {
             guard byID[session.id] == nil else { throw SessionStoreError.duplicate("session id") }
-            guard idByToken[session.tokenDigest] == nil else { throw SessionStoreError.duplicate("token digest") }
-            guard idByRefresh[session.refreshDigest] == nil else { throw SessionStoreError.duplicate("refresh digest") }
+            guard byToken[session.tokenDigest] == nil else { throw SessionStoreError.duplicate("token digest") }
+            guard byRefresh[session.refreshDigest] == nil else { throw SessionStoreError.duplicate("refresh digest") }
             let session = sharingStrings(session)
-            byID[session.id] = Box(session)
-            idByToken[session.tokenDigest] = session.id
-            idByRefresh[session.refreshDigest] = session.id
+            let box = Box(session)
+            byID[session.id] = box
+            byToken[session.tokenDigest] = box
+            byRefresh[session.refreshDigest] = box
             idsByUser[session.userID, default: UserSessions(email: session.email)].ids.insert(session.id)
             byLastUsed.insert(session.id, at: session.lastUsedAt)
             byExpiresAt.insert(session.id, at: session.expiresAt)
@@ -55,12 +56,12 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
 
     /// The session with this access-token digest.
     public func session(tokenDigest: String) throws(SessionStoreError) -> Session? {
-        lock.withLock { idByToken[tokenDigest].flatMap { byID[$0]?.session } }
+        lock.withLock { byToken[tokenDigest]?.session }
     }
 
     /// The session with this refresh-token digest.
     public func session(refreshDigest: String) throws(SessionStoreError) -> Session? {
-        lock.withLock { idByRefresh[refreshDigest].flatMap { byID[$0]?.session } }
+        lock.withLock { byRefresh[refreshDigest]?.session }
     }
 
     /// The session with this id.
@@ -187,14 +188,14 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
 
     private func replaceLocked(_ old: Session, with session: Session) throws {
         let session = sharingStrings(session)
-        if old.tokenDigest != session.tokenDigest, let other = idByToken[session.tokenDigest], other != session.id {
+        if old.tokenDigest != session.tokenDigest, let other = byToken[session.tokenDigest], other.session.id != session.id {
             throw SessionStoreError.duplicate("token digest")
         }
-        if old.refreshDigest != session.refreshDigest, let other = idByRefresh[session.refreshDigest], other != session.id {
+        if old.refreshDigest != session.refreshDigest, let other = byRefresh[session.refreshDigest], other.session.id != session.id {
             throw SessionStoreError.duplicate("refresh digest")
         }
-        idByToken[old.tokenDigest] = nil
-        idByRefresh[old.refreshDigest] = nil
+        byToken[old.tokenDigest] = nil
+        byRefresh[old.refreshDigest] = nil
         if old.refreshDigest != session.refreshDigest {
             usedRefresh[old.refreshDigest] = session.id
             usedByID[session.id, default: []].append(old.refreshDigest)
@@ -206,15 +207,17 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
         }
         byLastUsed.move(session.id, from: old.lastUsedAt, to: session.lastUsedAt)
         byExpiresAt.move(session.id, from: old.expiresAt, to: session.expiresAt)
-        byID[session.id] = Box(session)
-        idByToken[session.tokenDigest] = session.id
-        idByRefresh[session.refreshDigest] = session.id
+        let box = byID[session.id] ?? Box(session)
+        box.session = session
+        byID[session.id] = box
+        byToken[session.tokenDigest] = box
+        byRefresh[session.refreshDigest] = box
     }
 
     private func removeLocked(_ id: String) {
         if let old = byID.removeValue(forKey: id)?.session {
-            idByToken[old.tokenDigest] = nil
-            idByRefresh[old.refreshDigest] = nil
+            byToken[old.tokenDigest] = nil
+            byRefresh[old.refreshDigest] = nil
             idsByUser[old.userID]?.ids.remove(id)
             if idsByUser[old.userID]?.ids.isEmpty == true { idsByUser[old.userID] = nil }
             byLastUsed.remove(id, at: old.lastUsedAt)
