@@ -48,7 +48,9 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     /// is retried once on a fresh one, within the same time.
     public func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
         let deadline = Self.now() &+ UInt64(max(0, timeout) * 1_000_000_000)
-        let connection = try await checkout(deadline: deadline)
+        // A GET that meets a closed connection is retried; any other method first checks that the peer has not
+        // already closed the idle connection it would reuse (its FIN may be queued before libevent saw it).
+        let connection = try await checkout(deadline: deadline, probeIdle: request.method != .get)
         let reused = connection.completed > 0
         let outcome = await perform(request, on: connection, deadline: deadline)
         switch outcome {
@@ -89,9 +91,15 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
 
     // MARK: Pool
 
-    private func checkout(fresh: Bool = false, deadline: UInt64) async throws(UpstreamFailure) -> UpstreamConnection {
+    private func checkout(fresh: Bool = false, deadline: UInt64, probeIdle: Bool = false) async throws(UpstreamFailure)
+        -> UpstreamConnection {
         closeStaleIdleConnections()
-        if !fresh, let connection = idle.popLast() { return connection }
+        while !fresh, let connection = idle.popLast() {
+            guard probeIdle, connection.peerHasClosed() else { return connection }
+            // Closed by the peer while idle: drop it (outside any libevent callback) and try the next one.
+            open -= 1
+            loop.execute { [connection] in connection.free() }
+        }
         if open < maxConnections || fresh {
             open += 1
             return UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext)
@@ -217,6 +225,18 @@ final class UpstreamConnection: @unchecked Sendable {
             connection.closedByPeer = true
             connection.wasConnected = true
         }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// True when the peer has closed this idle connection (end of stream already queued on the socket), seen
+    /// with a non-blocking peek before libevent's own read callback ran (loop thread).
+    func peerHasClosed() -> Bool {
+        if closedByPeer { return true }
+        guard let evcon, let bev = evhttp_connection_get_bufferevent(evcon) else { return false }
+        let fd = bufferevent_getfd(bev)
+        guard fd >= 0 else { return false }
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
     }
 
     /// Frees the connection now (call on the loop thread).
