@@ -82,7 +82,7 @@ bench-sessions: deps
 ## Foundation Codable in one run; fails above BENCH_JSON_MAX_US (default 10) for the transcoder
 bench-json: deps
 	$(SWIFT) build -c release --product postern-bench-json
-	.build/release/postern-bench-json bench/posts-20.json $(CONFIG) books
+	.build/release/postern-bench-json --max-us $(or $(BENCH_JSON_MAX_US),10) bench/posts-20.json $(CONFIG) books
 
 ## soak-redis: two `postern serve` (release) on one redis-server and the Directus stand-in, SOAK_SECONDS
 ## (default 60) of logins, lists, refreshes and logouts from SOAK_CLIENTS (default 6) clients; prints the

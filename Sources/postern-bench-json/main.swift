@@ -3,18 +3,35 @@
 // the reference `JSONValueRenderer` (parse into a `JSONValue` tree, write it back out), and Foundation's
 // `JSONDecoder` + `JSONEncoder` over Codable structs doing the same mapping.
 //
-// Usage: postern-bench-json [answer.json] [config.json] [resource]
-//        (defaults: bench/posts-20.json, config/postern.json, books)
+// Usage: postern-bench-json [--max-us N] [--only-transcoder] [answer.json] [config.json] [resource]
+//        (defaults: 10 µs, all three, bench/posts-20.json, config/postern.json, books)
 // Prints µs per translation (the median of several batches) and exits 1 when the transcoder is above
-// BENCH_JSON_MAX_US (default 10) µs, or when the three outputs do not decode to the same values.
+// the limit, or when the three outputs do not decode to the same values. Options come from the command
+// line only (the Makefile passes `BENCH_JSON_MAX_US`): only the config module reads the environment.
 import Foundation
 import PosternCore
 
-let arguments = CommandLine.arguments
-let answerPath = arguments.count > 1 ? arguments[1] : "bench/posts-20.json"
-let configPath = arguments.count > 2 ? arguments[2] : "config/postern.json"
-let resourceName = arguments.count > 3 ? arguments[3] : "books"
-let limitMicroseconds = ProcessInfo.processInfo.environment["BENCH_JSON_MAX_US"].flatMap(Double.init) ?? 10
+var limitMicroseconds = 10.0
+var only = false
+var positional: [String] = []
+var argumentIterator = CommandLine.arguments.dropFirst().makeIterator()
+while let argument = argumentIterator.next() {
+    switch argument {
+    case "--max-us":
+        guard let value = argumentIterator.next().flatMap(Double.init) else {
+            FileHandle.standardError.write(Data("bench-json: --max-us needs a number\n".utf8))
+            exit(2)
+        }
+        limitMicroseconds = value
+    case "--only-transcoder":
+        only = true
+    default:
+        positional.append(argument)
+    }
+}
+let answerPath = positional.count > 0 ? positional[0] : "bench/posts-20.json"
+let configPath = positional.count > 1 ? positional[1] : "config/postern.json"
+let resourceName = positional.count > 2 ? positional[2] : "books"
 
 /// Prints to stderr and exits 2 (a setup problem, not a slow result).
 func die(_ message: String) -> Never {
@@ -154,7 +171,6 @@ for (i, (name, _)) in outputs.enumerated() where decoded[i] == nil || decoded[i]
 
 print("bench-json: \(answerPath) (\(answer.count) bytes) → \(resourceName) (\(outputs[0].1.count) bytes), "
       + "median of 15 batches, µs of CPU per translation")
-let only = ProcessInfo.processInfo.environment["BENCH_JSON_ONLY"] == "transcoder"
 let results: [(String, (median: Double, best: Double, wall: Double))] = only ? [
     ("JSONTranscoder", measure { (try? transcoder.renderList(directusBody: answer))?.count ?? 0 }),
 ] : [
