@@ -50,6 +50,9 @@ token=$(curl -sf -X POST "$base/api/v1/user/login" -H 'Content-Type: application
     -d '{"email":"x@y.com","password":"123456"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["user"]["token"])')
 
 # Logout is left out: it would end the session every other operation runs with.
+# One worker: with two, Schemathesis compiles code on two threads at once, which CPython 3.11 before 3.11.8
+# can crash on ("SystemError: AST constructor recursion depth mismatch", CPython gh-106905): an error of the
+# tool, not of the gateway, that failed a CI run.
 echo "check-openapi: schemathesis (max ${SCHEMATHESIS_MAX_EXAMPLES:-50} examples per operation)"
 "$venv/bin/schemathesis" --config-file scripts/schemathesis.toml run "$work/served.json" --url "$base" \
     -H "Authorization: Bearer $token" \
@@ -57,6 +60,6 @@ echo "check-openapi: schemathesis (max ${SCHEMATHESIS_MAX_EXAMPLES:-50} examples
     --exclude-operation-id logout \
     --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-50}" \
     --phases examples,coverage,fuzzing \
-    --seed 1 --workers 2 --no-color \
+    --seed 1 --workers 1 --no-color \
     --generation-database none \
     --report-dir "${SCHEMATHESIS_REPORT_DIR:-$work/report}" ${SCHEMATHESIS_REPORT:+--report "$SCHEMATHESIS_REPORT"}
