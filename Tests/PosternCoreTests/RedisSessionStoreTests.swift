@@ -127,22 +127,26 @@ import Testing
     @Test func theRefreshLockIsExclusiveAndExpires() async throws {
         let f = try Fixture()
         defer { f.close() }
-        let first = try await f.store.acquireRefreshLock(sessionID: "s1")
-        #expect(first != nil)
+        // Exclusivity is checked on a lock that lives 30 s, so a slow machine cannot let it expire between
+        // two calls; only the expiry step uses the fixture's 0.3 s lock.
+        let held = RedisSessionStore(clients: f.clients, idleTTL: 3600, maxTTL: 86_400, secretBox: nil, refreshLockTTL: 30)
+        #expect(try await held.acquireRefreshLock(sessionID: "s1") != nil)
+        #expect(try await held.acquireRefreshLock(sessionID: "s1") == nil)
         #expect(try await f.store.acquireRefreshLock(sessionID: "s1") == nil)
-        #expect(try await f.store.acquireRefreshLock(sessionID: "s2") != nil)
-        // A holder that never releases: the lock expires (0.3 s here) and another takes it over.
+        #expect(try await held.acquireRefreshLock(sessionID: "s2") != nil)
+        // A holder that never releases: its lock expires (0.3 s here) and another takes it over.
+        let first = try #require(try await f.store.acquireRefreshLock(sessionID: "s3"))
         var takenOver: String?
         for _ in 0..<400 where takenOver == nil {
-            takenOver = try await f.store.acquireRefreshLock(sessionID: "s1")
+            takenOver = try await held.acquireRefreshLock(sessionID: "s3")
             if takenOver == nil { try await Task.sleep(nanoseconds: 10_000_000) }
         }
         #expect(takenOver != nil)
         // The old holder's release does not free the new holder's lock.
-        await f.store.releaseRefreshLock(sessionID: "s1", token: try #require(first))
-        #expect(try await f.store.acquireRefreshLock(sessionID: "s1") == nil)
-        await f.store.releaseRefreshLock(sessionID: "s1", token: try #require(takenOver))
-        #expect(try await f.store.acquireRefreshLock(sessionID: "s1") != nil)
+        await f.store.releaseRefreshLock(sessionID: "s3", token: first)
+        #expect(try await held.acquireRefreshLock(sessionID: "s3") == nil)
+        await held.releaseRefreshLock(sessionID: "s3", token: try #require(takenOver))
+        #expect(try await held.acquireRefreshLock(sessionID: "s3") != nil)
     }
 
     @Test func aStoppedServerIsUnavailableNotMissing() async throws {
