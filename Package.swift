@@ -15,7 +15,9 @@ let package = Package(
         // No pkgConfig: hiredis.pc's Cflags carry -D_FILE_OFFSET_BITS=64, which SwiftPM drops with a warning on
         // every build; the shim includes <hiredis/...> from /usr/include and the module map links hiredis.
         .systemLibrary(name: "CHiredis", path: "Sources/CHiredis", providers: [.apt(["libhiredis-dev"])]),
-        .target(name: "PosternCore", dependencies: ["CEvent", "COpenSSL", "CSQLite", "CHiredis"]),
+        // Node's http-parser: no pkg-config file either; the module map links it.
+        .systemLibrary(name: "CHTTPParser", path: "Sources/CHTTPParser", providers: [.apt(["libhttp-parser-dev"])]),
+        .target(name: "PosternCore", dependencies: ["CEvent", "COpenSSL", "CSQLite", "CHiredis", "CHTTPParser"]),
         .target(name: "DirectusStandIn", dependencies: ["PosternCore", "COpenSSL"]),
         .executableTarget(name: "postern", dependencies: ["PosternCore", "DirectusStandIn"]),
         .executableTarget(name: "postern-bench-sessions", dependencies: ["PosternCore"]),
