@@ -73,10 +73,10 @@ struct ProcessTests {
         try #require(PosternProcess.waitUntilServing(port: port, seconds: 5), "not serving: \(p.stderr)")
         #expect(try RawHTTPClient(port: adminPort).request("GET", "/healthz").status == 200)
         // The access log goes to stdout as JSON lines.
-        let started = Date()
         p.send(SIGTERM)
-        #expect(p.waitForExit(seconds: 5) == 0, "\(p.stderr)")
-        #expect(Date().timeIntervalSince(started) < 5)
+        // With nothing in flight it does not wait out the shutdown grace (10 s by default); the margin below that
+        // is for a loaded machine, not a speed check.
+        #expect(p.waitForExit(seconds: 9) == 0, "\(p.stderr)")
         let logLines = p.stdout.split(separator: "\n")
         #expect(!logLines.isEmpty)
         #expect(logLines.allSatisfy { (try? JSONValue.parse(String($0))) != nil }, "\(p.stdout)")
