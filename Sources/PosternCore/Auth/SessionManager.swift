@@ -46,7 +46,8 @@ public final class SessionManager: @unchecked Sendable {
     /// Store reads a cache miss makes when concurrent writes keep refusing its fill (then it answers uncached).
     static let fillAttempts = 3
 
-    /// Sessions the in-process cache holds by default (about 75 MB); the others are read from the store.
+    /// Sessions the in-process cache holds by default (about 60 MB with typical Directus tokens; see
+    /// `SessionCache`); the others are read from the store.
     public static let defaultCacheCapacity = 50_000
 
     /// Creates a manager over `store`, caching at most `cacheCapacity` sessions in process; `revocations`
