@@ -36,6 +36,11 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
 
     /// Stores a new session; throws `duplicate` if its id or a digest is taken.
     public func insert(_ session: Session) throws(SessionStoreError) {
+        _ = try insertReturningStored(session)
+    }
+
+    /// Stores a new session and returns it with its user id, email and role sharing the stored copies.
+    public func insertReturningStored(_ session: Session) throws(SessionStoreError) -> Session {
         try locked {
             guard slot(id: session.id) == nil else { throw SessionStoreError.duplicate("session id") }
             guard slot(token: session.token) == nil else { throw SessionStoreError.duplicate("token digest") }
@@ -46,6 +51,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
             users[session.userID, default: UserSessions(email: session.email)].slots.insert(slot)
             byLastUsed.insert(slot, at: session.lastUsedAt)
             byExpiresAt.insert(slot, at: session.expiresAt)
+            return session
         }
     }
 

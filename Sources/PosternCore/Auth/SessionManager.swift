@@ -86,14 +86,16 @@ public final class SessionManager: @unchecked Sendable {
                               directusRefreshToken: tokens.refreshToken, createdAt: now, lastUsedAt: now,
                               expiresAt: now.addingTimeInterval(maxTTL))
         let seen = cache.currentGeneration
+        let stored: Session
         do {
-            try await store.insert(session)
+            stored = try await store.insertReturningStored(session)
         } catch {
             throw error.gatewayError
         }
-        cache.fill(key, session, ifUnchangedSince: seen, now: now)
+        // The stored copy: over the memory store, the cached one then shares its user id and email.
+        cache.fill(key, stored, ifUnchangedSince: seen, now: now)
         await enforceCap(userID: userID, keeping: session.id, context: context)
-        return IssuedTokens(accessToken: access, refreshToken: refresh, session: session)
+        return IssuedTokens(accessToken: access, refreshToken: refresh, session: stored)
     }
 
     /// Ends the least recently used sessions of `userID` beyond `maxPerUser`, never `keeping`. Costs
