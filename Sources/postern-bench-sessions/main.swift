@@ -6,8 +6,9 @@
 // file), then times, one operation at a time, `authenticate` on a cached token, `authenticate` on a token
 // the cache has not seen (the manager's cache emptied first, as after a restart), and logout (`revoke`: the store delete, the
 // cache removal and the Directus logout call over a transport that answers at once). Prints the median and
-// p99 in µs, the process's peak RSS (VmHWM), and whether the targets are met (docs/api.md, Limits and
-// defaults): each median under 50 µs, peak RSS under 150 MB. Exits 1 when one is missed.
+// p99 in µs, the RSS after opening (and what it grew by per session), the process's peak RSS (VmHWM), and
+// whether the targets are met (docs/api.md, Limits and defaults): each median under 50 µs, peak RSS under
+// 150 MB. Exits 1 when one is missed.
 import Foundation
 import PosternCore
 
@@ -116,7 +117,7 @@ enum SessionsBench {
         let manager = SessionManager(store: store, directus: directus, idleTTL: 604_800, maxTTL: 2_592_000, maxPerUser: 20)
 
         // 1. Open the sessions: 10 per user, as logins do.
-        let heapBefore = rssMB()
+        let rssBefore = rssMB()
         let started = nowNs()
         var tokens = TokenList()
         tokens.reserve(sessionCount, length: 48)
@@ -132,9 +133,9 @@ enum SessionsBench {
         }
         let openSeconds = Double(nowNs() - started) / 1e9
         let live = (try? await store.count()) ?? -1
-        let heapOpen = rssMB(), rssOpen = peakRSSMB()
-        let perSession = (heapOpen - heapBefore) * 1_048_576 / Double(max(1, sessionCount))
-        // The bench's own list of tokens is in that figure too: about (token bytes + String header) each.
+        let rssAfterOpen = rssMB(), peakAfterOpen = peakRSSMB()
+        let perSession = (rssAfterOpen - rssBefore) * 1_048_576 / Double(max(1, sessionCount))
+        // The bench's own list of tokens is in that figure too: its bytes and a 4-byte end offset each.
         let tokenBytes = Double(sessionCount > 0 ? tokens[0].utf8.count + 4 : 0)
 
         // 2. Authenticate, cache hit: a random live token, used once untimed (the cache holds at most
@@ -191,7 +192,7 @@ enum SessionsBench {
             return "  \(name.padding(toLength: 26, withPad: " ", startingAt: 0)) median \(String(format: "%7.2f", s.median)) µs   p99 \(String(format: "%8.2f", s.p99)) µs   (\(n) ops)  [\(verdict): < \(Int(targetUs)) µs]"
         }
         print("bench-sessions: \(storeKind) store, \(live) live sessions (\(sessionCount / 10) users × 10), opened in \(String(format: "%.1f", openSeconds)) s; in-process cache: \(SessionManager.defaultCacheCapacity) sessions at most")
-        print("  memory after opening: RSS \(String(format: "%.1f", heapOpen)) MB (+\(String(format: "%.0f", perSession)) B per session, of which ~\(String(format: "%.0f", tokenBytes)) B is the bench's token list), peak RSS so far \(String(format: "%.1f", rssOpen)) MB")
+        print("  memory after opening: RSS \(String(format: "%.1f", rssAfterOpen)) MB (+\(String(format: "%.0f", perSession)) B per session, of which ~\(String(format: "%.0f", tokenBytes)) B is the bench's token list), peak RSS so far \(String(format: "%.1f", peakAfterOpen)) MB")
         print(row("authenticate (cache hit)", hit, hitSamples.count))
         print(row("authenticate (cold)", cold, coldSamples.count))
         print(row("logout (revoke)", logout, logoutSamples.count))

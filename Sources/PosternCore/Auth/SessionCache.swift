@@ -12,8 +12,8 @@ import Foundation
 ///   in hash order, which is random), so memory does not grow with the number of live sessions; an evicted
 ///   session is read from the store again on its next use. An entry costs about 1.2 KB with a typical
 ///   Directus JWT (`make bench-sessions`, SQLite store): the Directus tokens are half of it, the `Session`
-///   value (digests as raw bytes) and the two indexes the rest. Over the memory store about 0.6 KB: the
-///   cached copy shares the stored one's token bytes.
+///   value (digests as raw bytes) and the two indexes the rest. Over the memory store about 0.5 KB: the
+///   cached copy shares the stored one's strings.
 ///
 /// Revocations cannot be undone by a concurrent read. Every write that makes a cached copy wrong
 /// (revocation, rotation, Directus refresh) first writes the store, then bumps `generation` and removes
