@@ -8,8 +8,9 @@ import Foundation
 /// Memory (sessions are many): the sessions sit in fixed-size pages of numbered slots (`SlotPages`), and the
 /// id and digest indexes hold 4-byte slot numbers (`SlotIndex`), not keys. A session holds its digests as 32
 /// raw bytes (`SessionDigest`); the strings many sessions repeat (the user id and email of one user, role ids)
-/// are stored once and shared, and a session read out shares its Directus tokens' bytes with the stored one
-/// (so the `SessionCache` in front of this store holds no second copy of them).
+/// are stored once and shared, and a session read out (or returned by `insertReturningStored`) shares its
+/// strings with the stored one, so the `SessionCache` in front of this store holds no second copy of them.
+/// About 0.85 KB a session with a typical Directus JWT, most of it the Directus tokens (`make bench-sessions`).
 public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     /// The sessions of one user, and the one copy of the email's bytes they share.
     private struct UserSessions {
