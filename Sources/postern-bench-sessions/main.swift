@@ -4,10 +4,11 @@
 //
 // Opens SESSIONS sessions (10 per user) through `SessionManager` over the chosen store (SQLite: a temporary
 // file), then times, one operation at a time, `authenticate` on a cached token, `authenticate` on a token
-// the cache has not seen (a fresh manager over the same store), and logout (`revoke`: the store delete, the
+// the cache has not seen (the manager's cache emptied first, as after a restart), and logout (`revoke`: the store delete, the
 // cache removal and the Directus logout call over a transport that answers at once). Prints the median and
-// p99 in µs, the process's peak RSS (VmHWM), and whether the targets are met (docs/api.md, Limits and
-// defaults): each median under 50 µs, peak RSS under 150 MB. Exits 1 when one is missed.
+// p99 in µs, the RSS after opening (and what it grew by per session), the process's peak RSS (VmHWM), and
+// whether the targets are met (docs/api.md, Limits and defaults): each median under 50 µs, peak RSS under
+// 150 MB. Exits 1 when one is missed.
 import Foundation
 import PosternCore
 
@@ -47,6 +48,42 @@ func peakRSSMB() -> Double {
     return kb / 1024
 }
 
+/// The process's current resident set (VmRSS), in MB.
+func rssMB() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+          let kb = line.split(separator: " ").compactMap({ Double($0) }).first else { return -1 }
+    return kb / 1024
+}
+
+/// The bench's own list of the issued access tokens, as one run of UTF-8 bytes: not a `String` each, so
+/// that the harness adds little to the process's RSS (which measures the gateway's sessions).
+struct TokenList {
+    private var bytes: [UInt8] = []
+    private var ends: [Int32] = []
+
+    /// The number of tokens.
+    var count: Int { ends.count }
+
+    /// Makes room for `count` tokens of about `length` bytes.
+    mutating func reserve(_ count: Int, length: Int) {
+        bytes.reserveCapacity(count * length)
+        ends.reserveCapacity(count)
+    }
+
+    /// Adds a token.
+    mutating func append(_ token: String) {
+        bytes.append(contentsOf: token.utf8)
+        ends.append(Int32(bytes.count))
+    }
+
+    /// The token at `index`, as a new `String`.
+    subscript(index: Int) -> String {
+        let start = index == 0 ? 0 : Int(ends[index - 1])
+        return String(decoding: bytes[start..<Int(ends[index])], as: UTF8.self)
+    }
+}
+
 /// The benchmark itself, off the main actor: every `await` below runs on the same executor, as a request's
 /// stages do on their event loop (top-level code would hop to the main actor and back on each call).
 enum SessionsBench {
@@ -80,9 +117,10 @@ enum SessionsBench {
         let manager = SessionManager(store: store, directus: directus, idleTTL: 604_800, maxTTL: 2_592_000, maxPerUser: 20)
 
         // 1. Open the sessions: 10 per user, as logins do.
+        let rssBefore = rssMB()
         let started = nowNs()
-        var tokens: [String] = []
-        tokens.reserveCapacity(sessionCount)
+        var tokens = TokenList()
+        tokens.reserve(sessionCount, length: 48)
         for n in 0..<sessionCount {
             let user = String(format: "%08x", n / 10)
             do {
@@ -95,6 +133,10 @@ enum SessionsBench {
         }
         let openSeconds = Double(nowNs() - started) / 1e9
         let live = (try? await store.count()) ?? -1
+        let rssAfterOpen = rssMB(), peakAfterOpen = peakRSSMB()
+        let perSession = (rssAfterOpen - rssBefore) * 1_048_576 / Double(max(1, sessionCount))
+        // The bench's own list of tokens is in that figure too: its bytes and a 4-byte end offset each.
+        let tokenBytes = Double(sessionCount > 0 ? tokens[0].utf8.count + 4 : 0)
 
         // 2. Authenticate, cache hit: a random live token, used once untimed (the cache holds at most
         //    SessionManager.defaultCacheCapacity sessions, so this brings it in), then timed.
@@ -110,15 +152,17 @@ enum SessionsBench {
             precondition(session != nil, "a live token was refused")
         }
 
-        // 3. Authenticate, cache miss: a fresh manager (as after a restart) over the same store.
+        // 3. Authenticate, cache miss: the manager's cache emptied first, as after a restart (a second manager
+        //    beside the first would add a second cache, which no gateway process holds), then distinct tokens.
         var coldSamples: [UInt64] = []
         do {
-            let cold = SessionManager(store: store, directus: directus, idleTTL: 604_800, maxTTL: 2_592_000, maxPerUser: 20)
+            manager.forgetAllCached()
             var picked = Set<Int>()
             while picked.count < sampleCount { picked.insert(Int.random(in: 0..<tokens.count, using: &generator)) }
             for i in picked {
+                let token = tokens[i]
                 let t0 = nowNs()
-                let session = try? await cold.authenticate(token: tokens[i])
+                let session = try? await manager.authenticate(token: token)
                 coldSamples.append(nowNs() - t0)
                 precondition(session != nil, "a live token was refused")
             }
@@ -148,6 +192,7 @@ enum SessionsBench {
             return "  \(name.padding(toLength: 26, withPad: " ", startingAt: 0)) median \(String(format: "%7.2f", s.median)) µs   p99 \(String(format: "%8.2f", s.p99)) µs   (\(n) ops)  [\(verdict): < \(Int(targetUs)) µs]"
         }
         print("bench-sessions: \(storeKind) store, \(live) live sessions (\(sessionCount / 10) users × 10), opened in \(String(format: "%.1f", openSeconds)) s; in-process cache: \(SessionManager.defaultCacheCapacity) sessions at most")
+        print("  memory after opening: RSS \(String(format: "%.1f", rssAfterOpen)) MB (+\(String(format: "%.0f", perSession)) B per session, of which ~\(String(format: "%.0f", tokenBytes)) B is the bench's token list), peak RSS so far \(String(format: "%.1f", peakAfterOpen)) MB")
         print(row("authenticate (cache hit)", hit, hitSamples.count))
         print(row("authenticate (cold)", cold, coldSamples.count))
         print(row("logout (revoke)", logout, logoutSamples.count))

@@ -13,9 +13,15 @@ import Darwin
 /// `SecretBox` is given the Directus tokens are stored sealed (AES-256-GCM). One connection is
 /// shared behind a lock: every call is short, and SQLite serialises writers anyway. Every statement
 /// finds its rows through an index (`queryPlans` shows it), so no call scans the table.
+///
+/// A revocation (logout, reuse, per-user cap) is one small committed write: the row is marked `revoked`, its
+/// Directus tokens blanked (overwritten: `secure_delete`), its used-refresh records deleted, and every read
+/// skips it from then on; the background purge deletes it with the expired rows. A `DELETE` would rewrite a
+/// page of each of the table's seven B-trees (the table and six indexes) on every logout; the mark writes two
+/// (the row's page and the small partial index of revoked rows).
 public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     /// The schema version this code writes (`PRAGMA user_version`).
-    public static let schemaVersion: Int32 = 2
+    public static let schemaVersion: Int32 = 3
 
     /// The database file path.
     public let path: String
@@ -29,39 +35,50 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
 
     private enum Query: CaseIterable {
         case insert, byToken, byRefresh, byID, usedRefresh, oldRefresh, update, rememberUsed, touch
-        case delete, deleteUsed, purge, count, rotate, directusTokens, recency
+        case delete, deleteUsed, purge, count, rotate, directusTokens, recency, clearRevoked
 
         var sql: String {
             switch self {
             case .insert:
                 return "INSERT INTO sessions (\(SQLiteSessionStore.columns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
-            case .byToken: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE token_digest = ?"
-            case .byRefresh: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE refresh_digest = ?"
-            case .byID: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE id = ?"
+            case .byToken: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE token_digest = ? AND revoked = 0"
+            case .byRefresh: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE refresh_digest = ? AND revoked = 0"
+            case .byID: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE id = ? AND revoked = 0"
             case .usedRefresh: return "SELECT session_id FROM used_refresh WHERE digest = ?"
-            case .oldRefresh: return "SELECT refresh_digest FROM sessions WHERE id = ?"
+            case .oldRefresh: return "SELECT refresh_digest FROM sessions WHERE id = ? AND revoked = 0"
             case .update:
                 return """
                     UPDATE sessions SET token_digest = ?2, refresh_digest = ?3, user_id = ?4, email = ?5, role = ?6,
                     directus_access = ?7, directus_access_expires = ?8, directus_refresh = ?9, sealed = ?10,
-                    created_at = ?11, last_used = ?12, expires_at = ?13 WHERE id = ?1
+                    created_at = ?11, last_used = ?12, expires_at = ?13 WHERE id = ?1 AND revoked = 0
                     """
             case .rememberUsed: return "INSERT OR REPLACE INTO used_refresh (digest, session_id) VALUES (?, ?)"
-            case .touch: return "UPDATE sessions SET last_used = ? WHERE id = ?"
-            case .delete: return "DELETE FROM sessions WHERE id = ?"
-            // What trigger sessions_forget_used runs; listed so that `queryPlans` shows its index.
+            case .touch: return "UPDATE sessions SET last_used = ? WHERE id = ? AND revoked = 0"
+            // The revocation mark (see the type's comment); trigger sessions_forget_used_on_revoke drops the
+            // used-refresh records.
+            case .delete:
+                return "UPDATE sessions SET revoked = 1, directus_access = '', directus_refresh = '' WHERE id = ? AND revoked = 0"
+            // What triggers sessions_forget_used(_on_revoke) run; listed so that `queryPlans` shows its index.
             case .deleteUsed: return "DELETE FROM used_refresh WHERE session_id = ?"
-            // min(last_used + idle, expires_at) <= now, written so that each side has its index.
-            case .purge: return "DELETE FROM sessions WHERE last_used <= ?1 OR expires_at <= ?2 RETURNING id"
-            case .count: return "SELECT count(*) FROM sessions"
+            // min(last_used + idle, expires_at) <= now, written so that each side has its index, and the
+            // revoked rows (their partial index); only the expired ones are reported.
+            case .purge:
+                return "DELETE FROM sessions WHERE last_used <= ?1 OR expires_at <= ?2 OR revoked = 1 RETURNING id, revoked"
+            case .count: return "SELECT (SELECT count(*) FROM sessions) - (SELECT count(*) FROM sessions WHERE revoked = 1)"
             case .rotate:
-                return "UPDATE sessions SET token_digest = ?3, refresh_digest = ?4, last_used = ?5 WHERE id = ?1 AND refresh_digest = ?2"
+                return """
+                    UPDATE sessions SET token_digest = ?3, refresh_digest = ?4, last_used = ?5
+                    WHERE id = ?1 AND refresh_digest = ?2 AND revoked = 0
+                    """
             case .directusTokens:
                 return """
                     UPDATE sessions SET directus_access = ?2, directus_access_expires = ?3, directus_refresh = ?4, sealed = ?5,
-                    role = coalesce(?6, role) WHERE id = ?1
+                    role = coalesce(?6, role) WHERE id = ?1 AND revoked = 0
                     """
-            case .recency: return "SELECT id, created_at, last_used FROM sessions WHERE user_id = ?"
+            case .recency: return "SELECT id, created_at, last_used FROM sessions WHERE user_id = ? AND revoked = 0"
+            // Revoked rows in the way of a new id or digest (they are gone for every read already).
+            case .clearRevoked:
+                return "DELETE FROM sessions WHERE revoked = 1 AND (id = ?1 OR token_digest = ?2 OR refresh_digest = ?3)"
             }
         }
     }
@@ -104,6 +121,15 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         CREATE TRIGGER IF NOT EXISTS sessions_forget_used AFTER DELETE ON sessions
             BEGIN DELETE FROM used_refresh WHERE session_id = old.id; END;
         PRAGMA user_version = 2;
+        """
+
+    /// Schema version 3: revocation by a mark (see the type's comment).
+    private static let revocationV3 = """
+        ALTER TABLE sessions ADD COLUMN revoked INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX IF NOT EXISTS sessions_revoked ON sessions (revoked) WHERE revoked = 1;
+        CREATE TRIGGER IF NOT EXISTS sessions_forget_used_on_revoke AFTER UPDATE OF revoked ON sessions WHEN new.revoked = 1
+            BEGIN DELETE FROM used_refresh WHERE session_id = old.id; END;
+        PRAGMA user_version = 3;
         """
 
     /// Opens (creating if needed) the store at `path`; with `secretBox`, Directus tokens are sealed at rest.
@@ -150,9 +176,10 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     /// Stores a new session; throws `duplicate` if its id or a digest is taken.
     public func insert(_ session: Session) throws(SessionStoreError) {
         try locked {
-            let stmt = try statement(.insert)
-            try bindRow(stmt, session)
-            let rc = sqlite3_step(stmt)
+            var rc = try insertRow(session)
+            if rc == SQLITE_CONSTRAINT, try clearRevoked(id: session.id, token: session.tokenDigest, refresh: session.refreshDigest) {
+                rc = try insertRow(session)
+            }
             if rc == SQLITE_CONSTRAINT {
                 throw SessionStoreError.duplicate("session id or token digest")
             }
@@ -200,9 +227,15 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
                 }
                 let oldRefresh = text(old, 0)
                 sqlite3_reset(old)
-                let stmt = try statement(.update)
+                var stmt = try statement(.update)
                 try bindRow(stmt, session)
-                let urc = sqlite3_step(stmt)
+                var urc = sqlite3_step(stmt)
+                if urc == SQLITE_CONSTRAINT,
+                   try clearRevoked(id: session.id, token: session.tokenDigest, refresh: session.refreshDigest) {
+                    stmt = try statement(.update)
+                    try bindRow(stmt, session)
+                    urc = sqlite3_step(stmt)
+                }
                 if urc == SQLITE_CONSTRAINT { throw SessionStoreError.duplicate("token or refresh digest") }
                 try check(urc == SQLITE_DONE, "update")
                 if oldRefresh != session.refreshDigest {
@@ -221,13 +254,19 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         try locked {
             var rotated: Session?
             try transaction {
-                let stmt = try statement(.rotate)
-                bind(stmt, 1, sessionID)
-                bind(stmt, 2, refreshDigest)
-                bind(stmt, 3, newTokenDigest)
-                bind(stmt, 4, newRefreshDigest)
-                sqlite3_bind_double(stmt, 5, lastUsed.timeIntervalSince1970)
-                let rc = sqlite3_step(stmt)
+                let step = { [self] () throws -> Int32 in
+                    let stmt = try statement(.rotate)
+                    bind(stmt, 1, sessionID)
+                    bind(stmt, 2, refreshDigest)
+                    bind(stmt, 3, newTokenDigest)
+                    bind(stmt, 4, newRefreshDigest)
+                    sqlite3_bind_double(stmt, 5, lastUsed.timeIntervalSince1970)
+                    return sqlite3_step(stmt)
+                }
+                var rc = try step()
+                if rc == SQLITE_CONSTRAINT, try clearRevoked(id: sessionID, token: newTokenDigest, refresh: newRefreshDigest) {
+                    rc = try step()
+                }
                 if rc == SQLITE_CONSTRAINT { throw SessionStoreError.duplicate("token or refresh digest") }
                 try check(rc == SQLITE_DONE, "rotate")
                 guard sqlite3_changes(db) == 1 else { return }
@@ -292,7 +331,9 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
-    /// Removes a session and (trigger `sessions_forget_used`) its used-refresh records, in one statement.
+    /// Revokes a session: marks its row (every read skips it from now on), blanks its Directus tokens and
+    /// (trigger `sessions_forget_used_on_revoke`) deletes its used-refresh records, in one statement; the
+    /// next purge deletes the row.
     public func delete(sessionID: String) throws(SessionStoreError) {
         try locked {
             let stmt = try statement(.delete)
@@ -313,7 +354,8 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
                     let rc = sqlite3_step(stmt)
                     if rc == SQLITE_DONE { break }
                     try check(rc == SQLITE_ROW, "purge")
-                    removed.append(text(stmt, 0))
+                    // A revoked row was already gone for every reader: only expired ones are news.
+                    if sqlite3_column_int(stmt, 1) == 0 { removed.append(text(stmt, 0)) }
                 }
             }
             return removed
@@ -379,9 +421,11 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         try exec("PRAGMA secure_delete = ON")
         let version = try userVersion()
         if version == 0 {
-            try exec("BEGIN IMMEDIATE; \(Self.schema) \(Self.indexesV2) COMMIT;")
+            try exec("BEGIN IMMEDIATE; \(Self.schema) \(Self.indexesV2) \(Self.revocationV3) COMMIT;")
         } else if version == 1 {
-            try exec("BEGIN IMMEDIATE; \(Self.indexesV2) COMMIT;")
+            try exec("BEGIN IMMEDIATE; \(Self.indexesV2) \(Self.revocationV3) COMMIT;")
+        } else if version == 2 {
+            try exec("BEGIN IMMEDIATE; \(Self.revocationV3) COMMIT;")
         } else if version > Self.schemaVersion {
             throw SessionStoreError.failed("schema version \(version) is newer than this Postern supports (\(Self.schemaVersion))")
         }
@@ -511,6 +555,24 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         sqlite3_bind_double(stmt, 11, s.createdAt.timeIntervalSince1970)
         sqlite3_bind_double(stmt, 12, s.lastUsedAt.timeIntervalSince1970)
         sqlite3_bind_double(stmt, 13, s.expiresAt.timeIntervalSince1970)
+    }
+
+    /// Runs the insert statement for `session`; returns SQLite's result code.
+    private func insertRow(_ session: Session) throws -> Int32 {
+        let stmt = try statement(.insert)
+        try bindRow(stmt, session)
+        return sqlite3_step(stmt)
+    }
+
+    /// Deletes the revoked rows that hold `id`, `token` or `refresh` (a unique key a new write wants);
+    /// says whether there were any.
+    private func clearRevoked(id: String, token: String, refresh: String) throws -> Bool {
+        let stmt = try statement(.clearRevoked)
+        bind(stmt, 1, id)
+        bind(stmt, 2, token)
+        bind(stmt, 3, refresh)
+        try check(sqlite3_step(stmt) == SQLITE_DONE, "clear revoked")
+        return sqlite3_changes(db) > 0
     }
 
     private func readSession(_ query: Query, _ key: String) throws -> Session? {

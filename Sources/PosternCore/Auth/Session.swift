@@ -5,9 +5,19 @@ public struct Session: Sendable, Equatable {
     /// Stable random session id (not a secret).
     public var id: String
     /// Hex SHA-256 of the current Postern access token.
-    public var tokenDigest: String
+    public var tokenDigest: String {
+        get { token.string }
+        set { token = SessionDigest(newValue) }
+    }
     /// Hex SHA-256 of the current Postern refresh token.
-    public var refreshDigest: String
+    public var refreshDigest: String {
+        get { refresh.string }
+        set { refresh = SessionDigest(newValue) }
+    }
+    /// `tokenDigest` held as 32 raw bytes (sessions are many: no hex string per session).
+    var token: SessionDigest
+    /// `refreshDigest` held as 32 raw bytes.
+    var refresh: SessionDigest
     /// The Directus user id.
     public var userID: String
     /// The user's email.
@@ -32,8 +42,8 @@ public struct Session: Sendable, Equatable {
                 role: String? = nil, directusAccessToken: String, directusAccessExpiresAt: Date,
                 directusRefreshToken: String, createdAt: Date, lastUsedAt: Date, expiresAt: Date) {
         self.id = id
-        self.tokenDigest = tokenDigest
-        self.refreshDigest = refreshDigest
+        self.token = SessionDigest(tokenDigest)
+        self.refresh = SessionDigest(refreshDigest)
         self.userID = userID
         self.email = email
         self.role = role

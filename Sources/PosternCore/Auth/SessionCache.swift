@@ -8,9 +8,12 @@ import Foundation
 ///   session's entry in O(1); it and `generation` sit behind `indexLock`, which only writers and
 ///   cache fills take (index lock first, then a shard lock; never the other way round).
 /// - No store I/O runs under either lock.
-/// - It holds at most `capacity` sessions (about 1.5 KB each): a fill into a full shard evicts one of
-///   its entries (the first in hash order, which is random), so memory does not grow with the number of live sessions; an evicted
-///   session is read from the store again on its next use.
+/// - It holds at most `capacity` sessions: a fill into a full shard evicts one of its entries (the first
+///   in hash order, which is random), so memory does not grow with the number of live sessions; an evicted
+///   session is read from the store again on its next use. An entry costs about 1.2 KB with a typical
+///   Directus JWT (`make bench-sessions`, SQLite store): the Directus tokens are half of it, the `Session`
+///   value (digests as raw bytes) and the two indexes the rest. Over the memory store about 0.5 KB: the
+///   cached copy shares the stored one's strings.
 ///
 /// Revocations cannot be undone by a concurrent read. Every write that makes a cached copy wrong
 /// (revocation, rotation, Directus refresh) first writes the store, then bumps `generation` and removes

@@ -46,7 +46,8 @@ public final class SessionManager: @unchecked Sendable {
     /// Store reads a cache miss makes when concurrent writes keep refusing its fill (then it answers uncached).
     static let fillAttempts = 3
 
-    /// Sessions the in-process cache holds by default (about 75 MB); the others are read from the store.
+    /// Sessions the in-process cache holds by default (about 60 MB with typical Directus tokens; see
+    /// `SessionCache`); the others are read from the store.
     public static let defaultCacheCapacity = 50_000
 
     /// Creates a manager over `store`, caching at most `cacheCapacity` sessions in process; `revocations`
@@ -85,14 +86,16 @@ public final class SessionManager: @unchecked Sendable {
                               directusRefreshToken: tokens.refreshToken, createdAt: now, lastUsedAt: now,
                               expiresAt: now.addingTimeInterval(maxTTL))
         let seen = cache.currentGeneration
+        let stored: Session
         do {
-            try await store.insert(session)
+            stored = try await store.insertReturningStored(session)
         } catch {
             throw error.gatewayError
         }
-        cache.fill(key, session, ifUnchangedSince: seen, now: now)
+        // The stored copy: over the memory store, the cached one then shares its user id and email.
+        cache.fill(key, stored, ifUnchangedSince: seen, now: now)
         await enforceCap(userID: userID, keeping: session.id, context: context)
-        return IssuedTokens(accessToken: access, refreshToken: refresh, session: session)
+        return IssuedTokens(accessToken: access, refreshToken: refresh, session: stored)
     }
 
     /// Ends the least recently used sessions of `userID` beyond `maxPerUser`, never `keeping`. Costs

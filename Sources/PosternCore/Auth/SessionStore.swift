@@ -11,6 +11,9 @@ import Foundation
 public protocol SessionStore: Sendable {
     /// Stores a new session (its id and both digests must be unused).
     func insert(_ session: Session) async throws(SessionStoreError)
+    /// Stores a new session like `insert` and returns it as stored: a store that keeps one copy of the strings
+    /// many sessions repeat (user id, email, role) returns those copies, so that a cached copy shares them.
+    func insertReturningStored(_ session: Session) async throws(SessionStoreError) -> Session
     /// The session whose current access-token digest is `tokenDigest`.
     func session(tokenDigest: String) async throws(SessionStoreError) -> Session?
     /// The session whose current refresh-token digest is `refreshDigest`.
@@ -47,6 +50,12 @@ public protocol SessionStore: Sendable {
 }
 
 extension SessionStore {
+    /// Inserts `session` and returns it unchanged.
+    public func insertReturningStored(_ session: Session) async throws(SessionStoreError) -> Session {
+        try await insert(session)
+        return session
+    }
+
     /// In-process stores are always available.
     public func isAvailable() async -> Bool { true }
 }

@@ -2,7 +2,7 @@ import COpenSSL
 import Foundation
 
 /// The SHA-256 digest of a Postern token as four machine words: the session cache's key, built and
-/// hashed without an allocation (the stored form is the hex string, `hex`).
+/// hashed without an allocation (the text form is the lower-case hex string, `hex`).
 struct TokenKey: Hashable, Sendable {
     /// The digest's bytes 0–7, 8–15, 16–23 and 24–31, in memory order.
     var w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64
@@ -38,6 +38,25 @@ struct TokenKey: Hashable, Sendable {
         self = key
     }
 
+    /// The key of a canonical digest text (exactly 64 lower-case hex digits); nil for any other text, so
+    /// that `hex` gives back the very text this was built from.
+    init?(canonicalHex hex: String) {
+        var key = TokenKey(w0: 0, w1: 0, w2: 0, w3: 0)
+        var hex = hex
+        let ok = hex.withUTF8 { utf8 -> Bool in
+            guard utf8.count == 64 else { return false }
+            return withUnsafeMutableBytes(of: &key) { out -> Bool in
+                for i in 0..<32 {
+                    guard let hi = TokenKey.lowerNibble(utf8[2 * i]), let lo = TokenKey.lowerNibble(utf8[2 * i + 1]) else { return false }
+                    out[i] = hi << 4 | lo
+                }
+                return true
+            }
+        }
+        guard ok else { return nil }
+        self = key
+    }
+
     /// Builds a key from its words.
     init(w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64) {
         self.w0 = w0
@@ -49,12 +68,30 @@ struct TokenKey: Hashable, Sendable {
     /// Lower-case hex of the digest, as sessions store it (`Crypto.sha256Hex` of the token).
     var hex: String {
         var key = self
-        return withUnsafeBytes(of: &key) { Crypto.hex(Array($0)) }
+        return withUnsafeBytes(of: &key) { bytes in
+            String(unsafeUninitializedCapacity: 64) { out in
+                for i in 0..<32 {
+                    out[2 * i] = TokenKey.digits[Int(bytes[i] >> 4)]
+                    out[2 * i + 1] = TokenKey.digits[Int(bytes[i] & 0x0f)]
+                }
+                return 64
+            }
+        }
     }
+
+    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// A SHA-256 digest is uniformly distributed: one word, through the per-process seeded hasher, is enough.
     func hash(into hasher: inout Hasher) {
         hasher.combine(w0)
+    }
+
+    private static func lowerNibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: return c - 0x30
+        case 0x61...0x66: return c - 0x61 + 10
+        default: return nil
+        }
     }
 
     private static func nibble(_ c: UInt8) -> UInt8? {
