@@ -156,6 +156,21 @@ import Testing
         #expect(peer.connections == peer.requests.count)
     }
 
+    @Test func connectionThePeerClosesWhileIdleLeavesThePool() async throws {
+        let peer = try ScriptedUpstream { _ in [.send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"), .close] }
+        defer { peer.stop() }
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let client = UpstreamHTTPClient(loop: loop, endpoint: UpstreamEndpoint(url: peer.url)!, maxConnections: 2,
+                                        keepaliveIdle: 3600)
+        let status = try await Task(executorPreference: loop) { try await client.send(Self.get, timeout: 5).status }.value
+        #expect(status == 200)
+        #expect(FakeUpstream.waitUntil { peer.closes == 1 })
+        // Without a request on it, the pool notices the close and forgets the connection.
+        #expect(FakeUpstream.waitUntil { loop.runAndWait { client.openConnections } == 0 })
+    }
+
     @Test func requestIsSerializedWithHostLengthAndHeaders() async throws {
         let peer = try ScriptedUpstream { _ in [.send("HTTP/1.1 204 No Content\r\n\r\n")] }
         defer { peer.stop() }
