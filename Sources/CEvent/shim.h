@@ -26,4 +26,14 @@
 static inline int postern_ssl_set_sni(SSL *ssl, const char *name) {
     return (int)SSL_set_tlsext_host_name(ssl, name);
 }
+
+/* The upstream client drives OpenSSL on its own nonblocking socket: a write retried after WANT_WRITE may come
+   from a moved buffer and may complete partly; an upstream that closes without close_notify after an answer
+   delimited by the close ends the stream (OpenSSL 3 reports it as an error otherwise). Macros, hence the shim. */
+static inline void postern_ssl_prepare_nonblocking(SSL *ssl) {
+    SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+    SSL_set_options(ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
+}
 #endif

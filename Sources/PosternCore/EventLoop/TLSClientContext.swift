@@ -23,12 +23,12 @@ public final class TLSClientContext: @unchecked Sendable {
 
     deinit { SSL_CTX_free(context) }
 
-    /// A fresh SSL bufferevent for one TCP connection to `host` (SNI and host-name check set).
-    func makeBufferevent(base: OpaquePointer, host: String) -> OpaquePointer? {
+    /// A fresh client session for one TCP connection to `host`: SNI, and the host-name check when verifying.
+    func makeSSL(host: String) -> OpaquePointer? {
         guard let ssl = SSL_new(context) else { return nil }
         if verify { SSL_set1_host(ssl, host) }
         postern_ssl_set_sni(ssl, host)
-        let options = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue | BEV_OPT_DEFER_CALLBACKS.rawValue)
-        return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, options)
+        postern_ssl_prepare_nonblocking(ssl)
+        return ssl
     }
 }

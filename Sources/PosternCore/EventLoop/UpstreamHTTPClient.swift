@@ -1,4 +1,3 @@
-import CEvent
 import Foundation
 
 /// Sends requests to one upstream from one event loop, over a pool of keep-alive connections.
@@ -81,10 +80,9 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
             checkin(connection, healthy: true)
             return .failure(.timeout)
         }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>) in
-            let call = UpstreamCall(connection: connection, keptHeaders: keptHeaders, continuation: continuation)
-            call.start(request, endpoint: endpoint, hostHeader: hostHeader, loop: loop, timeout: timeout)
-        }
+        connection.prepare(request, hostHeader: hostHeader)
+        // The connection resumes the continuation exactly once (answer, failure or its deadline).
+        let result = await withUnsafeContinuation { connection.start($0, timeout: timeout) }
         checkin(connection, healthy: (try? result.get()) != nil && !connection.closedByPeer)
         return result
     }
@@ -95,6 +93,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
         -> UpstreamConnection {
         closeStaleIdleConnections()
         while !fresh, let connection = idle.popLast() {
+            connection.pooled = false
             guard probeIdle, connection.peerHasClosed() else { return connection }
             // Closed by the peer while idle: drop it (outside any libevent callback) and try the next one.
             open -= 1
@@ -102,7 +101,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
         }
         if open < maxConnections || fresh {
             open += 1
-            return UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext)
+            return makeConnection()
         }
         guard waiters.count < maxWaiting else { throw .unreachable(UpstreamFailure.poolQueueFull) }
         // Queued before the first suspension: other calls may run before the continuation below exists, and
@@ -119,6 +118,19 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
         return connection
     }
 
+    /// A new connection (not connected until its first request) that leaves the pool when the peer closes it
+    /// while idle.
+    private func makeConnection() -> UpstreamConnection {
+        let connection = UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext, keptHeaders: keptHeaders)
+        connection.onIdleClose = { [weak self] closed in
+            guard let self, let index = self.idle.firstIndex(where: { $0 === closed }) else { return }
+            self.idle.remove(at: index)
+            closed.pooled = false
+            self.open -= 1
+        }
+        return connection
+    }
+
     /// Closes the idle connections that have idled longer than `keepaliveIdle` (the oldest are first).
     private func closeStaleIdleConnections() {
         guard let oldest = idle.first, Self.now() &- oldest.idleSince > keepaliveIdleNanos else { return }
@@ -126,7 +138,10 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
         let stale = idle.prefix { now &- $0.idleSince > keepaliveIdleNanos }
         idle.removeFirst(stale.count)
         open -= stale.count
-        for connection in stale { connection.free() }
+        for connection in stale {
+            connection.pooled = false
+            connection.free()
+        }
     }
 
     /// Hands `connection` to the first waiting call, if any.
@@ -149,13 +164,14 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
         if healthy {
             if !handToWaiter(connection) {
                 connection.idleSince = Self.now()
+                connection.pooled = true
                 idle.append(connection)
             }
             return
         }
         // Free outside libevent's callback stack: the connection may still be on it.
         loop.execute { [connection] in connection.free() }
-        if !handToWaiter(UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext)) {
+        if !handToWaiter(makeConnection()) {
             open -= 1
         }
     }
@@ -191,195 +207,5 @@ private final class PoolWaiter: @unchecked Sendable {
             return continuation
         }
         waiting?.resume(returning: connection)
-    }
-}
-
-/// One `evhttp_connection` (one request at a time).
-final class UpstreamConnection: @unchecked Sendable {
-    private(set) var evcon: OpaquePointer?
-    /// When the connection last went back to the idle pool (monotonic nanoseconds).
-    var idleSince: UInt64 = 0
-    /// Kept so the base outlives the connection, and so teardown happens on the loop's thread.
-    private let loop: EventLoop
-    /// Requests completed on this connection (0 = fresh).
-    var completed = 0
-    /// Set by the close callback: the TCP connection was established and is now closed.
-    var closedByPeer = false
-    /// Set when the connection was established at least once during the current request.
-    var wasConnected = false
-
-    init(loop: EventLoop, endpoint: UpstreamEndpoint, tls: TLSClientContext?) {
-        self.loop = loop
-        if let tls, let bev = tls.makeBufferevent(base: loop.base, host: endpoint.host) {
-            evcon = evhttp_connection_base_bufferevent_new(loop.base, loop.dns, bev, endpoint.host, endpoint.port)
-        } else if tls == nil {
-            evcon = evhttp_connection_base_new(loop.base, loop.dns, endpoint.host, endpoint.port)
-        }
-        guard let evcon else { return }
-        // evhttp's own retries ignore the method; retries are ours.
-        evhttp_connection_set_retries(evcon, 0)
-        // The connection object owns evcon and frees it before going away, so `self` stays valid in the callback.
-        evhttp_connection_set_closecb(evcon, { _, arg in
-            guard let arg else { return }
-            let connection = Unmanaged<UpstreamConnection>.fromOpaque(arg).takeUnretainedValue()
-            connection.closedByPeer = true
-            connection.wasConnected = true
-        }, Unmanaged.passUnretained(self).toOpaque())
-    }
-
-    /// True when the peer has closed this idle connection (end of stream already queued on the socket), seen
-    /// with a non-blocking peek before libevent's own read callback ran (loop thread).
-    func peerHasClosed() -> Bool {
-        if closedByPeer { return true }
-        guard let evcon, let bev = evhttp_connection_get_bufferevent(evcon) else { return false }
-        let fd = bufferevent_getfd(bev)
-        guard fd >= 0 else { return false }
-        var byte: UInt8 = 0
-        let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
-        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-    }
-
-    /// Frees the connection now (call on the loop thread).
-    func free() {
-        if let evcon { UpstreamConnection.release(evcon) }
-        evcon = nil
-    }
-
-    private static func release(_ evcon: OpaquePointer) {
-        // Detach the close callback first: it must not run against an object being torn down.
-        evhttp_connection_set_closecb(evcon, nil, nil)
-        evhttp_connection_free(evcon)
-    }
-
-    deinit {
-        // The last reference may go away on any thread (e.g. a test's transport released early):
-        // libevent objects are only ever freed on their loop's thread, or once that loop has stopped.
-        guard let evcon else { return }
-        let handle = UncheckedSendable(evcon)
-        loop.executeOrRunIfStopped { UpstreamConnection.release(handle.value) }
-    }
-}
-
-/// One request in flight: owns the continuation, resumed exactly once by the response or the timer.
-private final class UpstreamCall {
-    private let connection: UpstreamConnection
-    private let keptHeaders: [StaticString]?
-    private var continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>?
-    private var timer: EventLoop.Timer?
-    private var errorKind: evhttp_request_error?
-
-    init(connection: UpstreamConnection, keptHeaders: [StaticString]?,
-         continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>) {
-        self.connection = connection
-        self.keptHeaders = keptHeaders
-        self.continuation = continuation
-    }
-
-    func start(_ request: UpstreamRequest, endpoint: UpstreamEndpoint, hostHeader: String, loop: EventLoop, timeout: Double) {
-        guard let evcon = connection.evcon else {
-            finish(.failure(.unreachable("cannot create a connection to \(endpoint.host)")))
-            return
-        }
-        connection.closedByPeer = false
-        connection.wasConnected = false  // set by the close callback if this attempt got connected
-        // One-shot: passRetained here, exactly one takeRetainedValue in the completion callback,
-        // or in the timeout path when the connection is freed and the callback can no longer run.
-        let arg = Unmanaged.passRetained(self).toOpaque()
-        guard let req = evhttp_request_new({ req, arg in
-            guard let arg else { return }
-            let call = Unmanaged<UpstreamCall>.fromOpaque(arg).takeRetainedValue()
-            call.complete(req)
-        }, arg) else {
-            Unmanaged<UpstreamCall>.fromOpaque(arg).release()
-            finish(.failure(.unreachable("evhttp_request_new failed")))
-            return
-        }
-        evhttp_request_set_error_cb(req) { error, arg in
-            guard let arg else { return }
-            Unmanaged<UpstreamCall>.fromOpaque(arg).takeUnretainedValue().errorKind = error
-        }
-        let headers = evhttp_request_get_output_headers(req)
-        EvhttpOutput.addHeader(headers, "Host", hostHeader)
-        for (name, value) in request.headers {
-            EvhttpOutput.addHeader(headers, name, value)
-        }
-        if !request.body.isEmpty {
-            EvhttpOutput.addHeader(headers, "Content-Length", String(request.body.count))
-            request.body.withUnsafeBytes { raw in
-                _ = evbuffer_add(evhttp_request_get_output_buffer(req), raw.baseAddress, raw.count)
-            }
-        } else if request.method == .post || request.method == .patch || request.method == .put {
-            evhttp_add_header(headers, "Content-Length", "0")
-        }
-        timer = EventLoop.Timer(loop: loop, seconds: timeout) { [self] in
-            self.timedOut(arg)
-        }
-        let target = endpoint.basePath.isEmpty ? request.target : endpoint.basePath + request.target
-        if evhttp_make_request(evcon, req, UpstreamCall.command(request.method), target) != 0 {
-            // evhttp_make_request frees the request on failure, so the callback never runs.
-            timer?.cancel()
-            Unmanaged<UpstreamCall>.fromOpaque(arg).release()
-            finish(.failure(.unreachable("evhttp_make_request failed")))
-        }
-    }
-
-    private func timedOut(_ arg: UnsafeMutableRawPointer) {
-        timer = nil  // it fired; dropping it breaks the call → timer → closure → call cycle
-        guard continuation != nil else { return }
-        // Freeing the connection drops its queued request without running the callback,
-        // so the retained reference from start() is released here instead.
-        connection.free()
-        Unmanaged<UpstreamCall>.fromOpaque(arg).release()
-        finish(.failure(.timeout))
-    }
-
-    private func complete(_ req: OpaquePointer?) {
-        timer?.cancel()
-        timer = nil
-        guard let req else {
-            finish(.failure(failureWithoutResponse()))
-            return
-        }
-        let status = Int(evhttp_request_get_response_code(req))
-        guard status > 0 else {
-            finish(.failure(failureWithoutResponse()))
-            return
-        }
-        let headers = keptHeaders.map { EvhttpInput.headers(req, only: $0) } ?? EvhttpInput.headers(req)
-        let body = EvhttpInput.body(req)
-        connection.completed += 1
-        if EvhttpInput.header(req, "Connection", is: "close") { connection.closedByPeer = true }
-        finish(.success(UpstreamResponse(status: status, headers: headers, body: body)))
-    }
-
-    private func failureWithoutResponse() -> UpstreamFailure {
-        switch errorKind {
-        case EVREQ_HTTP_INVALID_HEADER, EVREQ_HTTP_DATA_TOO_LONG, EVREQ_HTTP_BUFFER_ERROR:
-            return .badResponse("invalid HTTP answer")
-        default:
-            // The close callback fires only for connections that were established:
-            // established then closed means the peer hung up on the request, else it never connected.
-            connection.closedByPeer = true
-            return connection.wasConnected ? .closed : .unreachable("connection failed")
-        }
-    }
-
-    private func finish(_ result: Result<UpstreamResponse, UpstreamFailure>) {
-        guard let continuation else { return }
-        self.continuation = nil
-        continuation.resume(returning: result)
-    }
-
-    private static func command(_ method: HTTPMethod) -> evhttp_cmd_type {
-        switch method {
-        case .get: return EVHTTP_REQ_GET
-        case .post: return EVHTTP_REQ_POST
-        case .put: return EVHTTP_REQ_PUT
-        case .patch: return EVHTTP_REQ_PATCH
-        case .delete: return EVHTTP_REQ_DELETE
-        case .head: return EVHTTP_REQ_HEAD
-        case .options: return EVHTTP_REQ_OPTIONS
-        case .other: return EVHTTP_REQ_GET
-        }
     }
 }

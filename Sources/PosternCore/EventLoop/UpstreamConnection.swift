@@ -1,0 +1,594 @@
+import CEvent
+import Foundation
+
+/// One keep-alive HTTP/1.1 connection to the upstream, on one loop: a nonblocking socket (TLS through OpenSSL
+/// on the same socket for `https`), one request at a time.
+///
+/// A request is serialized into one reusable buffer and written with one `send` (write readiness is waited for
+/// only when the socket is full); the socket's read event stays armed for the connection's life, and the
+/// answer is parsed where it was read (`UpstreamResponseParser`). The connection connects lazily, on its first
+/// request, and again when a request finds it closed before anything was sent. While it idles in the pool, a
+/// close or stray bytes from the peer close it and call `onIdleClose`.
+///
+/// Ownership: the libevent events carry `self` unretained; the connection frees them (in `close()` or
+/// `deinit`) before it goes away, so a callback never sees a freed object. Not thread-safe: every method runs
+/// on `loop`'s thread, except `deinit`, which may run anywhere (event_free is thread-safe with
+/// `evthread_use_pthreads`).
+final class UpstreamConnection: @unchecked Sendable {
+    /// Where the connection is in its life.
+    private enum State {
+        /// No socket (never connected, or closed and not yet reopened).
+        case closed
+        /// Looking the host name up.
+        case resolving
+        /// TCP connect in progress.
+        case connecting
+        /// TLS handshake in progress.
+        case handshaking
+        /// Connected (and TLS established).
+        case open
+    }
+
+    private let loop: EventLoop
+    private let endpoint: UpstreamEndpoint
+    private let tls: TLSClientContext?
+    private var state = State.closed
+    private var fd: Int32 = -1
+    private var ssl: OpaquePointer?
+    /// The socket's read event (persistent while the socket is open).
+    private var readEvent: OpaquePointer?
+    /// The socket's write event (one-shot: connect completion, a full socket, TLS wanting to write).
+    private var writeEvent: OpaquePointer?
+    /// The call's deadline (created once, armed per request).
+    private var timeoutEvent: OpaquePointer?
+    private var resolving: UpstreamResolve?
+    private let parser: UpstreamResponseParser
+    /// The serialized request (reused: no allocation once it has grown to the usual size).
+    private var output: [UInt8] = []
+    private var written = 0
+    /// A TLS read that wanted to write first (renegotiation or key update): retried when the socket is writable.
+    private var readWantsWrite = false
+    /// The read buffer, allocated once.
+    private let buffer: UnsafeMutableRawBufferPointer
+    /// The call in flight, resumed exactly once.
+    private var continuation: UnsafeContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>?
+
+    /// When the connection last went back to the idle pool (monotonic nanoseconds).
+    var idleSince: UInt64 = 0
+    /// Requests completed on this connection (0 = fresh).
+    var completed = 0
+    /// True when the connection cannot carry another request (closed by the peer, by an error or by a
+    /// `Connection: close` answer).
+    private(set) var closedByPeer = false
+    /// True while the connection sits in the pool's idle list (set by the pool).
+    var pooled = false
+    /// Called when the peer closes the connection while it is pooled (loop thread).
+    var onIdleClose: ((UpstreamConnection) -> Void)?
+
+    /// The read buffer's size: an answer larger than this arrives in several reads.
+    static let readBufferSize = 16 * 1024
+
+    /// A connection to `endpoint` (not connected yet) whose answers keep `keptHeaders` (all when nil).
+    init(loop: EventLoop, endpoint: UpstreamEndpoint, tls: TLSClientContext?, keptHeaders: [StaticString]?) {
+        self.loop = loop
+        self.endpoint = endpoint
+        self.tls = tls
+        parser = UpstreamResponseParser(keptHeaders: keptHeaders)
+        buffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+    }
+
+    deinit {
+        closeSocket()
+        resolving?.cancel()
+        if let timeoutEvent { event_free(timeoutEvent) }
+        buffer.deallocate()
+    }
+
+    // MARK: Requests
+
+    /// Serializes `request` for the upstream: request line, `Host`, its headers, `Content-Length`, body.
+    /// A header whose name or value holds CR, LF or NUL is not sent (it would split the request).
+    func prepare(_ request: UpstreamRequest, hostHeader: String) {
+        output.removeAll(keepingCapacity: true)
+        output.reserveCapacity(512 + request.body.count)
+        output.append(contentsOf: request.method.description.utf8)
+        output.append(0x20)
+        output.append(contentsOf: endpoint.basePath.utf8)
+        output.append(contentsOf: request.target.utf8)
+        output.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
+        output.append(contentsOf: hostHeader.utf8)
+        output.append(contentsOf: "\r\n".utf8)
+        for (name, value) in request.headers where Self.safe(name) && Self.safe(value) {
+            output.append(contentsOf: name.utf8)
+            output.append(contentsOf: ": ".utf8)
+            output.append(contentsOf: value.utf8)
+            output.append(contentsOf: "\r\n".utf8)
+        }
+        if !request.body.isEmpty || request.method == .post || request.method == .patch || request.method == .put {
+            output.append(contentsOf: "Content-Length: ".utf8)
+            output.append(contentsOf: String(request.body.count).utf8)
+            output.append(contentsOf: "\r\n".utf8)
+        }
+        output.append(contentsOf: "\r\n".utf8)
+        output.append(contentsOf: request.body)
+    }
+
+    private static func safe(_ text: String) -> Bool {
+        !text.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
+    }
+
+    /// Sends the prepared request and resumes `continuation` once, with the answer, a failure, or `.timeout`
+    /// after `timeout` seconds.
+    func start(_ continuation: UnsafeContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>, timeout: Double) {
+        self.continuation = continuation
+        parser.reset()
+        written = 0
+        armTimeout(timeout)
+        switch state {
+        case .open:
+            writeOutput()
+        case .closed:
+            // Never connected, or closed by the peer while idle: nothing was sent yet, so any method may open a
+            // fresh socket.
+            closedByPeer = false
+            connect()
+        case .resolving, .connecting, .handshaking:
+            // Not reachable: a connection is only handed out between calls, when it is open or closed.
+            fail(.unreachable("connection busy"))
+        }
+    }
+
+    /// True when the peer has closed this idle connection (end of stream already queued on the socket), seen
+    /// with a nonblocking peek before the read event ran.
+    func peerHasClosed() -> Bool {
+        if closedByPeer || state == .closed { return true }
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    /// Closes the connection now (no call may be in flight).
+    func free() {
+        closedByPeer = true
+        closeSocket()
+    }
+
+    // MARK: Connecting
+
+    private func connect() {
+        if let address = SocketAddressValue(numericHost: endpoint.host, port: endpoint.port) {
+            open(address)
+            return
+        }
+        guard let dns = loop.dns else {
+            fail(.unreachable("no DNS resolver to look up \(endpoint.host)"))
+            return
+        }
+        state = .resolving
+        let request = UpstreamResolve(connection: self, port: endpoint.port)
+        resolving = request
+        request.start(dns: dns, host: endpoint.host)
+    }
+
+    /// The resolver's answer (nil: the name is unknown).
+    fileprivate func resolved(_ address: SocketAddressValue?, error: String) {
+        guard state == .resolving else { return }
+        resolving = nil
+        state = .closed
+        guard let address else {
+            fail(.unreachable("cannot resolve \(endpoint.host): \(error)"))
+            return
+        }
+        open(address)
+    }
+
+    private func open(_ address: SocketAddressValue) {
+        let socketFD = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard socketFD >= 0 else {
+            fail(.unreachable("socket: \(String(cString: strerror(errno)))"))
+            return
+        }
+        fd = socketFD
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        readEvent = event_new(loop.base, fd, Int16(EV_READ | EV_PERSIST), { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<UpstreamConnection>.fromOpaque(arg).takeUnretainedValue().readable()
+        }, me)
+        writeEvent = event_new(loop.base, fd, Int16(EV_WRITE), { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<UpstreamConnection>.fromOpaque(arg).takeUnretainedValue().writable()
+        }, me)
+        let rc = address.withSockaddr { Glibc.connect(fd, $0, $1) }
+        if rc == 0 {
+            connected()
+        } else if errno == EINPROGRESS {
+            state = .connecting
+            event_add(writeEvent, nil)
+        } else {
+            fail(.unreachable("connection failed"))
+        }
+    }
+
+    private func connected() {
+        event_add(readEvent, nil)
+        guard let tls else {
+            state = .open
+            writeOutput()
+            return
+        }
+        guard let made = tls.makeSSL(host: endpoint.host) else {
+            fail(.unreachable("cannot create a TLS session"))
+            return
+        }
+        ssl = made
+        SSL_set_fd(made, fd)
+        SSL_set_connect_state(made)
+        UpstreamConnection.blockSIGPIPEOnThisThread()
+        state = .handshaking
+        handshake()
+    }
+
+    private func handshake() {
+        guard let ssl else { return }
+        ERR_clear_error()
+        let rc = SSL_do_handshake(ssl)
+        if rc == 1 {
+            state = .open
+            writeOutput()
+            return
+        }
+        switch SSL_get_error(ssl, rc) {
+        case SSL_ERROR_WANT_READ:
+            break  // the read event is armed
+        case SSL_ERROR_WANT_WRITE:
+            event_add(writeEvent, nil)
+        default:
+            let code = ERR_get_error()
+            var text = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &text, text.count)
+            let reason = code == 0 ? "connection closed" : String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            fail(.unreachable("TLS handshake with \(endpoint.host) failed: \(reason)"))
+        }
+    }
+
+    /// OpenSSL writes to the socket with write(2), which raises SIGPIPE on a connection the peer reset; the
+    /// loop thread blocks the signal so that the write fails with EPIPE instead (plain sockets use MSG_NOSIGNAL).
+    private static func blockSIGPIPEOnThisThread() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    // MARK: Events
+
+    private func writable() {
+        switch state {
+        case .connecting:
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            if error != 0 {
+                fail(.unreachable("connection failed"))
+                return
+            }
+            connected()
+        case .handshaking:
+            handshake()
+        case .open:
+            if readWantsWrite {
+                readWantsWrite = false
+                readable()
+            }
+            if continuation != nil && written < output.count { writeOutput() }
+        case .closed, .resolving:
+            break
+        }
+    }
+
+    private func readable() {
+        switch state {
+        case .handshaking:
+            handshake()
+            return
+        case .open:
+            break
+        case .closed, .resolving, .connecting:
+            return
+        }
+        // A TLS write that wanted to read first goes on now.
+        if ssl != nil, continuation != nil, written < output.count { writeOutput() }
+        while state == .open {
+            let n = receive()
+            if n > 0 {
+                guard continuation != nil else {
+                    // Bytes while no request is in flight: the connection can no longer be trusted.
+                    closedIdle()
+                    return
+                }
+                switch parser.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) {
+                case .needMore:
+                    // A short plain read emptied the socket: don't spend a read on EAGAIN.
+                    if ssl == nil && n < buffer.count { return }
+                    if let ssl, SSL_pending(ssl) == 0, n < buffer.count { return }
+                case .complete(let leftover):
+                    answered(reusable: leftover == 0)
+                    return
+                case .invalid(let reason):
+                    fail(.badResponse("invalid HTTP answer (\(reason))"))
+                    return
+                case .truncated:
+                    fail(.closed)
+                    return
+                }
+            } else if n == 0 {
+                endOfStream()
+                return
+            } else {
+                if errno == EAGAIN || errno == EWOULDBLOCK { return }
+                endOfStream()
+                return
+            }
+        }
+    }
+
+    /// Reads into `buffer`: > 0 bytes, 0 at the end of the stream, < 0 with `errno` (EAGAIN: nothing yet).
+    private func receive() -> Int {
+        guard let ssl else {
+            return recv(fd, buffer.baseAddress, buffer.count, 0)
+        }
+        ERR_clear_error()
+        let n = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
+        if n > 0 { return Int(n) }
+        switch SSL_get_error(ssl, n) {
+        case SSL_ERROR_WANT_READ:
+            errno = EAGAIN
+            return -1
+        case SSL_ERROR_WANT_WRITE:
+            readWantsWrite = true
+            event_add(writeEvent, nil)
+            errno = EAGAIN
+            return -1
+        case SSL_ERROR_ZERO_RETURN:
+            return 0
+        default:
+            errno = ECONNRESET
+            return -1
+        }
+    }
+
+    private func endOfStream() {
+        guard continuation != nil else {
+            closedIdle()
+            return
+        }
+        switch parser.feedEndOfStream() {
+        case .complete:
+            answered(reusable: false)
+        case .invalid(let reason):
+            fail(.badResponse("invalid HTTP answer (\(reason))"))
+        case .needMore, .truncated:
+            fail(.closed)
+        }
+    }
+
+    private func writeOutput() {
+        while written < output.count {
+            let n: Int = output.withUnsafeBytes { raw in
+                let start = raw.baseAddress! + written  // non-empty: written < count
+                let count = raw.count - written
+                guard let ssl else { return send(fd, start, count, Int32(MSG_NOSIGNAL)) }
+                ERR_clear_error()
+                let rc = SSL_write(ssl, start, Int32(min(count, Int(Int32.max))))
+                if rc > 0 { return Int(rc) }
+                switch SSL_get_error(ssl, rc) {
+                case SSL_ERROR_WANT_WRITE:
+                    errno = EAGAIN
+                case SSL_ERROR_WANT_READ:
+                    errno = EINPROGRESS  // the read event brings it back
+                default:
+                    errno = EPIPE
+                }
+                return -1
+            }
+            if n > 0 {
+                written += n
+                continue
+            }
+            if errno == EAGAIN || errno == EWOULDBLOCK {
+                event_add(writeEvent, nil)
+                return
+            }
+            if errno == EINPROGRESS || errno == EINTR { return }
+            // The peer reset the connection under the request.
+            fail(.closed)
+            return
+        }
+    }
+
+    // MARK: Outcomes
+
+    private func answered(reusable: Bool) {
+        completed += 1
+        if !reusable || !parser.keepAlive {
+            closedByPeer = true
+            closeSocket()
+        }
+        finish(.success(UpstreamResponse(status: parser.status, headers: parser.headers, body: parser.body)))
+    }
+
+    private func fail(_ failure: UpstreamFailure) {
+        closedByPeer = true
+        closeSocket()
+        finish(.failure(failure))
+    }
+
+    /// The peer closed (or wrote to) the connection while no request was in flight.
+    private func closedIdle() {
+        closedByPeer = true
+        closeSocket()
+        if pooled { onIdleClose?(self) }
+    }
+
+    private func finish(_ result: Result<UpstreamResponse, UpstreamFailure>) {
+        if let timeoutEvent { event_del(timeoutEvent) }
+        guard let continuation else { return }
+        self.continuation = nil
+        continuation.resume(returning: result)
+    }
+
+    private func armTimeout(_ seconds: Double) {
+        if timeoutEvent == nil {
+            timeoutEvent = event_new(loop.base, -1, 0, { _, _, arg in
+                guard let arg else { return }
+                let connection = Unmanaged<UpstreamConnection>.fromOpaque(arg).takeUnretainedValue()
+                connection.timedOut()
+            }, Unmanaged.passUnretained(self).toOpaque())
+        }
+        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1_000_000))
+        event_add(timeoutEvent, &tv)
+    }
+
+    private func timedOut() {
+        guard continuation != nil else { return }
+        resolving?.cancel()
+        resolving = nil
+        fail(.timeout)
+    }
+
+    private func closeSocket() {
+        if let readEvent { event_free(readEvent) }
+        if let writeEvent { event_free(writeEvent) }
+        readEvent = nil
+        writeEvent = nil
+        readWantsWrite = false
+        if let ssl { SSL_free(ssl) }
+        ssl = nil
+        if fd >= 0 { Glibc.close(fd) }
+        fd = -1
+        if state == .resolving {
+            resolving?.cancel()
+            resolving = nil
+        }
+        state = .closed
+    }
+}
+
+/// A resolved or numeric socket address to connect to.
+struct SocketAddressValue {
+    private var storage = sockaddr_storage()
+    private var length: socklen_t = 0
+
+    /// The address family.
+    var family: Int32 { Int32(storage.ss_family) }
+
+    /// The address of a numeric IPv4 or IPv6 host (nil for a name).
+    init?(numericHost rawHost: String, port: UInt16) {
+        let host = rawHost.hasPrefix("[") && rawHost.hasSuffix("]") ? String(rawHost.dropFirst().dropLast()) : rawHost
+        var v4 = sockaddr_in()
+        var v6 = sockaddr_in6()
+        if inet_pton(AF_INET, host, &v4.sin_addr) == 1 {
+            v4.sin_family = sa_family_t(AF_INET)
+            v4.sin_port = port.bigEndian
+            self.init(copying: v4)
+        } else if inet_pton(AF_INET6, host, &v6.sin6_addr) == 1 {
+            v6.sin6_family = sa_family_t(AF_INET6)
+            v6.sin6_port = port.bigEndian
+            self.init(copying: v6)
+        } else {
+            return nil
+        }
+    }
+
+    /// A copy of the address at `address` (`length` bytes), with `port`.
+    init(address: UnsafePointer<sockaddr>, length: socklen_t, port: UInt16) {
+        withUnsafeMutableBytes(of: &storage) { raw in
+            raw.copyMemory(from: UnsafeRawBufferPointer(start: address, count: min(Int(length), raw.count)))
+        }
+        self.length = length
+        if family == AF_INET {
+            withUnsafeMutablePointer(to: &storage) { p in
+                p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port = port.bigEndian }
+            }
+        } else if family == AF_INET6 {
+            withUnsafeMutablePointer(to: &storage) { p in
+                p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_port = port.bigEndian }
+            }
+        }
+    }
+
+    private init<T>(copying address: T) {
+        withUnsafeBytes(of: address) { src in
+            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: src) }
+        }
+        length = socklen_t(MemoryLayout<T>.size)
+    }
+
+    /// Calls `body` with the address as a `sockaddr` pointer and its length.
+    func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        withUnsafePointer(to: storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+        }
+    }
+}
+
+/// One host-name lookup for an upstream connection, through the loop's evdns resolver.
+private final class UpstreamResolve {
+    private weak var connection: UpstreamConnection?
+    private let port: UInt16
+    private var request: OpaquePointer?
+    private var done = false
+
+    init(connection: UpstreamConnection, port: UInt16) {
+        self.connection = connection
+        self.port = port
+    }
+
+    func start(dns: OpaquePointer, host: String) {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        // One-shot: passRetained here, one takeRetainedValue in the callback, which evdns runs exactly once
+        // (with the answer, an error, or EVUTIL_EAI_CANCEL after cancel()); possibly before evdns_getaddrinfo returns.
+        let arg = Unmanaged.passRetained(self).toOpaque()
+        let pending = evdns_getaddrinfo(dns, host, nil, &hints, { result, list, arg in
+            guard let arg else { return }
+            Unmanaged<UpstreamResolve>.fromOpaque(arg).takeRetainedValue().finish(result, list)
+        }, arg)
+        if !done { request = pending }
+    }
+
+    /// Cancels the lookup; the callback still runs once (and is then ignored).
+    func cancel() {
+        connection = nil
+        guard !done, let request else { return }
+        self.request = nil
+        evdns_getaddrinfo_cancel(request)
+    }
+
+    private func finish(_ result: Int32, _ list: UnsafeMutablePointer<addrinfo>?) {
+        done = true
+        request = nil
+        defer { if let list { evutil_freeaddrinfo(list) } }
+        guard let connection else { return }
+        guard result == 0, let list else {
+            connection.resolved(nil, error: String(cString: evutil_gai_strerror(result)))
+            return
+        }
+        // IPv4 first: a name such as localhost often lists ::1 first, which a server bound to 127.0.0.1 refuses.
+        var chosen: UnsafeMutablePointer<addrinfo>?
+        var node: UnsafeMutablePointer<addrinfo>? = list
+        while let current = node {
+            if current.pointee.ai_family == AF_INET { chosen = current; break }
+            if chosen == nil && current.pointee.ai_family == AF_INET6 { chosen = current }
+            node = current.pointee.ai_next
+        }
+        guard let chosen, let address = chosen.pointee.ai_addr else {
+            connection.resolved(nil, error: "no address")
+            return
+        }
+        connection.resolved(SocketAddressValue(address: address, length: chosen.pointee.ai_addrlen, port: port), error: "")
+    }
+}

@@ -1,0 +1,199 @@
+import CHTTPParser
+import Foundation
+
+/// Parses the answers read from one upstream connection, one after another, with Node's http-parser in
+/// response mode: framing by `Content-Length`, `chunked` or the close of the connection, no body for 1xx, 204
+/// and 304 (the client never sends `HEAD`).
+///
+/// Bytes are parsed where they were read: only the header fields named in `keptHeaders` become `String`s, and
+/// the body is copied once, into one `Data` sized from `Content-Length` when the answer gives it.
+/// Loop thread only (owned by one `UpstreamConnection`).
+final class UpstreamResponseParser {
+    /// What feeding bytes to the parser gave.
+    enum Outcome: Equatable {
+        /// The answer is not complete yet.
+        case needMore
+        /// The answer is complete; `leftover` bytes after it were not parsed (a well-behaved upstream sends none).
+        case complete(leftover: Int)
+        /// The bytes are not a valid HTTP answer (http-parser's error name).
+        case invalid(String)
+        /// The connection ended before the answer was complete.
+        case truncated
+    }
+
+    /// The answer headers kept (nil: every one).
+    private let keptHeaders: [StaticString]?
+    /// http-parser's state; its `data` points back at this object.
+    private let parser: UnsafeMutablePointer<http_parser>
+    /// The status of the answer being parsed (valid once its headers are complete).
+    private(set) var status = 0
+    /// The kept headers of the answer being parsed.
+    private(set) var headers = HTTPHeaders()
+    /// The body of the answer being parsed.
+    private(set) var body = Data()
+    /// Whether the connection may carry another request after this answer (http-parser's verdict: HTTP/1.1
+    /// without `Connection: close`, and a body not delimited by the close).
+    private(set) var keepAlive = false
+    private var messageComplete = false
+    /// The header field being read (its name may arrive in several pieces).
+    private var fieldName: [UInt8] = []
+    private var fieldValue: [UInt8] = []
+    private var inValue = false
+    private var keepingValue = false
+
+    /// A body above this size gets no capacity reserved up front from its `Content-Length` (it grows as it comes).
+    private static let maxReservation = 8 << 20
+
+    /// A parser that keeps the answer headers named in `keptHeaders` (every one when nil).
+    init(keptHeaders: [StaticString]?) {
+        self.keptHeaders = keptHeaders
+        parser = .allocate(capacity: 1)
+        http_parser_init(parser, HTTP_RESPONSE)
+        fieldName.reserveCapacity(32)
+        fieldValue.reserveCapacity(32)
+    }
+
+    deinit { parser.deallocate() }
+
+    /// Gets ready for the next answer (before each request is sent).
+    func reset() {
+        http_parser_init(parser, HTTP_RESPONSE)
+        status = 0
+        headers = HTTPHeaders()
+        body = Data()
+        keepAlive = false
+        messageComplete = false
+        fieldName.removeAll(keepingCapacity: true)
+        fieldValue.removeAll(keepingCapacity: true)
+        inValue = false
+        keepingValue = false
+    }
+
+    /// Parses `bytes`, the next ones read from the connection.
+    func feed(_ bytes: UnsafeRawBufferPointer) -> Outcome {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return .needMore }
+        return run(base.assumingMemoryBound(to: CChar.self), bytes.count)
+    }
+
+    /// Tells the parser that the connection ended: completes an answer delimited by the close.
+    func feedEndOfStream() -> Outcome {
+        if messageComplete { return .complete(leftover: 0) }
+        let outcome = run(nil, 0)
+        return outcome == .needMore ? .truncated : outcome
+    }
+
+    private func run(_ data: UnsafePointer<CChar>?, _ count: Int) -> Outcome {
+        parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let parsed = http_parser_execute(parser, Self.settings, data, count)
+        let error = http_errno(rawValue: parser.pointee.http_errno)
+        if messageComplete {
+            // Paused in on_message_complete: what follows belongs to no request.
+            return .complete(leftover: count - parsed)
+        }
+        if error != HPE_OK {
+            if error == HPE_INVALID_EOF_STATE { return .truncated }
+            return .invalid(String(cString: http_errno_name(error)))
+        }
+        if parser.pointee.upgrade != 0 { return .invalid("upgrade") }
+        return .needMore
+    }
+
+    // MARK: Callbacks
+
+    /// The parser's owner, from its `data` pointer (set before every `http_parser_execute`; the owner outlives
+    /// the call, so the unretained pointer is valid).
+    private static func owner(_ parser: UnsafeMutablePointer<http_parser>?) -> UpstreamResponseParser {
+        // http-parser passes the parser it runs, whose data was set just before.
+        Unmanaged<UpstreamResponseParser>.fromOpaque(parser!.pointee.data).takeUnretainedValue()
+    }
+
+    /// The callbacks, shared by every parser (they find their parser through `data`): written once, then
+    /// only read, from any loop thread.
+    nonisolated(unsafe) private static let settings: UnsafePointer<http_parser_settings> = {
+        let pointer = UnsafeMutablePointer<http_parser_settings>.allocate(capacity: 1)
+        pointer.initialize(to: makeSettings())
+        return UnsafePointer(pointer)
+    }()
+
+    private static func makeSettings() -> http_parser_settings {
+        var settings = http_parser_settings()
+        settings.on_header_field = { parser, at, length in
+            let owner = UpstreamResponseParser.owner(parser)
+            if owner.inValue { owner.endField() }
+            if let at { owner.fieldName.append(contentsOf: UnsafeRawBufferPointer(start: at, count: length)) }
+            return 0
+        }
+        settings.on_header_value = { parser, at, length in
+            let owner = UpstreamResponseParser.owner(parser)
+            if !owner.inValue {
+                owner.inValue = true
+                owner.keepingValue = owner.keeps(owner.fieldName)
+            }
+            if owner.keepingValue, let at {
+                owner.fieldValue.append(contentsOf: UnsafeRawBufferPointer(start: at, count: length))
+            }
+            return 0
+        }
+        settings.on_headers_complete = { parser in
+            let owner = UpstreamResponseParser.owner(parser)
+            if owner.inValue { owner.endField() }
+            // Non-nil: http-parser runs callbacks with the parser it runs.
+            let state = parser!.pointee
+            owner.status = Int(state.status_code)
+            if state.flags & UInt32(F_CONTENTLENGTH.rawValue) != 0, state.content_length > 0,
+               state.content_length <= UInt64(UpstreamResponseParser.maxReservation) {
+                owner.body.reserveCapacity(Int(state.content_length))
+            }
+            return 0
+        }
+        settings.on_body = { parser, at, length in
+            let owner = UpstreamResponseParser.owner(parser)
+            if let at { owner.body.append(UnsafeRawPointer(at).assumingMemoryBound(to: UInt8.self), count: length) }
+            return 0
+        }
+        settings.on_message_complete = { parser in
+            let owner = UpstreamResponseParser.owner(parser)
+            if (100..<200).contains(owner.status) {
+                // An interim answer (100 Continue, 103 Early Hints): the final one follows.
+                owner.headers = HTTPHeaders()
+                owner.status = 0
+                return 0
+            }
+            owner.keepAlive = http_should_keep_alive(parser) != 0
+            owner.messageComplete = true
+            // Stop here: bytes after the answer are not parsed as another one.
+            http_parser_pause(parser, 1)
+            return 0
+        }
+        return settings
+    }
+
+    /// Ends the header field just read: kept, or forgotten without building a `String`.
+    private func endField() {
+        if keepingValue {
+            headers.add(String(decoding: fieldName, as: UTF8.self), String(decoding: fieldValue, as: UTF8.self))
+        }
+        fieldName.removeAll(keepingCapacity: true)
+        fieldValue.removeAll(keepingCapacity: true)
+        inValue = false
+        keepingValue = false
+    }
+
+    /// Whether the field called `name` is kept (ASCII case-insensitive).
+    private func keeps(_ name: [UInt8]) -> Bool {
+        guard let keptHeaders else { return true }
+        for kept in keptHeaders where kept.utf8CodeUnitCount == name.count {
+            var same = true
+            for index in 0..<name.count where Self.lower(kept.utf8Start[index]) != Self.lower(name[index]) {
+                same = false
+                break
+            }
+            if same { return true }
+        }
+        return false
+    }
+
+    private static func lower(_ byte: UInt8) -> UInt8 {
+        byte >= 65 && byte <= 90 ? byte | 0x20 : byte
+    }
+}

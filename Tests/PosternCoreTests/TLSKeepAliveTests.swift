@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+@testable import PosternCore
+
+/// The upstream client over https on a keep-alive connection: several requests on one TLS session, a chunked
+/// answer, an answer larger than the read buffer and a request body, against a Python HTTP/1.1 server behind
+/// TLS with a throw-away certificate.
+@Suite(.serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
+                        && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+struct TLSKeepAliveTests {
+    /// The server: each answer carries `X-Connection`, the number of the TLS connection that carried it.
+    static let script = #"""
+import http.server, socketserver, ssl, sys, threading
+count = 0
+lock = threading.Lock()
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def setup(self):
+        global count
+        super().setup()
+        with lock:
+            count += 1
+            self.number = count
+    def log_message(self, *args):
+        pass
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("X-Connection", str(self.number))
+        if self.path == "/chunked":
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in [b'{"a":', b'"b"}']:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            body = bytes(97 + i % 26 for i in range(int(self.path[1:])))
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(201)
+        self.send_header("X-Connection", str(self.number))
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+server = Server(("127.0.0.1", 0), Handler)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(sys.argv[1], sys.argv[2])
+server.socket = context.wrap_socket(server.socket, server_side=True)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""#
+
+    @Test func severalRequestsShareOneTLSConnection() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("postern-tls-ka-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try TLSUpstreamTests.TLSServer.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem",
+                                                                "-out", "cert.pem", "-days", "1", "-subj", "/CN=localhost",
+                                                                "-addext", "subjectAltName=DNS:localhost"], in: dir)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = ["-c", Self.script, dir.appendingPathComponent("cert.pem").path, dir.appendingPathComponent("key.pem").path]
+        let output = Pipe()
+        server.standardOutput = output
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        // The server prints its port once it listens.
+        var line = Data()
+        while !line.contains(10) {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty { break }
+            line.append(byte)
+        }
+        let port = try #require(UInt16(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let client = UpstreamHTTPClient(loop: loop, endpoint: UpstreamEndpoint(url: "https://localhost:\(port)")!, maxConnections: 1,
+                                        tls: TLSClientContext(caFile: dir.appendingPathComponent("cert.pem").path, verify: true),
+                                        keepaliveIdle: 3600)
+        let large = UpstreamConnection.readBufferSize * 5 + 7
+        let requests = [
+            UpstreamRequest(method: .get, target: "/chunked"),
+            UpstreamRequest(method: .get, target: "/\(large)"),
+            UpstreamRequest(method: .post, target: "/echo", body: Data(#"{"title":"über"}"#.utf8)),
+            UpstreamRequest(method: .get, target: "/chunked"),
+        ]
+        var responses: [UpstreamResponse] = []
+        for request in requests {
+            let response = try await Task(executorPreference: loop) {
+                try await client.send(request, timeout: 10)
+            }.value
+            responses.append(response)
+        }
+        #expect(responses.map(\.status) == [200, 200, 201, 200])
+        #expect(String(decoding: responses[0].body, as: UTF8.self) == #"{"a":"b"}"#)
+        #expect(responses[1].body == Data((0..<large).map { UInt8(97 + $0 % 26) }))
+        #expect(String(decoding: responses[2].body, as: UTF8.self) == #"{"title":"über"}"#)
+        #expect(String(decoding: responses[3].body, as: UTF8.self) == #"{"a":"b"}"#)
+        #expect(responses.map { $0.headers["X-Connection"] } == ["1", "1", "1", "1"], "one TLS connection for every request")
+    }
+}
