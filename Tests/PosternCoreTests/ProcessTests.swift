@@ -71,6 +71,8 @@ struct ProcessTests {
                                                                                  directus: "http://127.0.0.1:9"))
         defer { p.cleanUp() }
         try #require(PosternProcess.waitUntilServing(port: port, seconds: 5), "not serving: \(p.stderr)")
+        // The admin listener starts after the public one.
+        try #require(PosternProcess.waitUntilServing(port: adminPort, seconds: 5), "admin not serving: \(p.stderr)")
         #expect(try RawHTTPClient(port: adminPort).request("GET", "/healthz").status == 200)
         // The access log goes to stdout as JSON lines.
         p.send(SIGTERM)
