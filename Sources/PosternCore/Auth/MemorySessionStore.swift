@@ -304,7 +304,7 @@ struct ExpiryIndex<ID: Hashable> {
         let top = ExpiryIndex.bucket(cutoff)
         guard floor <= top else { return [] }
         if top - floor < Int64(buckets.count) {
-            return (floor...top).flatMap { buckets[$0].map(Array.init) ?? [] }
+            return (floor...top).flatMap { buckets[$0].map { Array($0) } ?? [] }
         }
         return buckets.filter { $0.key <= top }.flatMap { Array($0.value) }
     }
