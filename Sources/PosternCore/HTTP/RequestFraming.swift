@@ -34,6 +34,8 @@ public enum EdgeRefusal: Sendable {
     case badFraming(HTTPRequest, reason: String)
     /// The request did not arrive whole within the request deadline: 408.
     case requestTimeout
+    /// The request's body is larger than the server reads at all (`ServerLimits.bodyCeiling`): 413.
+    case bodyTooLarge(HTTPRequest)
 
     /// A plain JSON answer, for servers without a gateway in front (the Directus stand-in).
     public static func plainAnswer(_ refusal: EdgeRefusal) -> HTTPResponse {
@@ -42,6 +44,8 @@ public enum EdgeRefusal: Sendable {
             return .json(400, .object([("error", .string(reason)), ("code", .string("invalid_request"))]))
         case .requestTimeout:
             return .json(408, .object([("error", .string("request not received in time")), ("code", .string("request_timeout"))]))
+        case .bodyTooLarge:
+            return .json(413, .object([("error", .string("request body too large")), ("code", .string("payload_too_large"))]))
         }
     }
 }
