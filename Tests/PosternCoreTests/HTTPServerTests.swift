@@ -234,4 +234,29 @@ import Testing
             #expect(answers.last?.hasSuffix("\r\n\r\nGET /next||") == true)
         }
     }
+
+    @Test(arguments: [
+        "\u{0}\u{1}garbage\r\n\r\n",
+        "GET / HTTP/9.9\r\nHost: x\r\n\r\n",
+        "GET / HTTP/1.1\r\nNo colon here\r\n\r\n",
+        "GET / HTTP/1.1\r\nBad\u{1}Name: v\r\n\r\n",
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+        "GET /a b HTTP/1.1\r\n\r\n",
+    ])
+    func malformedRequestsAreA400AndTheServerStaysUp(_ raw: String) throws {
+        let called = Atomic<Int>(0)
+        try HTTPServerTests.withServer(handler: { request in
+            called.add(1, ordering: .relaxed)
+            return await HTTPServerTests.echo(request)
+        }) { server in
+            let client = RawHTTPClient(port: server.port)
+            try client.sendRaw(Array(raw.utf8))
+            let answer = try client.readResponse()
+            #expect(answer.status == 400)
+            #expect(answer.json?["code"] == .string("invalid_request"))
+            #expect(client.waitForClose(seconds: 5))
+            #expect(called.load(ordering: .relaxed) == 0)
+            #expect(try RawHTTPClient(port: server.port).request("GET", "/fine").text == "GET /fine||")
+        }
+    }
 }

@@ -329,6 +329,10 @@ final class HTTPConnection: @unchecked Sendable {
     /// Returns 0 to read on, and anything but 0, 1 or 2 to stop with the refusal set.
     fileprivate func headersComplete() -> Int32 {
         if inValue || !field.isEmpty { finishField() }
+        guard parser.pointee.http_major == 1 else {
+            refusal = .badFraming(partialRequest(), reason: "unsupported HTTP version")
+            return -1
+        }
         let method = currentMethod
         if framingHeaderSeen || method == .head || method == .other("TRACE"),
            let reason = RequestFraming.problem(method: method, headers: headers) {
