@@ -176,12 +176,14 @@ final class HTTPConnection: @unchecked Sendable {
         return true
     }
 
+    /// Stops reading (the buffer behind a request in flight is full).
     private func pauseReading() {
         guard !readPaused, let readEvent else { return }
         readPaused = true
         event_del(readEvent)
     }
 
+    /// Reads again, unless the peer has gone.
     private func resumeReading() {
         guard readPaused, !peerGone, let readEvent else { return }
         readPaused = false
@@ -247,6 +249,7 @@ final class HTTPConnection: @unchecked Sendable {
         end = 0
     }
 
+    /// Back to a small buffer after a large request (the buffer is empty).
     private func shrink() {
         buffer.deallocate()
         capacity = HTTPConnection.initialCapacity
@@ -286,12 +289,14 @@ final class HTTPConnection: @unchecked Sendable {
         return true
     }
 
+    /// A piece of the request target.
     fileprivate func urlData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
         guard countHead(length) else { return 1 }
         at.withMemoryRebound(to: UInt8.self, capacity: length) { url.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
         return 0
     }
 
+    /// A piece of a header name (a new name ends the previous line).
     fileprivate func fieldData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
         if inValue { finishField() }
         guard countHead(length) else { return 1 }
@@ -299,6 +304,7 @@ final class HTTPConnection: @unchecked Sendable {
         return 0
     }
 
+    /// A piece of a header value.
     fileprivate func valueData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
         inValue = true
         guard countHead(length) else { return 1 }
@@ -356,6 +362,7 @@ final class HTTPConnection: @unchecked Sendable {
         return 0
     }
 
+    /// A piece of the body (chunked bodies arrive decoded), within the ceiling.
     fileprivate func bodyData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
         guard body.count + length <= limits.bodyCeiling else {
             refusal = .bodyTooLarge(partialRequest())
@@ -543,6 +550,8 @@ final class HTTPConnection: @unchecked Sendable {
     private static func sendAnswer(_ fd: Int32, head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, skipping skip: Int) -> Int {
         var vectors = (iovec(), iovec())
         var count = 0
+        // `head` always holds at least a status line, and `body` is only pointed at when it has bytes (or, in
+        // the else branch, bytes left), so both base addresses exist where they are used.
         if skip < head.count {
             vectors.0 = iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress! + skip), iov_len: head.count - skip)
             count = 1
@@ -552,7 +561,6 @@ final class HTTPConnection: @unchecked Sendable {
             }
         } else {
             let offset = skip - head.count
-            // Called only while bytes remain, so the body has some left here.
             vectors.0 = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + offset), iov_len: body.count - offset)
             count = 1
         }
@@ -566,6 +574,7 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
+    /// The socket takes more: write the rest of the answer.
     private func writable() {
         guard writeBlocked else { return }
         writeBlocked = false
@@ -612,11 +621,13 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: Helpers
 
+    /// Appends the decimal digits of a non-negative `value`.
     private static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
         if value >= 10 { appendDecimal(value / 10, to: &out) }
         out.append(UInt8(0x30 + value % 10))
     }
 
+    /// Whether `bytes` spell `lower` (lowercase ASCII), ignoring case.
     private static func equalsIgnoringCase(_ bytes: [UInt8], _ lower: StaticString) -> Bool {
         guard bytes.count == lower.utf8CodeUnitCount else { return false }
         let other = lower.utf8Start

@@ -91,6 +91,7 @@ public final class HTTPServer: @unchecked Sendable {
 
 /// The listener and the connections of one loop.
 final class ServerWorker: @unchecked Sendable {
+    /// The loop that owns the listener and every connection of this worker.
     let loop: EventLoop
     private let handler: HTTPHandler
     /// Renders the answers the server gives itself.
@@ -110,6 +111,7 @@ final class ServerWorker: @unchecked Sendable {
     private var dateLine: [UInt8] = []
     private var dateSecond = -1
 
+    /// A worker for `loop` (not listening until `bind`).
     init(loop: EventLoop, handler: @escaping HTTPHandler, refuse: @escaping RefusalRenderer, limits: ServerLimits) {
         self.loop = loop
         self.handler = handler
@@ -117,8 +119,10 @@ final class ServerWorker: @unchecked Sendable {
         self.limits = limits
     }
 
+    /// Requests being handled on this loop.
     var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
 
+    /// Connections on this loop that sent a whole request and are still open.
     var openConnections: Int { connectionCount.load(ordering: .relaxed) }
 
     /// Connections seen on this loop since start.
