@@ -491,9 +491,14 @@ final class HTTPConnection: @unchecked Sendable {
         var ownLength: String?
         var hasDate = false
         for (name, value) in response.headers {
-            if HTTPHeaders.sameName(name, "Content-Length") { ownLength = value; continue }
-            if HTTPHeaders.sameName(name, "Connection") || HTTPHeaders.sameName(name, "Transfer-Encoding") { continue }
-            if HTTPHeaders.sameName(name, "Date") { hasDate = true }
+            // Only names of these lengths can be one the server writes itself (most are not: no comparison).
+            switch name.utf8.count {
+            case 14 where HTTPHeaders.sameName(name, "Content-Length"): ownLength = value; continue
+            case 10 where HTTPHeaders.sameName(name, "Connection"): continue
+            case 17 where HTTPHeaders.sameName(name, "Transfer-Encoding"): continue
+            case 4 where HTTPHeaders.sameName(name, "Date"): hasDate = true
+            default: break
+            }
             head.append(contentsOf: name.utf8)
             head.append(contentsOf: ": ".utf8)
             head.append(contentsOf: value.utf8)
