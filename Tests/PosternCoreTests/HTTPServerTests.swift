@@ -259,4 +259,31 @@ import Testing
             #expect(try RawHTTPClient(port: server.port).request("GET", "/fine").text == "GET /fine||")
         }
     }
+
+    @Test func aReplyAfterShutdownIsDroppedAndNewConnectionsAreRefused() async throws {
+        let gate = UpstreamGate()
+        gate.close { $0.path == "/held" }
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let answered = Atomic<Int>(0)
+        let server = HTTPServer(group: group) { request in
+            await gate.pass(request)
+            answered.add(1, ordering: .relaxed)
+            return await HTTPServerTests.echo(request)
+        }
+        try server.start(host: "127.0.0.1", port: 0)
+        let port = server.port
+        let client = RawHTTPClient(port: port)
+        try client.sendRaw(Array("GET /held HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        await waitUntil("the held request is in flight") { gate.heldCount == 1 && server.inFlight == 1 }
+        // The grace ends with the request still held: its connection is closed under it.
+        server.shutdown(grace: 0.1)
+        #expect(client.waitForClose(seconds: 5))
+        gate.open()
+        await waitUntil("the handler answered late") { answered.load(ordering: .relaxed) == 1 }
+        // The reply is handed to the closed connection in the same job on the loop: once the loop has run
+        // the next job, it is done (and it did not crash the process).
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in group.loops[0].execute { done.resume() } }
+        #expect(throws: (any Error).self) { try RawHTTPClient(port: port).request("GET", "/after") }
+    }
 }
