@@ -143,22 +143,51 @@ final class ServerWorker: @unchecked Sendable {
     }
 
     /// Starts the handler of a whole request on this loop; its answer goes back to `conn`.
+    ///
+    /// Handlers run in long-lived tasks, one request after another: a task's allocator keeps the slabs its
+    /// async frames needed, so a reused task allocates nothing for them, where a new task per request
+    /// mallocs a dozen slabs and the task itself (docs/architecture.md, One request's path). An idle task
+    /// waits for its next request; when none is idle, a new one starts with the request.
     func handle(_ request: HTTPRequest, on conn: HTTPConnection) {
         inFlightCount.add(1, ordering: .relaxed)
-        let handler = self.handler
-        let loop = self.loop
+        if let idle = idleRunners.popLast() {
+            idle.resume(returning: RunnerJob(request: request, conn: conn))
+            return
+        }
         // Task.immediate runs the handler right here, on the loop thread, up to its first suspension (no hop
         // through the loop's job queue to start it); after a suspension it resumes on its preferred executor,
-        // this loop. The handler stays async, and a handler that answers without suspending replies inline.
+        // this loop.
         Task.immediate(executorPreference: loop) {
-            let response = await handler(request)
-            if loop.inLoop {
-                self.finish(conn, response)
-            } else {
-                loop.execute { self.finish(conn, response) }
-            }
+            await self.run(RunnerJob(request: request, conn: conn))
         }
     }
+
+    /// One runner task: handles `first`, then each request handed to it while it waits idle, until the
+    /// worker is freed or enough runners are idle already.
+    private func run(_ first: RunnerJob) async {
+        var job: RunnerJob? = first
+        while let current = job {
+            let response = await handler(current.request)
+            guard loop.inLoop else {
+                loop.execute { self.finish(current.conn, response) }
+                return
+            }
+            finish(current.conn, response)
+            guard !freed, idleRunners.count < ServerWorker.maxIdleRunners else { return }
+            job = await withUnsafeContinuation { idleRunners.append($0) }
+        }
+    }
+
+    /// A request for a runner task (loop thread only).
+    private struct RunnerJob: @unchecked Sendable {
+        let request: HTTPRequest
+        let conn: HTTPConnection
+    }
+
+    /// Runner tasks waiting for a request (loop thread only); resumed with nil when the worker is freed.
+    private var idleRunners: [UnsafeContinuation<RunnerJob?, Never>] = []
+    /// Idle runner tasks kept at most (each keeps the few KiB of slabs its handler's frames need).
+    private static let maxIdleRunners = 256
 
     /// Replies unless the worker is gone, and counts the request done (loop thread).
     private func finish(_ conn: HTTPConnection, _ response: HTTPResponse) {
@@ -255,7 +284,9 @@ final class ServerWorker: @unchecked Sendable {
             let address = raw.assumingMemoryBound(to: sockaddr_in6.self)
             return withUnsafePointer(to: address.pointee.sin6_addr) { inet_ntop(AF_INET6, $0, &text, socklen_t(text.count)) != nil }
         }
-        return ok ? String(cString: text) : "0.0.0.0"
+        guard ok else { return "0.0.0.0" }
+        let length = text.firstIndex(of: 0) ?? text.count
+        return String(decoding: text[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Out of file descriptors, accept() fails at once and the listening socket stays readable: pause
@@ -299,6 +330,9 @@ final class ServerWorker: @unchecked Sendable {
             for conn in Array(self.connections.values) { conn.close() }
             self.connections.removeAll()
             self.freed = true
+            let idle = self.idleRunners
+            self.idleRunners.removeAll()
+            for runner in idle { runner.resume(returning: nil) }
             return true
         }
     }
