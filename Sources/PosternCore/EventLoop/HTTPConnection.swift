@@ -57,6 +57,8 @@ final class HTTPConnection: @unchecked Sendable {
     private var busy = false
     /// Inside `drive()` (a reply written inline must not start a second, nested parse).
     private var driving = false
+    /// A request is with the handler: exactly one answer may come back.
+    private var awaitingAnswer = false
     /// Close once the answer being written is out.
     private var closeAfterAnswer = false
     /// The last answer is out and the write side shut: reading and discarding until the peer closes.
@@ -419,11 +421,14 @@ final class HTTPConnection: @unchecked Sendable {
         headers = HTTPHeaders()
         body = Data()
         worker.requestArrived(self)
+        awaitingAnswer = true
         worker.handle(request, on: self)
     }
 
     /// The handler's answer (loop thread): written unless the connection has gone meanwhile.
     func finish(_ response: HTTPResponse) {
+        precondition(awaitingAnswer, "a request was answered twice")
+        awaitingAnswer = false
         guard !closed else { return }
         if let connection = response.headers["Connection"], connection.lowercased() == "close" { closeAfterAnswer = true }
         write(response)
