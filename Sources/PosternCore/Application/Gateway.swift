@@ -16,6 +16,8 @@ public final class Gateway: Sendable {
 
     /// The process-wide micro-cache (docs/api.md, Micro-cache).
     let cache: MicroCache
+    /// `limits.max_body_bytes` (named in the 413 the server gives for a body above its ceiling).
+    private let maxBodyBytes: Int
 
     /// Builds the pipeline. `metrics`, `rateLimits` and the cache are process-wide (shared by every loop);
     /// `invalidations` carries cache invalidations (in-process unless given).
@@ -24,6 +26,7 @@ public final class Gateway: Sendable {
                 invalidations: (any CacheInvalidationBus)? = nil, cacheClock: MicroCache.Clock? = nil) {
         self.sessions = sessions
         self.metrics = metrics
+        maxBodyBytes = config.limits.maxBodyBytes
         self.log = log
         let schema = SchemaWatch(log: log)
         self.schema = schema
@@ -64,23 +67,15 @@ public final class Gateway: Sendable {
         }
     }
 
-    /// The answer to a request the server refuses before any handler runs (bad framing → 400, not whole in
-    /// time → 408), in the usual error shape; the server closes the connection after it.
+    /// The answer to a request the server refuses before any handler runs (bad framing or an oversized head →
+    /// 400, not whole in time → 408, a body above the server's ceiling → 413), in the usual error shape; the
+    /// server closes the connection after it.
     public func refuse(_ refusal: EdgeRefusal) -> HTTPResponse {
         switch refusal {
         case .badFraming(let request, let reason):
-            var context = RequestContext(requestID: RequestID.accept(request.headers["X-Request-Id"]),
-                                         clientIP: clientAddress.clientIP(request))
-            if let match = routes.router.match(path: request.path) {
-                context.routePattern = match.route.pattern
-                context.resourceName = match.route.resource
-            }
-            var response = ErrorRenderer.render(.invalidRequest(reason), context: context)
-            ResponseHeadersMiddleware.decorate(&response, path: request.path, requestID: context.requestID)
-            metrics.request(route: context.routePattern, method: ObservationMiddleware.methodLabel(request.method), status: 400,
-                            seconds: 0)
-            log.access(request, response, context: context, trace: RequestTrace())
-            return response
+            return refuse(request, .invalidRequest(reason))
+        case .bodyTooLarge(let request):
+            return refuse(request, .payloadTooLarge(maxBodyBytes))
         case .requestTimeout:
             let context = RequestContext(requestID: RequestID.accept(nil), clientIP: "")
             var response = ErrorRenderer.render(GatewayError(status: 408, code: .requestTimeout, message: "request not received in time"),
@@ -88,5 +83,21 @@ public final class Gateway: Sendable {
             ResponseHeadersMiddleware.decorate(&response, path: "", requestID: context.requestID)
             return response
         }
+    }
+
+    /// The answer to a refused request that arrived far enough to be logged.
+    private func refuse(_ request: HTTPRequest, _ error: GatewayError) -> HTTPResponse {
+        var context = RequestContext(requestID: RequestID.accept(request.headers["X-Request-Id"]),
+                                     clientIP: clientAddress.clientIP(request))
+        if let match = routes.router.match(path: request.path) {
+            context.routePattern = match.route.pattern
+            context.resourceName = match.route.resource
+        }
+        var response = ErrorRenderer.render(error, context: context)
+        ResponseHeadersMiddleware.decorate(&response, path: request.path, requestID: context.requestID)
+        metrics.request(route: context.routePattern, method: ObservationMiddleware.methodLabel(request.method), status: error.status,
+                        seconds: 0)
+        log.access(request, response, context: context, trace: RequestTrace())
+        return response
     }
 }

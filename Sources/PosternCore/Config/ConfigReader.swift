@@ -34,7 +34,7 @@ struct IntRule: Sendable {
     static let positive = IntRule(min: 1, max: nil)
     /// Rate limits (0 disables) and cache lifetimes.
     static let nonNegative = IntRule(min: 0, max: nil)
-    /// `limits.max_body_bytes`, capped by the libevent ceiling.
+    /// `limits.max_body_bytes`, capped by the server's own ceiling.
     static let bodyBytes = IntRule(min: 1, max: LimitsConfig.maxBodyBytesCeiling)
 }
 

@@ -26,10 +26,10 @@ public enum SessionStoreKind: Sendable, Equatable {
 }
 
 extension LimitsConfig {
-    /// The largest body libevent reads at all (8 MiB); `maxBodyBytes` may not exceed it.
+    /// The largest body the server reads at all (8 MiB); `maxBodyBytes` may not exceed it.
     public static let maxBodyBytesCeiling = 8 * 1024 * 1024
 
-    /// The body size above which libevent refuses a request itself (its own 413 page, before reading the
+    /// The body size above which the server refuses a request itself (the 413, before reading the
     /// body): twice `maxBodyBytes`, at least 64 KiB above it, at most 8 MiB. Between `maxBodyBytes` and
     /// this ceiling Postern answers the JSON 413 (docs/api.md, Limits and defaults).
     public var bodyCeiling: Int {

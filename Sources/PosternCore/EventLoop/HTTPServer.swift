@@ -1,4 +1,5 @@
 import CEvent
+import CHTTPParser
 import Foundation
 import Synchronization
 
@@ -8,11 +9,12 @@ public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 /// The answer to a request the server refuses itself (it closes the connection after it).
 public typealias RefusalRenderer = @Sendable (EdgeRefusal) -> HTTPResponse
 
-/// Limits that evhttp enforces itself (outer ceilings; the contract's limits are checked in Swift).
+/// Limits the server enforces on every connection, before any handler runs (the contract's own limits are
+/// checked by the pipeline).
 public struct ServerLimits: Sendable {
-    /// Largest body evhttp reads at all (above it, evhttp answers its own 413).
+    /// Largest body read at all (above it, the server refuses the request with `EdgeRefusal.bodyTooLarge`).
     public var bodyCeiling = 8 * 1024 * 1024
-    /// Largest header block (above it, evhttp answers its own 400).
+    /// Largest request head, request line included (above it, `EdgeRefusal.badFraming`: 400).
     public var maxHeaderBytes = 16 * 1024
     /// Inactivity timeout in seconds (slow senders and idle keep-alive connections alike).
     public var inactivityTimeoutSeconds = 10
@@ -31,7 +33,8 @@ public struct ServerStartError: Error, CustomStringConvertible, Sendable {
     public let description: String
 }
 
-/// An HTTP/1.1 server: one evhttp per event loop, each with its own `SO_REUSEPORT` listener on the same port.
+/// An HTTP/1.1 server: on each event loop its own `SO_REUSEPORT` listener on the same port, and its
+/// connections (`HTTPConnection`: nonblocking sockets parsed by Node's http-parser).
 public final class HTTPServer: @unchecked Sendable {
     private let group: EventLoopGroup
     private let handler: HTTPHandler
@@ -86,24 +89,29 @@ public final class HTTPServer: @unchecked Sendable {
     public var connectionsSeen: Int { workers.reduce(0) { $0 + $1.connectionsSeen } }
 }
 
-/// One evhttp on one loop.
+/// The listener and the connections of one loop.
 final class ServerWorker: @unchecked Sendable {
+    /// The loop that owns the listener and every connection of this worker.
     let loop: EventLoop
     private let handler: HTTPHandler
-    private let refuse: RefusalRenderer
+    /// Renders the answers the server gives itself.
+    let refuse: RefusalRenderer
     private let limits: ServerLimits
-    private var http: OpaquePointer?
-    private var listener: OpaquePointer?
-    /// Set (on the loop thread) once evhttp is freed: it freed every request in flight with it,
-    /// so late replies must not touch their pointers.
+    private var listenFD: Int32 = -1
+    private var listenEvent: OpaquePointer?
+    /// Set (on the loop thread) once the worker is freed: late replies are dropped.
     private var freed = false
     /// Counters written on the loop thread and read from any thread (atomics: no lock per request).
     private let inFlightCount = Atomic<Int>(0)
     private let connectionCount = Atomic<Int>(0)
     private let seenCount = Atomic<Int>(0)
-    /// The request deadline of each connection that has sent a byte, by evhttp connection (loop thread only).
-    private var guards: [OpaquePointer: ConnectionGuard] = [:]
+    /// Open connections (loop thread only); each stays here until it closes.
+    private var connections: [ObjectIdentifier: HTTPConnection] = [:]
+    /// The `Date` header line of the current second, and that second.
+    private var dateLine: [UInt8] = []
+    private var dateSecond = -1
 
+    /// A worker for `loop` (not listening until `bind`).
     init(loop: EventLoop, handler: @escaping HTTPHandler, refuse: @escaping RefusalRenderer, limits: ServerLimits) {
         self.loop = loop
         self.handler = handler
@@ -111,60 +119,98 @@ final class ServerWorker: @unchecked Sendable {
         self.limits = limits
     }
 
+    /// Requests being handled on this loop.
     var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
 
+    /// Connections on this loop that sent a whole request and are still open.
     var openConnections: Int { connectionCount.load(ordering: .relaxed) }
 
     /// Connections seen on this loop since start.
     var connectionsSeen: Int { seenCount.load(ordering: .relaxed) }
 
-    /// Starts the request deadline of a connection whose first request began to arrive (loop thread).
-    @discardableResult
-    func guardConnection(_ conn: OpaquePointer, bev: OpaquePointer) -> ConnectionGuard {
-        if let existing = guards[conn] { return existing }
-        let guarded = ConnectionGuard(evcon: conn, bev: bev, base: loop.base, seconds: limits.requestTimeoutSeconds) { [unowned self] in
-            self.requestTimedOut($0)
+    /// Counts a connection on its first whole request (loop thread).
+    func requestArrived(_ conn: HTTPConnection) {
+        guard !conn.counted else { return }
+        conn.counted = true
+        connectionCount.add(1, ordering: .relaxed)
+        seenCount.add(1, ordering: .relaxed)
+    }
+
+    /// A connection closed: forget it (loop thread).
+    func connectionClosed(_ conn: HTTPConnection) {
+        connections.removeValue(forKey: ObjectIdentifier(conn))
+        if conn.counted { connectionCount.subtract(1, ordering: .relaxed) }
+    }
+
+    /// Starts the handler of a whole request on this loop; its answer goes back to `conn`.
+    ///
+    /// Handlers run in long-lived tasks, one request after another: a task's allocator keeps the slabs its
+    /// async frames needed, so a reused task allocates nothing for them, where a new task per request
+    /// mallocs a dozen slabs and the task itself (docs/architecture.md, One request's path). An idle task
+    /// waits for its next request; when none is idle, a new one starts with the request.
+    func handle(_ request: HTTPRequest, on conn: HTTPConnection) {
+        inFlightCount.add(1, ordering: .relaxed)
+        if let idle = idleRunners.popLast() {
+            idle.resume(returning: RunnerJob(request: request, conn: conn))
+            return
         }
-        guards[conn] = guarded
-        // The worker outlives its evhttp and every connection of it, so the unretained pointer is valid.
-        evhttp_connection_set_closecb(conn, { conn, arg in
-            guard let conn, let arg else { return }
-            Unmanaged<ServerWorker>.fromOpaque(arg).takeUnretainedValue().connectionClosed(conn)
-        }, Unmanaged.passUnretained(self).toOpaque())
-        return guarded
-    }
-
-    /// Counts a connection on its first whole request and stops its deadline (loop thread).
-    private func requestArrived(_ req: OpaquePointer) {
-        guard let conn = evhttp_request_get_connection(req), let bev = evhttp_connection_get_bufferevent(conn) else { return }
-        let guarded = guardConnection(conn, bev: bev)
-        guarded.requestReceived()
-        if !guarded.counted {
-            guarded.counted = true
-            connectionCount.add(1, ordering: .relaxed)
-            seenCount.add(1, ordering: .relaxed)
+        // Task.immediate runs the handler right here, on the loop thread, up to its first suspension (no hop
+        // through the loop's job queue to start it); after a suspension it resumes on its preferred executor,
+        // this loop.
+        Task.immediate(executorPreference: loop) {
+            await self.run(RunnerJob(request: request, conn: conn))
         }
     }
 
-    /// evhttp is freeing the connection: drop its guard (loop thread).
-    private func connectionClosed(_ conn: OpaquePointer) {
-        guard let guarded = guards.removeValue(forKey: conn) else { return }
-        guarded.close()
-        if guarded.counted { connectionCount.subtract(1, ordering: .relaxed) }
+    /// One runner task: handles `first`, then each request handed to it while it waits idle, until the
+    /// worker is freed or enough runners are idle already.
+    private func run(_ first: RunnerJob) async {
+        var job: RunnerJob? = first
+        while let current = job {
+            let response = await handler(current.request)
+            guard loop.inLoop else {
+                loop.execute { self.finish(current.conn, response) }
+                return
+            }
+            finish(current.conn, response)
+            guard !freed, idleRunners.count < ServerWorker.maxIdleRunners else { return }
+            job = await withUnsafeContinuation { idleRunners.append($0) }
+        }
     }
 
-    /// A request did not arrive whole in time: answer 408 when nothing else is being written, and close.
-    private func requestTimedOut(_ guarded: ConnectionGuard) {
-        guard guards[guarded.evcon] === guarded else { return }
-        if guarded.outputIdle { guarded.sendFinal(refuse(.requestTimeout)) }
-        evhttp_connection_free(guarded.evcon)  // calls connectionClosed
+    /// A request for a runner task (loop thread only).
+    private struct RunnerJob: @unchecked Sendable {
+        let request: HTTPRequest
+        let conn: HTTPConnection
     }
 
-    private func adjustInFlight(_ delta: Int) {
-        inFlightCount.add(delta, ordering: .relaxed)
+    /// Runner tasks waiting for a request (loop thread only); resumed with nil when the worker is freed.
+    private var idleRunners: [UnsafeContinuation<RunnerJob?, Never>] = []
+    /// Idle runner tasks kept at most (each keeps the few KiB of slabs its handler's frames need).
+    private static let maxIdleRunners = 256
+
+    /// Replies unless the worker is gone, and counts the request done (loop thread).
+    private func finish(_ conn: HTTPConnection, _ response: HTTPResponse) {
+        inFlightCount.subtract(1, ordering: .relaxed)
+        if !freed { conn.finish(response) }
     }
 
-    /// Creates the evhttp and its listener on the loop thread; returns the bound port.
+    /// Appends `Date: <IMF-fixdate>\r\n`, formatted once a second.
+    func appendDate(to out: inout [UInt8]) {
+        let now = time(nil)
+        if now != dateSecond {
+            dateSecond = now
+            var t = now
+            var parts = tm()
+            gmtime_r(&t, &parts)
+            var text = [CChar](repeating: 0, count: 64)
+            let n = strftime(&text, 64, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &parts)
+            dateLine = text.prefix(n).map { UInt8(bitPattern: $0) }
+        }
+        out.append(contentsOf: dateLine)
+    }
+
+    /// Opens the listening socket on the loop thread; returns the bound port.
     func bind(_ address: SocketAddress) throws(ServerStartError) -> UInt16 {
         let result = loop.runAndWait { () -> Result<UInt16, ServerStartError> in
             self.bindOnLoop(address)
@@ -173,238 +219,121 @@ final class ServerWorker: @unchecked Sendable {
     }
 
     private func bindOnLoop(_ address: SocketAddress) -> Result<UInt16, ServerStartError> {
-        guard let http = evhttp_new(loop.base) else { return .failure(ServerStartError(description: "evhttp_new failed")) }
-        // evhttp answers methods outside this set with its own 501: allow all and answer 405 in Swift.
-        let all = EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue | EVHTTP_REQ_HEAD.rawValue | EVHTTP_REQ_PUT.rawValue
-            | EVHTTP_REQ_DELETE.rawValue | EVHTTP_REQ_OPTIONS.rawValue | EVHTTP_REQ_TRACE.rawValue
-            | EVHTTP_REQ_CONNECT.rawValue | EVHTTP_REQ_PATCH.rawValue
-        evhttp_set_allowed_methods(http, UInt16(all))
-        evhttp_set_max_body_size(http, Int(limits.bodyCeiling))
-        evhttp_set_max_headers_size(http, Int(limits.maxHeaderBytes))
-        if let ms = limits.inactivityTimeoutMilliseconds {
-            var tv = timeval(tv_sec: ms / 1000, tv_usec: Int((ms % 1000) * 1000))
-            evhttp_set_timeout_tv(http, &tv)
-        } else {
-            evhttp_set_timeout(http, Int32(limits.inactivityTimeoutSeconds))
+        let family = address.withSockaddr { sa, _ in Int32(sa.pointee.sa_family) }
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return .failure(ServerStartError(description: "socket: \(String(cString: strerror(errno)))")) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound = address.withSockaddr { sa, len in Glibc.bind(fd, sa, len) }
+        guard bound == 0, listen(fd, 1024) == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(fd)
+            return .failure(ServerStartError(description: "cannot listen on \(address): \(reason)"))
         }
-        // Each connection's bufferevent is made here, so that its request deadline starts with its first byte.
-        evhttp_set_bevcb(http, serverBufferEvent, nil)
-        ServerWorker.byServer.withLock { $0[http] = Unmanaged.passUnretained(self) }
-        // The worker outlives its evhttp (freed in free()), so the unretained pointer stays valid.
-        evhttp_set_gencb(http, { req, arg in
-            guard let req, let arg else { return }
-            Unmanaged<ServerWorker>.fromOpaque(arg).takeUnretainedValue().accept(req)
+        listenFD = fd
+        // The worker outlives its listen event (freed in free()), so the unretained pointer stays valid.
+        listenEvent = event_new(loop.base, fd, Int16(EV_READ | EV_PERSIST), { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<ServerWorker>.fromOpaque(arg).takeUnretainedValue().acceptAll()
         }, Unmanaged.passUnretained(self).toOpaque())
-
-        let flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT | LEV_OPT_CLOSE_ON_EXEC
-        let listener = address.withSockaddr { sa, len in
-            evconnlistener_new_bind(loop.base, nil, nil, UInt32(flags), 1024, sa, Int32(len))
-        }
-        guard let listener else {
-            _ = ServerWorker.byServer.withLock { $0.removeValue(forKey: http) }
-            evhttp_free(http)
-            return .failure(ServerStartError(description: "cannot listen on \(address): \(String(cString: strerror(errno)))"))
-        }
-        guard evhttp_bind_listener(http, listener) != nil else {
-            evconnlistener_free(listener)
-            _ = ServerWorker.byServer.withLock { $0.removeValue(forKey: http) }
-            evhttp_free(http)
-            return .failure(ServerStartError(description: "evhttp_bind_listener failed"))
-        }
-        self.http = http
-        self.listener = listener
-        // Out of file descriptors, accept() fails at once and the listening socket stays readable:
-        // without this the loop would spin. Back off instead (the callback's argument is evhttp's, so the
-        // worker is found by its listener).
-        ServerWorker.byListener.withLock { $0[listener] = Unmanaged.passUnretained(self) }
-        evconnlistener_set_error_cb(listener) { listener, _ in
-            guard let listener, let worker = ServerWorker.byListener.withLock({ $0[listener] }) else { return }
-            worker.takeUnretainedValue().acceptFailed(errno: errno)
-        }
-        return .success(SocketAddress.localPort(of: evconnlistener_get_fd(listener)))
+        event_add(listenEvent, nil)
+        return .success(SocketAddress.localPort(of: fd))
     }
 
-    /// evhttp → worker, for a new connection's first bytes (the worker outlives its evhttp).
-    static let byServer = LockedBox<[OpaquePointer: Unmanaged<ServerWorker>]>([:])
-    /// Listener → worker, for the accept-error callback (whose argument belongs to evhttp).
-    private static let byListener = LockedBox<[OpaquePointer: Unmanaged<ServerWorker>]>([:])
     private var acceptBackoff: EventLoop.Timer?
     private var accepting = true
     /// accept() failures seen (e.g. out of file descriptors).
     private(set) var acceptErrors = 0
 
-    /// Pauses accepting for a moment after an accept() error, then resumes (loop thread).
-    private func acceptFailed(errno code: Int32) {
-        acceptErrors += 1
-        guard let listener, acceptBackoff == nil else { return }
-        evconnlistener_disable(listener)
-        acceptBackoff = EventLoop.Timer(loop: loop, seconds: 0.25) { [weak self] in
-            guard let self else { return }
-            self.acceptBackoff = nil
-            if self.accepting, let listener = self.listener { evconnlistener_enable(listener) }
+    /// Accepts the waiting connections (a bounded batch, so that one busy listener cannot starve the loop).
+    private func acceptAll() {
+        for _ in 0..<64 {
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &storage) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    accept4(listenFD, $0, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+                }
+            }
+            if fd < 0 {
+                switch errno {
+                case EAGAIN, EWOULDBLOCK: return
+                case EINTR, ECONNABORTED, EPROTO: continue
+                default: acceptFailed(); return
+                }
+            }
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let conn = HTTPConnection(fd: fd, peer: ServerWorker.ip(of: storage), worker: self, base: loop.base, limits: limits)
+            connections[ObjectIdentifier(conn)] = conn
         }
     }
 
-    /// Stops accepting new connections (existing keep-alive connections finish their requests).
+    /// The IP address of a peer (no port).
+    private static func ip(of storage: sockaddr_storage) -> String {
+        var storage = storage
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        let family = Int32(storage.ss_family)
+        let ok = withUnsafePointer(to: &storage) { p -> Bool in
+            let raw = UnsafeRawPointer(p)
+            if family == AF_INET {
+                let address = raw.assumingMemoryBound(to: sockaddr_in.self)
+                return withUnsafePointer(to: address.pointee.sin_addr) { inet_ntop(AF_INET, $0, &text, socklen_t(text.count)) != nil }
+            }
+            let address = raw.assumingMemoryBound(to: sockaddr_in6.self)
+            return withUnsafePointer(to: address.pointee.sin6_addr) { inet_ntop(AF_INET6, $0, &text, socklen_t(text.count)) != nil }
+        }
+        guard ok else { return "0.0.0.0" }
+        let length = text.firstIndex(of: 0) ?? text.count
+        return String(decoding: text[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Out of file descriptors, accept() fails at once and the listening socket stays readable: pause
+    /// accepting for a moment instead of spinning (loop thread).
+    private func acceptFailed() {
+        acceptErrors += 1
+        guard let listenEvent, acceptBackoff == nil else { return }
+        event_del(listenEvent)
+        acceptBackoff = EventLoop.Timer(loop: loop, seconds: 0.25) { [weak self] in
+            guard let self else { return }
+            self.acceptBackoff = nil
+            if self.accepting, let listenEvent = self.listenEvent { event_add(listenEvent, nil) }
+        }
+    }
+
+    /// Stops accepting new connections and closes the listening socket (existing keep-alive connections
+    /// finish their requests).
     func stopAccepting() {
         _ = loop.runAndWait { () -> Bool in
             self.accepting = false
             self.acceptBackoff?.cancel()
             self.acceptBackoff = nil
-            if let listener = self.listener { evconnlistener_disable(listener) }
+            self.closeListener()
             return true
         }
     }
 
-    /// Frees the evhttp (and with it the listener and every connection).
+    private func closeListener() {
+        if let listenEvent { event_free(listenEvent) }
+        listenEvent = nil
+        if listenFD >= 0 { Glibc.close(listenFD) }
+        listenFD = -1
+    }
+
+    /// Closes the listener and every connection; replies that come later are dropped.
     func free() {
         _ = loop.runAndWait { () -> Bool in
-            if let listener = self.listener { _ = ServerWorker.byListener.withLock { $0.removeValue(forKey: listener) } }
             self.acceptBackoff?.cancel()
             self.acceptBackoff = nil
-            if let http = self.http {
-                _ = ServerWorker.byServer.withLock { $0.removeValue(forKey: http) }
-                evhttp_free(http)
-            }
-            self.http = nil
+            self.closeListener()
+            for conn in Array(self.connections.values) { conn.close() }
+            self.connections.removeAll()
             self.freed = true
-            self.listener = nil
+            let idle = self.idleRunners
+            self.idleRunners.removeAll()
+            for runner in idle { runner.resume(returning: nil) }
             return true
         }
-    }
-
-    // MARK: Requests
-
-    /// Turns the evhttp request into a value and starts its handler on this loop.
-    private func accept(_ req: OpaquePointer) {
-        requestArrived(req)
-        let request = ServerWorker.makeRequest(req)
-        let pending = PendingReply(raw: req)
-        if let reason = RequestFraming.problem(method: request.method, headers: request.headers) {
-            // libevent read the body by the first Content-Length (or none): what follows on this
-            // connection cannot be trusted, so answer and close it.
-            var answer = refuse(.badFraming(request, reason: reason))
-            answer.headers.set("Connection", "close")
-            reply(pending, answer)
-            return
-        }
-        adjustInFlight(1)
-        let handler = self.handler
-        // Task.immediate runs the handler right here, on the loop thread, up to its first suspension (no hop
-        // through the loop's job queue to start it); after a suspension it resumes on its preferred executor,
-        // this loop. The handler stays async, and a handler that answers without suspending replies inline.
-        Task.immediate(executorPreference: loop) {
-            let response = await handler(request)
-            if self.loop.inLoop {
-                self.finish(pending, response)
-            } else {
-                self.loop.execute { self.finish(pending, response) }
-            }
-        }
-    }
-
-    /// Replies unless evhttp is gone, and counts the request done (loop thread).
-    private func finish(_ pending: PendingReply, _ response: HTTPResponse) {
-        if !freed { reply(pending, response) }
-        adjustInFlight(-1)
-    }
-
-    /// Sends the one reply of a request: builds the buffer, sends, frees, forgets the pointer.
-    private func reply(_ pending: PendingReply, _ response: HTTPResponse) {
-        let req = pending.take()
-        let headers = evhttp_request_get_output_headers(req)
-        for (name, value) in response.headers {
-            EvhttpOutput.addHeader(headers, name, value)
-        }
-        // HEAD: the headers of the answer, with its length, and no body byte (evhttp would send the
-        // buffer as it is, and a stray body breaks the next request on a keep-alive connection).
-        let head = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD
-        if head, response.status != 204, response.status != 304, response.headers["Content-Length"] == nil {
-            EvhttpOutput.addHeader(headers, "Content-Length", String(response.body.count))
-        }
-        // The body goes once, straight into the request's own output buffer (no buffer of our own to
-        // allocate, fill, move and free): evhttp_send_reply with no buffer sends that one.
-        if !response.body.isEmpty, !head {
-            ServerWorker.addBody(response.body, to: evhttp_request_get_output_buffer(req))
-        }
-        let conn = evhttp_request_get_connection(req)  // nil when the client has gone (then evhttp frees req)
-        evhttp_send_reply(req, Int32(response.status), HTTPResponse.reason(response.status), nil)
-        if let conn { guards[conn]?.requestAnswered() }
-    }
-
-    /// Bodies from this size on are lent to the buffer instead of copied into it.
-    private static let lendBytes = 1024
-
-    /// Puts `body` into `output`: a large body by reference (the buffer keeps the body's storage alive until
-    /// it is written and frees it then), so its bytes are never copied on their way to the socket.
-    private static func addBody(_ body: Data, to output: OpaquePointer?) {
-        guard body.count >= lendBytes else {
-            body.withUnsafeBytes { raw in _ = evbuffer_add(output, raw.baseAddress, raw.count) }
-            return
-        }
-        // A Data of this size keeps its bytes in one heap storage object that never moves and that no one
-        // mutates in place while it is shared: the retained box pins it until evbuffer's cleanup releases it.
-        let box = Unmanaged.passRetained(LentBody(body))
-        let added = box.takeUnretainedValue().body.withUnsafeBytes { raw in
-            evbuffer_add_reference(output, raw.baseAddress, raw.count, { _, _, arg in
-                guard let arg else { return }
-                Unmanaged<LentBody>.fromOpaque(arg).release()
-            }, box.toOpaque())
-        }
-        if added != 0 {  // not added, so the cleanup will never run: release here and copy instead
-            box.release()
-            body.withUnsafeBytes { raw in _ = evbuffer_add(output, raw.baseAddress, raw.count) }
-        }
-    }
-
-    private static func makeRequest(_ req: OpaquePointer) -> HTTPRequest {
-        let method = ServerWorker.method(evhttp_request_get_command(req))
-        let uri = evhttp_request_get_uri(req).map { String(cString: $0) } ?? "/"
-        let headers = EvhttpInput.headers(req)
-        let body = EvhttpInput.body(req)
-        var peer = "0.0.0.0"
-        if let conn = evhttp_request_get_connection(req) {
-            var address: UnsafeMutablePointer<CChar>?
-            var port: UInt16 = 0
-            evhttp_connection_get_peer(conn, &address, &port)
-            if let address { peer = String(cString: address) }
-        }
-        return HTTPRequest(method: method, target: uri, headers: headers, body: body, remoteAddress: peer)
-    }
-
-    /// The method of an evhttp command, without going through its name.
-    private static func method(_ cmd: evhttp_cmd_type) -> HTTPMethod {
-        switch cmd {
-        case EVHTTP_REQ_GET: return .get
-        case EVHTTP_REQ_POST: return .post
-        case EVHTTP_REQ_HEAD: return .head
-        case EVHTTP_REQ_PUT: return .put
-        case EVHTTP_REQ_DELETE: return .delete
-        case EVHTTP_REQ_OPTIONS: return .options
-        case EVHTTP_REQ_TRACE: return .other("TRACE")
-        case EVHTTP_REQ_CONNECT: return .other("CONNECT")
-        case EVHTTP_REQ_PATCH: return .patch
-        default: return .other("UNKNOWN")
-        }
-    }
-}
-
-/// A response body lent to an evbuffer (kept alive until the buffer has written it).
-private final class LentBody {
-    let body: Data
-    init(_ body: Data) { self.body = body }
-}
-
-/// The evhttp request awaiting its one reply; the pointer is only touched on its loop thread.
-private final class PendingReply: @unchecked Sendable {
-    private var raw: OpaquePointer?
-
-    init(raw: OpaquePointer) { self.raw = raw }
-
-    /// Hands out the pointer exactly once; a second reply is a programming error.
-    func take() -> OpaquePointer {
-        guard let r = raw else { preconditionFailure("a request was answered twice") }
-        raw = nil
-        return r
     }
 }

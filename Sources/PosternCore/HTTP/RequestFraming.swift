@@ -5,9 +5,9 @@ public enum RequestFraming {
     ///
     /// - More than one `Content-Length` line, even with equal values (RFC 9110 lets a recipient refuse them).
     /// - A `Content-Length` that is not plain ASCII digits (`+39`, `3 9`); leading zeros are digits (RFC 9110
-    ///   `1*DIGIT`), and whitespace around the value is not part of it (libevent strips it before we see it).
+    ///   `1*DIGIT`), and whitespace around the value is not part of it (the server strips it before we see it).
     /// - A `Transfer-Encoding` other than one `chunked`, or one beside a `Content-Length` (RFC 9112 §6.1, §6.3).
-    /// - A body on `HEAD` or `TRACE`: libevent reads none there, so its bytes would become the next request.
+    /// - A body on `HEAD` or `TRACE`: many servers and proxies read none there, so its bytes would become the next request.
     public static func problem(method: HTTPMethod, headers: HTTPHeaders) -> String? {
         let lengths = headers.values("Content-Length")
         let encodings = headers.values("Transfer-Encoding")
@@ -34,6 +34,8 @@ public enum EdgeRefusal: Sendable {
     case badFraming(HTTPRequest, reason: String)
     /// The request did not arrive whole within the request deadline: 408.
     case requestTimeout
+    /// The request's body is larger than the server reads at all (`ServerLimits.bodyCeiling`): 413.
+    case bodyTooLarge(HTTPRequest)
 
     /// A plain JSON answer, for servers without a gateway in front (the Directus stand-in).
     public static func plainAnswer(_ refusal: EdgeRefusal) -> HTTPResponse {
@@ -42,6 +44,8 @@ public enum EdgeRefusal: Sendable {
             return .json(400, .object([("error", .string(reason)), ("code", .string("invalid_request"))]))
         case .requestTimeout:
             return .json(408, .object([("error", .string("request not received in time")), ("code", .string("request_timeout"))]))
+        case .bodyTooLarge:
+            return .json(413, .object([("error", .string("request body too large")), ("code", .string("payload_too_large"))]))
         }
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Refuses bodies above the configured limit with a JSON 413 (libevent's own ceiling sits above it).
+/// Refuses bodies above the configured limit with a JSON 413 (the server's own ceiling sits above it).
 public struct BodyLimitMiddleware: Middleware {
     /// The largest accepted body in bytes.
     public let maxBytes: Int

@@ -1,0 +1,667 @@
+import CEvent
+import CHTTPParser
+import Foundation
+
+/// One client connection of the server: a nonblocking socket with one persistent read event, one reusable
+/// input buffer parsed in place by Node's http-parser, and answers written with one `sendmsg` each.
+///
+/// Requests on a connection are answered in order: while one is being handled, parsing stops (the bytes
+/// that follow stay buffered) and resumes once its answer is written. The read event stays armed the whole
+/// time (no `epoll_ctl` per request); a one-shot write event is armed only when the socket cannot take a
+/// whole answer at once. Loop thread only; the handler's task keeps the object alive until it replies, and a
+/// reply after the connection closed is dropped.
+final class HTTPConnection: @unchecked Sendable {
+    /// The socket (closed by `close()`).
+    let fd: Int32
+    /// The peer's IP address.
+    let peer: String
+    private let worker: ServerWorker
+    private let limits: ServerLimits
+    /// Set once the socket is closed: nothing touches it or its events afterwards.
+    private(set) var closed = false
+    /// Counted in the worker's open connections (it has sent a whole request).
+    var counted = false
+
+    // Events (created once, freed in close()).
+    private var readEvent: OpaquePointer?
+    private var writeEvent: OpaquePointer?
+    private var deadlineEvent: OpaquePointer?
+    private var inactivity: timeval
+    private var deadlineArmed = false
+    private var readPaused = false
+    /// The peer sent EOF while a request was being handled: answer it, then close.
+    private var peerGone = false
+
+    // Input: bytes [start, end) of `buffer` are read but not parsed yet.
+    private var buffer: UnsafeMutableRawPointer
+    private var capacity: Int
+    private var start = 0
+    private var end = 0
+    private let parser: UnsafeMutablePointer<http_parser>
+
+    // The request being parsed.
+    private var url: [UInt8] = []
+    private var field: [UInt8] = []
+    private var value: [UInt8] = []
+    private var inValue = false
+    private var headers = HTTPHeaders()
+    private var body = Data()
+    private var headerBytes = 0
+    private var messageOpen = false
+    private var framingHeaderSeen = false
+    private var expectContinue = false
+    private var refusal: EdgeRefusal?
+
+    // State of the connection.
+    /// A request was handed to the handler (or refused) and its answer is not written yet.
+    private var busy = false
+    /// Inside `drive()` (a reply written inline must not start a second, nested parse).
+    private var driving = false
+    /// A request is with the handler: exactly one answer may come back.
+    private var awaitingAnswer = false
+    /// Close once the answer being written is out.
+    private var closeAfterAnswer = false
+    /// The last answer is out and the write side shut: reading and discarding until the peer closes.
+    private var lingering = false
+    /// The server refused a request itself (the client may still be sending what follows it).
+    private var refused = false
+    /// The request being handled is a `HEAD` (its answer carries no body).
+    private var answeringHead = false
+    /// The request being handled came as HTTP/1.0 with keep-alive (its answer says so).
+    private var keepAlive10 = false
+
+    // Output: `head` then `outBody`, `sent` bytes of both written so far.
+    private var head: [UInt8] = []
+    private var outBody = Data()
+    private var sent = 0
+    private var writeBlocked = false
+
+    /// Input buffer size at first and after a large request; bytes queued behind a request in flight stop
+    /// being read at `maxQueued`.
+    private static let initialCapacity = 4096
+    private static let maxQueued = 64 * 1024
+
+    /// Takes over an accepted nonblocking socket and starts reading it.
+    init(fd: Int32, peer: String, worker: ServerWorker, base: OpaquePointer, limits: ServerLimits) {
+        self.fd = fd
+        self.peer = peer
+        self.worker = worker
+        self.limits = limits
+        if let ms = limits.inactivityTimeoutMilliseconds {
+            inactivity = timeval(tv_sec: ms / 1000, tv_usec: (ms % 1000) * 1000)
+        } else {
+            inactivity = timeval(tv_sec: limits.inactivityTimeoutSeconds, tv_usec: 0)
+        }
+        capacity = HTTPConnection.initialCapacity
+        buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        parser = UnsafeMutablePointer<http_parser>.allocate(capacity: 1)
+        http_parser_init(parser, HTTP_REQUEST)
+        // The connection owns its parser, its events and its buffer and frees them in close()/deinit: the
+        // unretained pointer is valid whenever a callback runs. The worker keeps the connection until close().
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        parser.pointee.data = me
+        readEvent = event_new(base, fd, Int16(EV_READ | EV_PERSIST), { _, what, arg in
+            guard let arg else { return }
+            let conn = Unmanaged<HTTPConnection>.fromOpaque(arg).takeUnretainedValue()
+            if what & Int16(EV_TIMEOUT) != 0 { conn.inactive() } else { conn.readable() }
+        }, me)
+        writeEvent = event_new(base, fd, Int16(EV_WRITE), { _, what, arg in
+            guard let arg else { return }
+            let conn = Unmanaged<HTTPConnection>.fromOpaque(arg).takeUnretainedValue()
+            if what & Int16(EV_TIMEOUT) != 0 { conn.close() } else { conn.writable() }
+        }, me)
+        deadlineEvent = event_new(base, -1, 0, { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<HTTPConnection>.fromOpaque(arg).takeUnretainedValue().deadlinePassed()
+        }, me)
+        event_add(readEvent, &inactivity)
+    }
+
+    deinit {
+        buffer.deallocate()
+        parser.deallocate()
+    }
+
+    /// Closes the socket and frees the events; the worker forgets the connection (loop thread).
+    func close() {
+        guard !closed else { return }
+        closed = true
+        if let readEvent { event_free(readEvent) }
+        if let writeEvent { event_free(writeEvent) }
+        if let deadlineEvent { event_free(deadlineEvent) }
+        readEvent = nil
+        writeEvent = nil
+        deadlineEvent = nil
+        Glibc.close(fd)
+        outBody = Data()
+        worker.connectionClosed(self)
+    }
+
+    // MARK: Reading
+
+    /// The socket is readable: one read into the buffer, then parse (level-triggered: more comes next turn).
+    private func readable() {
+        if lingering { discard(); return }
+        if end == capacity && !makeRoom() {
+            pauseReading()
+            return
+        }
+        let room = capacity - end
+        let n = read(fd, buffer + end, room)
+        if n > 0 {
+            end += n
+            drive()
+            // A read that filled the buffer (a large body streaming in): read more at once next time.
+            if n == room && start == end && capacity < HTTPConnection.maxQueued && !closed { grow() }
+        } else if n == 0 {
+            peerClosed()
+        } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+            close()
+        }
+    }
+
+    /// Frees space at the end of the buffer: moves unparsed bytes to the front, or grows it (up to
+    /// `maxQueued` while a request is in flight; false when full).
+    private func makeRoom() -> Bool {
+        if start > 0 {
+            buffer.copyMemory(from: buffer + start, byteCount: end - start)
+            end -= start
+            start = 0
+            return true
+        }
+        if busy && capacity >= HTTPConnection.maxQueued { return false }
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity * 2, alignment: 16)
+        grown.copyMemory(from: buffer, byteCount: end)
+        buffer.deallocate()
+        buffer = grown
+        capacity *= 2
+        return true
+    }
+
+    /// Stops reading (the buffer behind a request in flight is full).
+    private func pauseReading() {
+        guard !readPaused, let readEvent else { return }
+        readPaused = true
+        event_del(readEvent)
+    }
+
+    /// Reads again, unless the peer has gone.
+    private func resumeReading() {
+        guard readPaused, !peerGone, let readEvent else { return }
+        readPaused = false
+        event_add(readEvent, &inactivity)
+    }
+
+    /// EOF from the peer: close now, unless a request is being answered (a half-closed client still reads).
+    private func peerClosed() {
+        if busy {
+            peerGone = true
+            closeAfterAnswer = true
+            pauseReading()
+        } else {
+            close()
+        }
+    }
+
+    /// The inactivity timer: close an idle or slow-sending connection, never one waiting for its answer
+    /// (a slow write has the write event's own timer).
+    private func inactive() {
+        if busy && !lingering { return }
+        close()
+    }
+
+    /// Parses the buffered bytes, handing each whole request to the handler, until the buffer is empty or
+    /// a request is in flight.
+    private func drive() {
+        guard !driving else { return }
+        driving = true
+        defer { driving = false }
+        while !closed && !busy && start < end {
+            let n = http_parser_execute(parser, HTTPConnection.settings, buffer.assumingMemoryBound(to: CChar.self) + start, end - start)
+            start += n
+            let code = parser.pointee.http_errno
+            if code == HPE_PAUSED.rawValue {
+                http_parser_pause(parser, 0)
+                dispatch()
+            } else if code != HPE_OK.rawValue {
+                refuseMalformed(http_errno(rawValue: code))
+                return
+            }
+        }
+        guard !closed else { return }
+        if start == end {
+            start = 0
+            end = 0
+            if capacity > HTTPConnection.initialCapacity && !busy && !messageOpen { shrink() }
+        }
+        if messageOpen && !busy && !deadlineArmed, let deadlineEvent {
+            var tv = timeval(tv_sec: limits.requestTimeoutSeconds, tv_usec: 0)
+            event_add(deadlineEvent, &tv)
+            deadlineArmed = true
+        }
+        if busy && end == capacity && capacity >= HTTPConnection.maxQueued && start == 0 { pauseReading() }
+    }
+
+    /// Doubles the (empty) buffer.
+    private func grow() {
+        buffer.deallocate()
+        capacity *= 2
+        buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        start = 0
+        end = 0
+    }
+
+    /// Back to a small buffer after a large request (the buffer is empty).
+    private func shrink() {
+        buffer.deallocate()
+        capacity = HTTPConnection.initialCapacity
+        buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+    }
+
+    /// Reads and drops what a refused client still sends, until it closes (or the linger timer ends it).
+    private func discard() {
+        let n = read(fd, buffer, capacity)
+        if n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) { close() }
+    }
+
+    // MARK: Parser callbacks
+
+    /// A new request's first byte.
+    fileprivate func messageBegan() -> Int32 {
+        messageOpen = true
+        url.removeAll(keepingCapacity: true)
+        field.removeAll(keepingCapacity: true)
+        value.removeAll(keepingCapacity: true)
+        inValue = false
+        headers = HTTPHeaders(capacity: 12)
+        body = Data()
+        headerBytes = 0
+        framingHeaderSeen = false
+        expectContinue = false
+        return 0
+    }
+
+    /// Counts request-head bytes against `maxHeaderBytes`; false (with the refusal set) above it.
+    private func countHead(_ length: Int) -> Bool {
+        headerBytes += length
+        guard headerBytes <= limits.maxHeaderBytes else {
+            refusal = .badFraming(partialRequest(), reason: "request header block larger than \(limits.maxHeaderBytes) bytes")
+            return false
+        }
+        return true
+    }
+
+    /// A piece of the request target.
+    fileprivate func urlData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
+        guard countHead(length) else { return 1 }
+        at.withMemoryRebound(to: UInt8.self, capacity: length) { url.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
+        return 0
+    }
+
+    /// A piece of a header name (a new name ends the previous line).
+    fileprivate func fieldData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
+        if inValue { finishField() }
+        guard countHead(length) else { return 1 }
+        at.withMemoryRebound(to: UInt8.self, capacity: length) { field.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
+        return 0
+    }
+
+    /// A piece of a header value.
+    fileprivate func valueData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
+        inValue = true
+        guard countHead(length) else { return 1 }
+        at.withMemoryRebound(to: UInt8.self, capacity: length) { value.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
+        return 0
+    }
+
+    /// Adds the header line collected so far (the value without the whitespace around it).
+    private func finishField() {
+        var upper = value.count
+        while upper > 0 && (value[upper - 1] == 0x20 || value[upper - 1] == 0x09) { upper -= 1 }
+        var lower = 0
+        while lower < upper && (value[lower] == 0x20 || value[lower] == 0x09) { lower += 1 }
+        let name = String(decoding: field, as: UTF8.self)
+        let text = value.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[lower..<upper]), as: UTF8.self) }
+        if HTTPConnection.equalsIgnoringCase(field, "content-length") || HTTPConnection.equalsIgnoringCase(field, "transfer-encoding") {
+            framingHeaderSeen = true
+        } else if HTTPConnection.equalsIgnoringCase(field, "expect") {
+            expectContinue = text.lowercased() == "100-continue"
+        }
+        headers.add(name, text)
+        field.removeAll(keepingCapacity: true)
+        value.removeAll(keepingCapacity: true)
+        inValue = false
+    }
+
+    /// The head is complete: check its framing and the body size before reading the body.
+    /// Returns 0 to read on, and anything but 0, 1 or 2 to stop with the refusal set.
+    fileprivate func headersComplete() -> Int32 {
+        if inValue || !field.isEmpty { finishField() }
+        guard parser.pointee.http_major == 1 else {
+            refusal = .badFraming(partialRequest(), reason: "unsupported HTTP version")
+            return -1
+        }
+        let method = currentMethod
+        if framingHeaderSeen || method == .head || method == .other("TRACE"),
+           let reason = RequestFraming.problem(method: method, headers: headers) {
+            refusal = .badFraming(partialRequest(), reason: reason)
+            return -1
+        }
+        let length = parser.pointee.content_length
+        let chunked = parser.pointee.flags & UInt32(F_CHUNKED.rawValue) != 0
+        if !chunked, length != UInt64.max, length > 0 {
+            guard length <= UInt64(limits.bodyCeiling) else {
+                refusal = .bodyTooLarge(partialRequest())
+                return -1
+            }
+            body.reserveCapacity(Int(length))
+        }
+        if expectContinue && parser.pointee.http_major == 1 && parser.pointee.http_minor >= 1 && (chunked || (length > 0 && length != UInt64.max)) {
+            // The client waits for this before it sends the body (nothing else is being written now).
+            let line: StaticString = "HTTP/1.1 100 Continue\r\n\r\n"
+            _ = Glibc.send(fd, line.utf8Start, line.utf8CodeUnitCount, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+        }
+        return 0
+    }
+
+    /// A piece of the body (chunked bodies arrive decoded), within the ceiling.
+    fileprivate func bodyData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
+        guard body.count + length <= limits.bodyCeiling else {
+            refusal = .bodyTooLarge(partialRequest())
+            return 1
+        }
+        at.withMemoryRebound(to: UInt8.self, capacity: length) { body.append($0, count: length) }
+        return 0
+    }
+
+    /// A whole request: stop the parser here, so that `drive` hands it on and parses nothing after it yet.
+    fileprivate func messageComplete() -> Int32 {
+        messageOpen = false
+        if deadlineArmed, let deadlineEvent {
+            event_del(deadlineEvent)
+            deadlineArmed = false
+        }
+        http_parser_pause(parser, 1)
+        return 0
+    }
+
+    // MARK: Requests
+
+    /// The method of the request being parsed.
+    private var currentMethod: HTTPMethod {
+        switch http_method(rawValue: parser.pointee.method) {
+        case HTTP_GET: return .get
+        case HTTP_POST: return .post
+        case HTTP_HEAD: return .head
+        case HTTP_PUT: return .put
+        case HTTP_DELETE: return .delete
+        case HTTP_OPTIONS: return .options
+        case HTTP_PATCH: return .patch
+        case let other: return .other(String(cString: http_method_str(other)))
+        }
+    }
+
+    /// What has arrived of the request being parsed, for a refusal (the target may be cut short).
+    private func partialRequest() -> HTTPRequest {
+        let target = url.isEmpty ? "/" : String(decoding: url, as: UTF8.self)
+        var seen = headers
+        if !field.isEmpty { seen.add(String(decoding: field, as: UTF8.self), String(decoding: value, as: UTF8.self)) }
+        return HTTPRequest(method: currentMethod, target: target, headers: seen, remoteAddress: peer)
+    }
+
+    /// Hands the whole request to the handler; its answer comes back through `finish`.
+    private func dispatch() {
+        busy = true
+        answeringHead = parser.pointee.method == HTTP_HEAD.rawValue
+        let keepAlive = http_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0
+        keepAlive10 = keepAlive && parser.pointee.http_minor == 0 && parser.pointee.http_major == 1
+        closeAfterAnswer = closeAfterAnswer || !keepAlive
+        let request = HTTPRequest(method: currentMethod, target: String(decoding: url, as: UTF8.self), headers: headers,
+                                  body: body, remoteAddress: peer)
+        headers = HTTPHeaders()
+        body = Data()
+        worker.requestArrived(self)
+        awaitingAnswer = true
+        worker.handle(request, on: self)
+    }
+
+    /// The handler's answer (loop thread): written unless the connection has gone meanwhile.
+    func finish(_ response: HTTPResponse) {
+        precondition(awaitingAnswer, "a request was answered twice")
+        awaitingAnswer = false
+        guard !closed else { return }
+        if let connection = response.headers["Connection"], connection.lowercased() == "close" { closeAfterAnswer = true }
+        write(response)
+    }
+
+    /// A request the server refuses itself: answer it through `refuse`, then close.
+    private func refuse(_ refusal: EdgeRefusal) {
+        busy = true
+        refused = true
+        messageOpen = false
+        closeAfterAnswer = true
+        answeringHead = false
+        keepAlive10 = false
+        if deadlineArmed, let deadlineEvent {
+            event_del(deadlineEvent)
+            deadlineArmed = false
+        }
+        var answer = worker.refuse(refusal)
+        answer.headers.set("Connection", "close")
+        write(answer)
+    }
+
+    /// The parser stopped on an error: our own refusal when a callback set one, else the parser's reason.
+    private func refuseMalformed(_ code: http_errno) {
+        if let refusal {
+            self.refusal = nil
+            refuse(refusal)
+            return
+        }
+        let reason: String
+        switch code {
+        case HPE_INVALID_CONTENT_LENGTH:
+            reason = "Content-Length must be digits"
+        case HPE_UNEXPECTED_CONTENT_LENGTH:
+            reason = RequestFraming.problem(method: currentMethod, headers: partialRequest().headers) ?? "more than one Content-Length"
+        case HPE_INVALID_TRANSFER_ENCODING:
+            reason = "unsupported Transfer-Encoding"
+        case HPE_HEADER_OVERFLOW:
+            reason = "request header block larger than \(limits.maxHeaderBytes) bytes"
+        default:
+            reason = "malformed request: \(String(cString: http_errno_description(code)))"
+        }
+        refuse(.badFraming(partialRequest(), reason: reason))
+    }
+
+    /// The request deadline passed before the request arrived whole: 408 (nothing else is being written
+    /// while a request is parsed), then close.
+    private func deadlinePassed() {
+        deadlineArmed = false
+        if lingering { close(); return }
+        guard messageOpen, !busy else { return }
+        refuse(.requestTimeout)
+    }
+
+    // MARK: Writing
+
+    /// Serialises the status line and headers into `head` and writes them with the body.
+    private func write(_ response: HTTPResponse) {
+        head.removeAll(keepingCapacity: true)
+        head.append(contentsOf: "HTTP/1.1 ".utf8)
+        HTTPConnection.appendDecimal(response.status, to: &head)
+        head.append(0x20)
+        head.append(contentsOf: HTTPResponse.reason(response.status).utf8)
+        head.append(contentsOf: "\r\n".utf8)
+        var ownLength: String?
+        var hasDate = false
+        for (name, value) in response.headers {
+            // Only names of these lengths can be one the server writes itself (most are not: no comparison).
+            switch name.utf8.count {
+            case 14 where HTTPHeaders.sameName(name, "Content-Length"): ownLength = value; continue
+            case 10 where HTTPHeaders.sameName(name, "Connection"): continue
+            case 17 where HTTPHeaders.sameName(name, "Transfer-Encoding"): continue
+            case 4 where HTTPHeaders.sameName(name, "Date"): hasDate = true
+            default: break
+            }
+            head.append(contentsOf: name.utf8)
+            head.append(contentsOf: ": ".utf8)
+            head.append(contentsOf: value.utf8)
+            head.append(contentsOf: "\r\n".utf8)
+        }
+        let bodiless = response.status == 204 || response.status == 304 || response.status < 200
+        if !bodiless {
+            head.append(contentsOf: "Content-Length: ".utf8)
+            if answeringHead, let ownLength {
+                head.append(contentsOf: ownLength.utf8)
+            } else {
+                HTTPConnection.appendDecimal(response.body.count, to: &head)
+            }
+            head.append(contentsOf: "\r\n".utf8)
+        }
+        if !hasDate { worker.appendDate(to: &head) }
+        if closeAfterAnswer {
+            head.append(contentsOf: "Connection: close\r\n".utf8)
+        } else if keepAlive10 {
+            head.append(contentsOf: "Connection: keep-alive\r\n".utf8)
+        }
+        head.append(contentsOf: "\r\n".utf8)
+        outBody = answeringHead || bodiless ? Data() : response.body
+        sent = 0
+        flush()
+    }
+
+    /// Writes what is left of the answer; arms the write event when the socket is full.
+    private func flush() {
+        let total = head.count + outBody.count
+        while sent < total {
+            let n = head.withUnsafeBytes { headBytes in
+                outBody.withUnsafeBytes { bodyBytes in
+                    HTTPConnection.sendAnswer(fd, head: headBytes, body: bodyBytes, skipping: sent)
+                }
+            }
+            if n > 0 {
+                sent += n
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                writeBlocked = true
+                if let writeEvent { event_add(writeEvent, &inactivity) }
+                return
+            } else {
+                close()
+                return
+            }
+        }
+        written()
+    }
+
+    /// `head` then `body`, the first `skip` bytes left out, in one `sendmsg` (no SIGPIPE).
+    private static func sendAnswer(_ fd: Int32, head: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, skipping skip: Int) -> Int {
+        var vectors = (iovec(), iovec())
+        var count = 0
+        // `head` always holds at least a status line, and `body` is only pointed at when it has bytes (or, in
+        // the else branch, bytes left), so both base addresses exist where they are used.
+        if skip < head.count {
+            vectors.0 = iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress! + skip), iov_len: head.count - skip)
+            count = 1
+            if body.count > 0 {
+                vectors.1 = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress!), iov_len: body.count)
+                count = 2
+            }
+        } else {
+            let offset = skip - head.count
+            vectors.0 = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress! + offset), iov_len: body.count - offset)
+            count = 1
+        }
+        return withUnsafeMutablePointer(to: &vectors) { pair in
+            pair.withMemoryRebound(to: iovec.self, capacity: 2) { iov in
+                var message = msghdr()
+                message.msg_iov = iov
+                message.msg_iovlen = count
+                return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+            }
+        }
+    }
+
+    /// The socket takes more: write the rest of the answer.
+    private func writable() {
+        guard writeBlocked else { return }
+        writeBlocked = false
+        flush()
+    }
+
+    /// The answer is out: close, or take the next request (already buffered, or the next read).
+    private func written() {
+        writeBlocked = false
+        outBody = Data()
+        if head.capacity > HTTPConnection.maxQueued { head = [] }
+        if closeAfterAnswer {
+            linger()
+            return
+        }
+        busy = false
+        // The idle time before the next request counts from the answer, not from the last read.
+        if let readEvent, !readPaused { event_add(readEvent, &inactivity) }
+        resumeReading()
+        drive()
+    }
+
+    /// Shuts the write side and reads until the peer closes (briefly): closing with unread input would reset
+    /// the connection and could destroy the answer before the client has read it.
+    private func linger() {
+        if peerGone || (end == start && !refused) {
+            close()
+            return
+        }
+        shutdown(fd, Int32(SHUT_WR))
+        lingering = true
+        start = 0
+        end = 0
+        if readPaused, let readEvent {
+            readPaused = false
+            event_add(readEvent, &inactivity)
+        }
+        if let deadlineEvent {
+            var tv = timeval(tv_sec: 2, tv_usec: 0)
+            event_add(deadlineEvent, &tv)
+            deadlineArmed = true
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Appends the decimal digits of a non-negative `value`.
+    private static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+        if value >= 10 { appendDecimal(value / 10, to: &out) }
+        out.append(UInt8(0x30 + value % 10))
+    }
+
+    /// Whether `bytes` spell `lower` (lowercase ASCII), ignoring case.
+    private static func equalsIgnoringCase(_ bytes: [UInt8], _ lower: StaticString) -> Bool {
+        guard bytes.count == lower.utf8CodeUnitCount else { return false }
+        let other = lower.utf8Start
+        for i in 0..<bytes.count where bytes[i] | 0x20 != other[i] { return false }
+        return true
+    }
+
+    /// The parser's callbacks (one table for every connection; the connection travels in `parser.data`).
+    nonisolated(unsafe) static let settings: UnsafeMutablePointer<http_parser_settings> = {
+        let s = UnsafeMutablePointer<http_parser_settings>.allocate(capacity: 1)
+        s.initialize(to: http_parser_settings())
+        s.pointee.on_message_begin = { p in HTTPConnection.of(p).messageBegan() }
+        s.pointee.on_url = { p, at, n in HTTPConnection.of(p).urlData(at!, n) }
+        s.pointee.on_header_field = { p, at, n in HTTPConnection.of(p).fieldData(at!, n) }
+        s.pointee.on_header_value = { p, at, n in HTTPConnection.of(p).valueData(at!, n) }
+        s.pointee.on_headers_complete = { p in HTTPConnection.of(p).headersComplete() }
+        s.pointee.on_body = { p, at, n in HTTPConnection.of(p).bodyData(at!, n) }
+        s.pointee.on_message_complete = { p in HTTPConnection.of(p).messageComplete() }
+        return s
+    }()
+
+    /// The connection of a parser (http-parser passes the parser it was given, and its data callbacks a
+    /// pointer into the buffer being parsed: neither is ever nil).
+    private static func of(_ parser: UnsafeMutablePointer<http_parser>?) -> HTTPConnection {
+        Unmanaged<HTTPConnection>.fromOpaque(parser!.pointee.data).takeUnretainedValue()
+    }
+}
