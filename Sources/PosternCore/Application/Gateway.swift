@@ -47,6 +47,7 @@ public final class Gateway: Sendable {
         await handle(request, router: routes.adminRouter)
     }
 
+    @inline(__always)  // one async frame per request, not two
     private func handle(_ request: HTTPRequest, router: Router) async -> HTTPResponse {
         var context = RequestContext(requestID: RequestID.accept(request.headers["X-Request-Id"]),
                                      clientIP: clientAddress.clientIP(request))
@@ -76,8 +77,8 @@ public final class Gateway: Sendable {
                 context.resourceName = match.route.resource
             }
             var response = ErrorRenderer.render(.invalidRequest(reason), context: context)
-            ResponseHeadersMiddleware.decorate(&response, path: request.path, requestID: context.requestID)
-            metrics.request(route: context.routePattern, method: ObservationMiddleware.methodLabel(request.method), status: 400,
+            EdgeStages.decorate(&response, path: request.path, requestID: context.requestID)
+            metrics.request(route: context.routePattern, method: EdgeStages.methodLabel(request.method), status: 400,
                             seconds: 0)
             log.access(request, response, context: context, trace: RequestTrace())
             return response
@@ -85,7 +86,7 @@ public final class Gateway: Sendable {
             let context = RequestContext(requestID: RequestID.accept(nil), clientIP: "")
             var response = ErrorRenderer.render(GatewayError(status: 408, code: .requestTimeout, message: "request not received in time"),
                                                 context: context)
-            ResponseHeadersMiddleware.decorate(&response, path: "", requestID: context.requestID)
+            EdgeStages.decorate(&response, path: "", requestID: context.requestID)
             return response
         }
     }

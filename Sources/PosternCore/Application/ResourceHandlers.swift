@@ -6,12 +6,26 @@ struct ResourceHandlers: Sendable {
     let mapper: ResourceMapper
     let items: DirectusItems
     /// Learns from list answers whether the collection exists (for `/readyz`).
-    var schema: SchemaWatch? = nil
+    let schema: SchemaWatch?
     /// The micro-cache for list and read answers; writes invalidate the collection through it.
     let cache: ResourceCache
+    /// The errors a call may be answered with, built once (not one message string per request).
+    private let notFound: GatewayError
+    private let listForbidden: GatewayError
+    private let createForbidden: GatewayError
+
+    /// The handlers of `mapper`'s resource.
+    init(mapper: ResourceMapper, items: DirectusItems, schema: SchemaWatch? = nil, cache: ResourceCache) {
+        self.mapper = mapper
+        self.items = items
+        self.schema = schema
+        self.cache = cache
+        notFound = .notFound("no such \(mapper.resource.name) item")
+        listForbidden = .forbidden("you may not list \(mapper.resource.name)")
+        createForbidden = .forbidden("you may not create \(mapper.resource.name)")
+    }
 
     private var directus: DirectusClient { items.directus }
-    private var notFound: GatewayError { .notFound("no such \(mapper.resource.name) item") }
 
     /// `GET /api/v1/R`.
     func list(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
@@ -30,7 +44,7 @@ struct ResourceHandlers: Sendable {
             let body: Data
             do throws(GatewayError) {
                 body = try await items.withToken(context.session, mapper: mapper, context: context,
-                                                 forbidden: .forbidden("you may not list \(mapper.resource.name)")) {
+                                                 forbidden: listForbidden) {
                     (token) async throws(DirectusError) -> Data in
                     try await directus.listItems(path: path, query: upstreamQuery, token: token, context: context.call)
                 }
@@ -65,7 +79,7 @@ struct ResourceHandlers: Sendable {
         let path = mapper.upstreamCollectionPath
         defer { cache.invalidate() }  // before the response is sent; also on errors (the write may have landed)
         let body = try await items.withToken(context.session, mapper: mapper, context: context,
-                                             forbidden: .forbidden("you may not create \(mapper.resource.name)")) {
+                                             forbidden: createForbidden) {
             (token) async throws(DirectusError) -> Data? in
             try await directus.createItem(path: path, payload: payload.payload, fields: mapper.directusFieldList,
                                           token: token, context: context.call)
@@ -133,10 +147,15 @@ struct ItemIDMiddleware: Middleware {
     let mapper: ResourceMapper
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
+        try check(context)
+        return try await next.respond(to: request, context: context)
+    }
+
+    /// Throws 404 unless the `{id}` is a valid key.
+    func check(_ context: RequestContext) throws(GatewayError) {
         guard let id = context.itemID, mapper.isValidID(id) else {
             throw .notFound("no such \(mapper.resource.name) item")
         }
-        return try await next.respond(to: request, context: context)
     }
 }
 

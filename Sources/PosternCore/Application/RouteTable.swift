@@ -32,11 +32,7 @@ struct RouteTable: Sendable {
     init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog, metrics: Metrics,
          rateLimits: RateLimits, breaker: CircuitBreaker?, schema: SchemaWatch, cache: MicroCache,
          invalidations: any CacheInvalidationBus) {
-        let cors = CORSPolicy(config.cors)
-        let edge: [any Middleware] = [
-            ObservationMiddleware(metrics: metrics, log: log), ResponseHeadersMiddleware(), CORSHeadersMiddleware(cors: cors),
-            TargetLengthMiddleware(), CORSPreflightMiddleware(cors: cors), ErrorRenderingMiddleware(log: log),
-        ]
+        let edge = EdgeStages(metrics: metrics, log: log, cors: CORSPolicy(config.cors))
         let stages = Stages(limit: BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes),
                             optionalAuth: AuthenticationMiddleware(sessions: sessions, required: false, rateLimits: rateLimits),
                             requiredAuth: AuthenticationMiddleware(sessions: sessions, required: true, rateLimits: rateLimits),
@@ -95,11 +91,12 @@ struct RouteTable: Sendable {
     /// `/api/v1/user…`: login, refresh, logout, me, register.
     static func userRoutes(_ users: UserHandlers, _ stages: Stages) -> [Route] {
         [
-            Route("/api/v1/user/login", methods: [(.post, endpoint([stages.limit], users.login))]),
-            Route("/api/v1/user/refresh", methods: [(.post, endpoint([stages.limit], users.refresh))]),
-            Route("/api/v1/user/logout", methods: [(.post, endpoint([stages.limit, stages.requiredAuth], users.logout))]),
-            Route("/api/v1/user/me", methods: [(.get, endpoint([stages.requiredAuth], users.me))]),
-            Route("/api/v1/user", methods: [(.post, endpoint([stages.limit], users.register))]),
+            Route("/api/v1/user/login", methods: [(.post, Endpoint(limit: stages.limit, handler: users.login))]),
+            Route("/api/v1/user/refresh", methods: [(.post, Endpoint(limit: stages.limit, handler: users.refresh))]),
+            Route("/api/v1/user/logout", methods: [(.post, Endpoint(limit: stages.limit, authentication: stages.requiredAuth,
+                                                                    handler: users.logout))]),
+            Route("/api/v1/user/me", methods: [(.get, Endpoint(authentication: stages.requiredAuth, handler: users.me))]),
+            Route("/api/v1/user", methods: [(.post, Endpoint(limit: stages.limit, handler: users.register))]),
         ]
     }
 
@@ -112,37 +109,32 @@ struct RouteTable: Sendable {
         func policy(_ action: ResourceAction) -> PolicyMiddleware {
             PolicyMiddleware(action: action, rule: rule(action), mapper: mapper, items: stages.items)
         }
-        func guarded(_ action: ResourceAction, item: Bool) -> [any Middleware] {
-            let auth = rule(action) == .public ? stages.optionalAuth : stages.requiredAuth
-            return item ? [stages.limit, auth, ItemIDMiddleware(mapper: mapper), policy(action)] : [stages.limit, auth, policy(action)]
+        func guarded(_ action: ResourceAction, item: Bool, _ handler: @escaping Endpoint.Handler) -> Endpoint {
+            Endpoint(limit: stages.limit, authentication: rule(action) == .public ? stages.optionalAuth : stages.requiredAuth,
+                     itemID: item ? ItemIDMiddleware(mapper: mapper) : nil, policy: policy(action), handler: handler)
         }
-        let update = endpoint(guarded(.update, item: true), handlers.update)
+        let update = guarded(.update, item: true, handlers.update)
         // POST: authenticate (demanded up front unless create or update is public), parse the body once,
         // then the chosen action's requirement and policy.
         let postAuth = rule(.create) == .public || rule(.update) == .public ? stages.optionalAuth : stages.requiredAuth
         let createOrUpdate = CreateOrUpdateResponder(
             mapper: mapper,
-            create: [AuthenticationRequirement(rule: rule(.create)), policy(.create)].wrapping(ClosureResponder(handlers.create)),
-            update: [AuthenticationRequirement(rule: rule(.update)), ItemIDMiddleware(mapper: mapper), policy(.update)]
-                .wrapping(ClosureResponder(handlers.update)))
+            create: Endpoint(requirement: AuthenticationRequirement(rule: rule(.create)), policy: policy(.create),
+                             handler: handlers.create),
+            update: Endpoint(requirement: AuthenticationRequirement(rule: rule(.update)), itemID: ItemIDMiddleware(mapper: mapper),
+                             policy: policy(.update), handler: handlers.update))
         let name = resource.name
         return [
             Route("/api/v1/\(name)", resource: name, methods: [
-                (.get, endpoint(guarded(.list, item: false), handlers.list)),
-                (.post, [stages.limit, postAuth].wrapping(createOrUpdate)),
+                (.get, guarded(.list, item: false, handlers.list)),
+                (.post, Endpoint(limit: stages.limit, authentication: postAuth, handler: createOrUpdate.respond)),
             ]),
             Route("/api/v1/\(name)/{id}", resource: name, methods: [
-                (.get, endpoint(guarded(.read, item: true), handlers.read)),
+                (.get, guarded(.read, item: true, handlers.read)),
                 (.patch, update),
                 (.put, update),
-                (.delete, endpoint(guarded(.delete, item: true), handlers.delete)),
+                (.delete, guarded(.delete, item: true, handlers.delete)),
             ]),
         ]
-    }
-
-    private static func endpoint(_ stages: [any Middleware],
-                                 _ body: @escaping @Sendable (HTTPRequest, RequestContext) async throws(GatewayError) -> HTTPResponse)
-        -> any Responder {
-        stages.wrapping(ClosureResponder(body))
     }
 }

@@ -16,15 +16,21 @@ public struct AuthenticationMiddleware: Middleware {
     /// Authenticates, then calls `next`.
     public func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
         var context = context
+        try await authenticate(request, context: &context)
+        return try await next.respond(to: request, context: context)
+    }
+
+    /// Attaches the session of the request's bearer token to `context` (401 for a bad token, and for none
+    /// when `required`), after taking the token's per-token rate-limit claim.
+    func authenticate(_ request: HTTPRequest, context: inout RequestContext) async throws(GatewayError) {
         if let token = AuthenticationMiddleware.bearer(request.headers["Authorization"]) {
             let session = try await sessions.authenticate(token: token)
             try await rateLimits.claimRequest(sessionID: session.id)
-            context.session = session
             RequestTrace.current?.userID = session.userID
+            context.session = session
         } else if required {
             throw .unauthorized("missing bearer token")
         }
-        return try await next.respond(to: request, context: context)
     }
 
     /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive; spaces around and
@@ -55,7 +61,12 @@ struct AuthenticationRequirement: Middleware {
     let rule: PermissionRule
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
-        if rule != .public && context.session == nil { throw .unauthorized("missing bearer token") }
+        try check(context)
         return try await next.respond(to: request, context: context)
+    }
+
+    /// Throws 401 when the rule is not public and no session is attached.
+    func check(_ context: RequestContext) throws(GatewayError) {
+        if rule != .public && context.session == nil { throw .unauthorized("missing bearer token") }
     }
 }

@@ -36,7 +36,7 @@ struct ResourceCache: Sendable {
                  _ produce: () async throws(GatewayError) -> HTTPResponse) async throws(GatewayError) -> HTTPResponse {
         guard let cache, let generation else { return try await produce() }
         let key = CacheKey(resource: resource, path: path, query: query,
-                           audience: CacheKey.audience(session: session, scope: scope, perUser: perUser))
+                           sharedBy: CacheKey.Audience(session: session, scope: scope, perUser: perUser))
         return try await cache.answer(key, generation: generation, ttl: ttl, produce: produce).0
     }
 

@@ -40,7 +40,7 @@ struct Route: Sendable {
     }
 
     /// The same route with every responder, the 405 answer included, behind `stages`.
-    func wrapped(in stages: [any Middleware]) -> Route {
+    func wrapped(in stages: EdgeStages) -> Route {
         var route = self
         route.methods = methods.map { ($0.0, stages.wrapping($0.1)) }
         route.otherMethods = stages.wrapping(otherMethods)
@@ -63,14 +63,23 @@ struct Router: Sendable {
         self.routes = routes
     }
 
-    /// The route for a raw (percent-encoded) path; one trailing slash is ignored.
+    /// The route for a raw (percent-encoded) path; one trailing slash is ignored. The path's segments are
+    /// the pieces after its first `/` (as `segments(of:).dropFirst()`), walked in place: no array per request.
     func match(path: String) -> RouteMatch? {
-        var raw = Router.segments(of: path).dropFirst()
-        if raw.last == "" { raw = raw.dropLast() }
-        for route in routes where route.segments.count == raw.count {
+        let slash = UInt8(ascii: "/")
+        var slashes = 0
+        for byte in path.utf8 where byte == slash { slashes += 1 }
+        let count = slashes > 0 && path.utf8.last == slash ? slashes - 1 : slashes
+        for route in routes where route.segments.count == count {
             var id: String?
             var matched = true
-            for (segment, piece) in zip(route.segments, raw) {
+            var pieces = PathPieces(path)
+            for segment in route.segments {
+                // `count` pieces follow the first `/`, and the route has that many segments.
+                guard let piece = pieces.next() else {
+                    matched = false
+                    break
+                }
                 switch segment {
                 case .literal(let literal):
                     if literal != piece { matched = false }
@@ -84,6 +93,31 @@ struct Router: Sendable {
             if matched { return RouteMatch(route: route, id: id) }
         }
         return nil
+    }
+}
+
+/// The pieces of a path after its first `/`, one per `/`-separated piece (empty ones included), in order.
+private struct PathPieces {
+    private let path: String
+    /// Where the next piece starts; nil once the last piece was returned (or the path has no `/`).
+    private var start: String.Index?
+
+    init(_ path: String) {
+        self.path = path
+        if let first = path.utf8.firstIndex(of: UInt8(ascii: "/")) {
+            start = path.utf8.index(after: first)
+        }
+    }
+
+    /// The next piece, or nil when there is none.
+    mutating func next() -> Substring? {
+        guard let from = start else { return nil }
+        if let end = path.utf8[from...].firstIndex(of: UInt8(ascii: "/")) {
+            start = path.utf8.index(after: end)
+            return path[from..<end]
+        }
+        start = nil
+        return path[from...]
     }
 }
 
