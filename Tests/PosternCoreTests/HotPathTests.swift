@@ -42,6 +42,7 @@ import Testing
     @Test func routesMatchAsWhenSplitIntoAnArray() {
         let router = Router(routes: [
             Route("/api/v1/books", resource: "books", methods: []), Route("/api/v1/books/{id}", resource: "books", methods: []),
+            Route("/api/v1/\u{212A}", methods: []),
             Route("/healthz", methods: []), Route("/", methods: []),
         ])
         // The matcher as it was: the path split into an array, the piece before the first `/` dropped, one
@@ -49,7 +50,7 @@ import Testing
         func reference(_ path: String) -> (String, String?)? {
             var raw = Router.segments(of: path).dropFirst()
             if raw.last == "" { raw = raw.dropLast() }
-            for pattern in ["/api/v1/books", "/api/v1/books/{id}", "/healthz", "/"] {
+            for pattern in ["/api/v1/books", "/api/v1/books/{id}", "/api/v1/\u{212A}", "/healthz", "/"] {
                 let segments = pattern.split(separator: "/")
                 guard segments.count == raw.count else { continue }
                 var id: String?
@@ -68,11 +69,19 @@ import Testing
         }
         let paths = ["", "/", "//", "/healthz", "/healthz/", "/healthz//", "healthz", "x/healthz", "//healthz", "/api/v1/books",
                      "/api/v1/books/", "/api/v1/books//", "/api/v1/books/12", "/api/v1/books/12/", "/api/v1/books/%31%2F2",
-                     "/api/v1/books/a+b", "/api/v1/books/%", "/api/v1/books/12/x", "/api/v1/bóoks", "/api/v1/books/é"]
+                     "/api/v1/books/a+b", "/api/v1/books/%", "/api/v1/books/12/x", "/api/v1/bóoks", "/api/v1/books/é", "/api/v1/K", "/api/v1/\u{212A}", "/api/v1/k"]
         for path in paths {
             let got = router.match(path: path)
             let want = reference(path)
             #expect(got?.route.pattern == want?.0 && got?.id == want?.1, "\(path)")
+        }
+    }
+
+    @Test func routeLiteralsCompareAsText() {
+        let pairs: [(String, Substring)] = [("books", "books"), ("books", "book"), ("books", "Books"), ("K", "\u{212A}"),
+                                            ("\u{212A}", "K"), ("é", "e\u{301}"), ("é", "é"), ("", ""), ("a", "")]
+        for (literal, piece) in pairs {
+            #expect(Router.same(literal, piece) == (literal == piece), "\(literal) vs \(piece)")
         }
     }
 

@@ -58,11 +58,7 @@ public final class Gateway: Sendable {
             context.itemID = match.id
             responder = match.route.responder(for: request.method)
         }
-        do throws(GatewayError) {
-            return try await responder.respond(to: request, context: context)
-        } catch {
-            return ErrorRenderer.render(error, context: context)  // not reached: the edge stages render every error
-        }
+        return await routes.edge.respond(to: request, context: &context, endpoint: responder)
     }
 
     /// The answer to a request the server refuses before any handler runs (bad framing → 400, not whole in

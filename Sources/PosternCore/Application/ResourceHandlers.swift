@@ -39,7 +39,9 @@ struct ResourceHandlers: Sendable {
         let perUser: Bool
         if case .ownItemsOnly = context.authorization { perUser = true } else { perUser = false }
         let collection = mapper.resource.collection
-        return try await cache.respond(path: path, query: upstreamQuery, session: context.session, perUser: perUser) {
+        let key = cache.key(path: path, query: upstreamQuery, session: context.session, perUser: perUser)
+        if let hit = cache.stored(key) { return hit }
+        return try await cache.respond(key: key) {
             () async throws(GatewayError) -> HTTPResponse in
             let body: Data
             do throws(GatewayError) {
@@ -65,8 +67,10 @@ struct ResourceHandlers: Sendable {
             return .json(200, try mapper.renderer.renderItem(directusBody: item.directusBody))
         }
         let id = try itemID(context)
-        return try await cache.respond(path: mapper.upstreamItemPath(id: id), query: [("fields", mapper.directusFieldList)],
-                                       session: context.session, perUser: false) {
+        let key = cache.key(path: mapper.upstreamItemPath(id: id), query: [("fields", mapper.directusFieldList)],
+                            session: context.session, perUser: false)
+        if let hit = cache.stored(key) { return hit }
+        return try await cache.respond(key: key) {
             () async throws(GatewayError) -> HTTPResponse in
             let body = try await items.readItem(id: id, mapper: mapper, session: context.session, context: context)
             return .json(200, try mapper.renderer.renderItem(directusBody: body))
@@ -142,29 +146,12 @@ struct ResourceHandlers: Sendable {
     }
 }
 
-/// Rejects `{id}` values that are not valid keys of the collection with 404, before any upstream call.
-struct ItemIDMiddleware: Middleware {
-    let mapper: ResourceMapper
-
-    func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
-        try check(context)
-        return try await next.respond(to: request, context: context)
-    }
-
-    /// Throws 404 unless the `{id}` is a valid key.
-    func check(_ context: RequestContext) throws(GatewayError) {
-        guard let id = context.itemID, mapper.isValidID(id) else {
-            throw .notFound("no such \(mapper.resource.name) item")
-        }
-    }
-}
-
 /// `POST /api/v1/R`: parses the body once; a body carrying an `id` takes the update route (and its
 /// policy) instead of create — the tutorial server's compatibility rule.
 struct CreateOrUpdateResponder: Responder {
     let mapper: ResourceMapper
-    let create: any Responder
-    let update: any Responder
+    let create: Endpoint
+    let update: Endpoint
 
     func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         var context = context

@@ -8,7 +8,9 @@ struct RouteTable: Sendable {
     /// The admin listener's routes (operations and `/metrics`).
     let adminRouter: Router
     /// The 404 answer for a path no route matches (behind the edge stages too).
-    let notFound: any Responder
+    let notFound: Endpoint
+    /// The stages around every answer of both listeners.
+    let edge: EdgeStages
 
     /// The stages shared by the routes of one table.
     struct Stages: Sendable {
@@ -32,7 +34,7 @@ struct RouteTable: Sendable {
     init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog, metrics: Metrics,
          rateLimits: RateLimits, breaker: CircuitBreaker?, schema: SchemaWatch, cache: MicroCache,
          invalidations: any CacheInvalidationBus) {
-        let edge = EdgeStages(metrics: metrics, log: log, cors: CORSPolicy(config.cors))
+        edge = EdgeStages(metrics: metrics, log: log, cors: CORSPolicy(config.cors))
         let stages = Stages(limit: BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes),
                             optionalAuth: AuthenticationMiddleware(sessions: sessions, required: false, rateLimits: rateLimits),
                             requiredAuth: AuthenticationMiddleware(sessions: sessions, required: true, rateLimits: rateLimits),
@@ -43,17 +45,17 @@ struct RouteTable: Sendable {
         let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker, schema: schema, sessions: sessions)
         let publicRoutes = operations + [RouteTable.openAPIRoute(config)] + RouteTable.userRoutes(users, stages)
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
-        router = Router(routes: publicRoutes.map { $0.wrapped(in: edge) })
-        adminRouter = Router(routes: (operations + [RouteTable.metricsRoute(metrics, sessions: sessions)]).map { $0.wrapped(in: edge) })
-        notFound = edge.wrapping(RenderedErrorResponder(error: .notFound("no such route")))
+        router = Router(routes: publicRoutes)
+        adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)])
+        notFound = Endpoint(answering: .notFound("no such route"))
     }
 
     /// `/healthz` and `/readyz` (on both listeners).
     static func operationsRoutes(directus: DirectusClient, breaker: CircuitBreaker?, schema: SchemaWatch,
                                  sessions: SessionManager) -> [Route] {
         [
-            Route("/healthz", methods: [(.get, ClosureResponder { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
-            Route("/readyz", methods: [(.get, ClosureResponder { _, context throws(GatewayError) in
+            Route("/healthz", methods: [(.get, Endpoint { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
+            Route("/readyz", methods: [(.get, Endpoint { _, context throws(GatewayError) in
                 // Not ready while a configured collection is known to be missing (Directus not bootstrapped).
                 if let problem = schema.problem {
                     var error = GatewayError.upstreamUnavailable(problem)
@@ -75,7 +77,7 @@ struct RouteTable: Sendable {
 
     /// `/metrics` (admin listener only).
     static func metricsRoute(_ metrics: Metrics, sessions: SessionManager) -> Route {
-        Route("/metrics", methods: [(.get, ClosureResponder { _, _ in
+        Route("/metrics", methods: [(.get, Endpoint { _, _ in
             _ = await sessions.activeSessions()  // updates the `postern_active_sessions` gauge
             return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                          body: Data(metrics.render().utf8))
@@ -85,7 +87,7 @@ struct RouteTable: Sendable {
     /// `GET /api/v1/openapi.json`: the OpenAPI document of this config, generated once (docs/api.md, OpenAPI).
     static func openAPIRoute(_ config: PosternConfig) -> Route {
         let document = OpenAPIDocument(config: config).data()
-        return Route(OpenAPIDocument.path, methods: [(.get, ClosureResponder { _, _ in .json(200, document) })])
+        return Route(OpenAPIDocument.path, methods: [(.get, Endpoint { _, _ in .json(200, document) })])
     }
 
     /// `/api/v1/user…`: login, refresh, logout, me, register.

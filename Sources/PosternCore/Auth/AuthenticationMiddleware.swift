@@ -25,7 +25,7 @@ public struct AuthenticationMiddleware: Middleware {
     func authenticate(_ request: HTTPRequest, context: inout RequestContext) async throws(GatewayError) {
         if let token = AuthenticationMiddleware.bearer(request.headers["Authorization"]) {
             let session = try await sessions.authenticate(token: token)
-            try await rateLimits.claimRequest(sessionID: session.id)
+            if rateLimits.limitsRequestsPerToken { try await rateLimits.claimRequest(sessionID: session.id) }
             RequestTrace.current?.userID = session.userID
             context.session = session
         } else if required {

@@ -3,10 +3,10 @@ import Synchronization
 
 // The edge stages at the head of every chain, outermost first: observation (metrics, access log),
 // response headers, CORS decoration, the request-target limit, CORS preflight, error rendering.
-// Every route's responders, its 405 answer and the 404 answer are wrapped in the same stages, run one
-// after another in one frame (`EdgeResponder`) rather than as a chain of nested async calls: each level
-// of nesting is a task-allocator frame holding the request and its context, and a deep chain costs a
-// fresh allocator slab (a malloc) every few levels on every request.
+// The gateway runs them around every route's endpoints, its 405 answer and the 404 answer, one after
+// another in its own frame (`respond(to:context:endpoint:)`) rather than as a chain of nested async calls:
+// each level of nesting is a task-allocator frame holding the request and its context, and a deep chain
+// costs a fresh allocator slab (a malloc) every few levels on every request.
 
 /// The edge stages shared by every route, built once.
 struct EdgeStages: Sendable {
@@ -19,9 +19,43 @@ struct EdgeStages: Sendable {
     /// Longest accepted request target (path and query), in bytes; longer is 414.
     static let maxTargetBytes = 8192
 
-    /// `responder` behind the edge stages.
-    func wrapping(_ responder: any Responder) -> any Responder {
-        EdgeResponder(stages: self, next: responder)
+    /// The answer of `endpoint` behind the edge stages: records every answer in the metrics and the access
+    /// log (with the request's trace bound for the stages below while the access log is on), sets the headers
+    /// every answer carries and the CORS headers, answers a request target over `maxTargetBytes` with 414
+    /// and CORS preflights itself, and renders (and logs) the errors `endpoint` throws. Never throws.
+    @inline(__always)  // into the gateway's frame: no async frame of its own
+    func respond(to request: HTTPRequest, context: inout RequestContext, endpoint: Endpoint) async -> HTTPResponse {
+        var response: HTTPResponse
+        let trace = log.logsAccess ? RequestTrace() : nil  // nothing reads a trace when no access line is written
+        if request.path.utf8.count + request.query.utf8.count > EdgeStages.maxTargetBytes {
+            response = ErrorRenderer.render(GatewayError(status: 414, code: .uriTooLong, message: "request target too long"),
+                                            context: context)
+        } else if cors.isPreflight(request) {
+            response = cors.preflight(request)
+        } else if let trace {
+            response = await RequestTrace.$current.withValue(trace) { () async -> HTTPResponse in
+                await run(endpoint, request, &context)
+            }
+        } else {
+            response = await run(endpoint, request, &context)
+        }
+        cors.decorate(&response, origin: request.headers["Origin"])
+        EdgeStages.decorate(&response, path: request.path, requestID: context.requestID)
+        metrics.request(route: context.routePattern, method: EdgeStages.methodLabel(request.method),
+                        status: response.status, seconds: (ContinuousClock.now - context.startedAt).seconds)
+        if let trace { log.access(request, response, context: context, trace: trace) }
+        return response
+    }
+
+    /// `endpoint`'s answer, or its error rendered (and logged).
+    @inline(__always)
+    private func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ context: inout RequestContext) async -> HTTPResponse {
+        do throws(GatewayError) {
+            return try await endpoint.respond(to: request, context: &context)
+        } catch {
+            log.error(error, context: context)
+            return ErrorRenderer.render(error, context: context)
+        }
     }
 
     /// A bounded method label for metrics.
@@ -37,55 +71,6 @@ struct EdgeStages: Sendable {
         response.headers.set("X-Request-Id", requestID)
         response.headers.set("X-Content-Type-Options", "nosniff")
         if path.hasPrefix("/api/") { response.headers.set("Cache-Control", "no-store") }
-    }
-}
-
-/// A responder behind the edge stages: records every answer in the metrics and the access log (with the
-/// request's trace bound for the stages below), sets the headers every answer carries and the CORS
-/// headers, answers a request target over `EdgeStages.maxTargetBytes` with 414 and CORS preflights
-/// itself, and renders (and logs) the errors `next` throws.
-struct EdgeResponder: Responder {
-    /// The stages.
-    let stages: EdgeStages
-    /// The route's own chain.
-    let next: any Responder
-
-    /// Runs the edge stages around `next`; never throws.
-    func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        var response: HTTPResponse
-        let trace = RequestTrace()
-        if request.path.utf8.count + request.query.utf8.count > EdgeStages.maxTargetBytes {
-            response = ErrorRenderer.render(GatewayError(status: 414, code: .uriTooLong, message: "request target too long"),
-                                            context: context)
-        } else if stages.cors.isPreflight(request) {
-            response = stages.cors.preflight(request)
-        } else {
-            response = await RequestTrace.$current.withValue(trace) { () async -> HTTPResponse in
-                do throws(GatewayError) {
-                    return try await next.respond(to: request, context: context)
-                } catch {
-                    stages.log.error(error, context: context)
-                    return ErrorRenderer.render(error, context: context)
-                }
-            }
-        }
-        stages.cors.decorate(&response, origin: request.headers["Origin"])
-        EdgeStages.decorate(&response, path: request.path, requestID: context.requestID)
-        stages.metrics.request(route: context.routePattern, method: EdgeStages.methodLabel(request.method),
-                               status: response.status, seconds: (ContinuousClock.now - context.startedAt).seconds)
-        stages.log.access(request, response, context: context, trace: trace)
-        return response
-    }
-}
-
-/// A responder that answers with an error, rendered (for 404 and 405, which are not logged as errors).
-struct RenderedErrorResponder: Responder {
-    /// The error it answers with.
-    let error: GatewayError
-
-    /// Answers with the rendered error.
-    func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        ErrorRenderer.render(error, context: context)
     }
 }
 

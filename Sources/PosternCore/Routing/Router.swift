@@ -13,22 +13,22 @@ struct Route: Sendable {
     let segments: [Segment]
     /// The resource name on resource routes.
     let resource: String?
-    /// Method → responder, in `Allow` order.
-    var methods: [(HTTPMethod, any Responder)]
+    /// Method → endpoint, in `Allow` order.
+    let methods: [(HTTPMethod, Endpoint)]
     /// Answers the methods the route does not have: 405 with `Allow`.
-    var otherMethods: any Responder
+    let otherMethods: Endpoint
 
-    init(_ pattern: String, resource: String? = nil, methods: [(HTTPMethod, any Responder)]) {
+    init(_ pattern: String, resource: String? = nil, methods: [(HTTPMethod, Endpoint)]) {
         self.pattern = pattern
         self.resource = resource
         self.methods = methods
-        otherMethods = RenderedErrorResponder(error: .methodNotAllowed(Route.allowedMethods(methods.map(\.0))))
+        otherMethods = Endpoint(answering: .methodNotAllowed(Route.allowedMethods(methods.map(\.0))))
         segments = pattern.split(separator: "/").map { $0 == "{id}" ? .id : .literal(String($0)) }
     }
 
-    /// The responder for `method`; `HEAD` is answered by the `GET` responder (the server sends no body), and
+    /// The endpoint for `method`; `HEAD` is answered by the `GET` endpoint (the server sends no body), and
     /// any other method the route does not have by the 405 answer.
-    func responder(for method: HTTPMethod) -> any Responder {
+    func responder(for method: HTTPMethod) -> Endpoint {
         if let responder = methods.first(where: { $0.0 == method })?.1 { return responder }
         if method == .head, let get = methods.first(where: { $0.0 == .get })?.1 { return get }
         return otherMethods
@@ -37,14 +37,6 @@ struct Route: Sendable {
     /// The methods for `Allow`, in order, with `HEAD` after `GET`.
     static func allowedMethods(_ methods: [HTTPMethod]) -> [HTTPMethod] {
         methods.flatMap { $0 == .get && !methods.contains(.head) ? [.get, .head] : [$0] }
-    }
-
-    /// The same route with every responder, the 405 answer included, behind `stages`.
-    func wrapped(in stages: EdgeStages) -> Route {
-        var route = self
-        route.methods = methods.map { ($0.0, stages.wrapping($0.1)) }
-        route.otherMethods = stages.wrapping(otherMethods)
-        return route
     }
 }
 
@@ -58,9 +50,12 @@ struct RouteMatch: Sendable {
 /// The route table (immutable after start-up).
 struct Router: Sendable {
     private let routes: [Route]
+    /// Each route's segments, by route index (read without copying a whole `Route` per candidate).
+    private let patterns: [[Route.Segment]]
 
     init(routes: [Route]) {
         self.routes = routes
+        patterns = routes.map(\.segments)
     }
 
     /// The route for a raw (percent-encoded) path; one trailing slash is ignored. The path's segments are
@@ -70,11 +65,11 @@ struct Router: Sendable {
         var slashes = 0
         for byte in path.utf8 where byte == slash { slashes += 1 }
         let count = slashes > 0 && path.utf8.last == slash ? slashes - 1 : slashes
-        for route in routes where route.segments.count == count {
+        for index in patterns.indices where patterns[index].count == count {
             var id: String?
             var matched = true
             var pieces = PathPieces(path)
-            for segment in route.segments {
+            for segment in patterns[index] {
                 // `count` pieces follow the first `/`, and the route has that many segments.
                 guard let piece = pieces.next() else {
                     matched = false
@@ -82,7 +77,7 @@ struct Router: Sendable {
                 }
                 switch segment {
                 case .literal(let literal):
-                    if literal != piece { matched = false }
+                    if !Router.same(literal, piece) { matched = false }
                 case .id:
                     let decoded = QueryString.decodePath(String(piece))
                     if decoded.isEmpty { matched = false }
@@ -90,9 +85,17 @@ struct Router: Sendable {
                 }
                 if !matched { break }
             }
-            if matched { return RouteMatch(route: route, id: id) }
+            if matched { return RouteMatch(route: routes[index], id: id) }
         }
         return nil
+    }
+
+    /// `literal == piece` as `String` compares them (canonical equivalence), by bytes unless they differ and
+    /// one is not ASCII: equal bytes are equal text, and an ASCII string is only ever equivalent to itself.
+    static func same(_ literal: String, _ piece: Substring) -> Bool {
+        if literal.utf8.elementsEqual(piece.utf8) { return true }
+        guard literal.utf8.contains(where: { $0 >= 0x80 }) || piece.utf8.contains(where: { $0 >= 0x80 }) else { return false }
+        return literal == piece
     }
 }
 

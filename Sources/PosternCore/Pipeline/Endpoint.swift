@@ -31,9 +31,20 @@ struct Endpoint: Responder {
         self.handler = handler
     }
 
+    /// An endpoint that answers every request with `error`, rendered (not thrown: 404 and 405 are not
+    /// logged as errors).
+    init(answering error: GatewayError) {
+        self.init { _, context in ErrorRenderer.render(error, context: context) }
+    }
+
     /// Runs the stages, then the handler.
     func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         var context = context
+        return try await respond(to: request, context: &context)
+    }
+
+    /// Runs the stages, which enrich `context` (session, authorization) in place, then the handler.
+    func respond(to request: HTTPRequest, context: inout RequestContext) async throws(GatewayError) -> HTTPResponse {
         try limit?.check(request)
         if let authentication { try await authentication.authenticate(request, context: &context) }
         try requirement?.check(context)
