@@ -27,11 +27,8 @@ struct EdgeStages: Sendable {
     func respond(to request: HTTPRequest, context: inout RequestContext, endpoint: Endpoint) async -> HTTPResponse {
         var response: HTTPResponse
         let trace = log.logsAccess ? RequestTrace() : nil  // nothing reads a trace when no access line is written
-        if request.path.utf8.count + request.query.utf8.count > EdgeStages.maxTargetBytes {
-            response = ErrorRenderer.render(GatewayError(status: 414, code: .uriTooLong, message: "request target too long"),
-                                            context: context)
-        } else if cors.isPreflight(request) {
-            response = cors.preflight(request)
+        if let answer = answerAtTheEdge(request, context) {
+            response = answer
         } else if let trace {
             response = await RequestTrace.$current.withValue(trace) { () async -> HTTPResponse in
                 await run(endpoint, request, &context)
@@ -39,12 +36,29 @@ struct EdgeStages: Sendable {
         } else {
             response = await run(endpoint, request, &context)
         }
+        finish(&response, request, context, trace)
+        return response
+    }
+
+    /// The answer of a request the edge answers itself: 414 for a request target over `maxTargetBytes`, and
+    /// CORS preflights. (Synchronous and not inlined, like `finish`: what they build stays off the async frame.)
+    @inline(never)
+    private func answerAtTheEdge(_ request: HTTPRequest, _ context: RequestContext) -> HTTPResponse? {
+        if request.path.utf8.count + request.query.utf8.count > EdgeStages.maxTargetBytes {
+            return ErrorRenderer.render(GatewayError(status: 414, code: .uriTooLong, message: "request target too long"),
+                                        context: context)
+        }
+        return cors.isPreflight(request) ? cors.preflight(request) : nil
+    }
+
+    /// Decorates an answer (CORS, then the headers every answer carries) and records it (metrics, access log).
+    @inline(never)
+    private func finish(_ response: inout HTTPResponse, _ request: HTTPRequest, _ context: RequestContext, _ trace: RequestTrace?) {
         cors.decorate(&response, origin: request.headers["Origin"])
         EdgeStages.decorate(&response, path: request.path, requestID: context.requestID)
         metrics.request(route: context.routePattern, method: EdgeStages.methodLabel(request.method),
                         status: response.status, seconds: (ContinuousClock.now - context.startedAt).seconds)
         if let trace { log.access(request, response, context: context, trace: trace) }
-        return response
     }
 
     /// `endpoint`'s answer, or its error rendered (and logged).
@@ -53,9 +67,15 @@ struct EdgeStages: Sendable {
         do throws(GatewayError) {
             return try await endpoint.respond(to: request, context: &context)
         } catch {
-            log.error(error, context: context)
-            return ErrorRenderer.render(error, context: context)
+            return rendered(error, context)
         }
+    }
+
+    /// An error thrown below the edge, logged and rendered.
+    @inline(never)
+    private func rendered(_ error: GatewayError, _ context: RequestContext) -> HTTPResponse {
+        log.error(error, context: context)
+        return ErrorRenderer.render(error, context: context)
     }
 
     /// A bounded method label for metrics.

@@ -52,15 +52,28 @@ struct Router: Sendable {
     private let routes: [Route]
     /// Each route's segments, by route index (read without copying a whole `Route` per candidate).
     private let patterns: [[Route.Segment]]
+    /// The same segments as byte ranges, for matching an ASCII path without a `String` operation.
+    private let table: SegmentTable
 
     init(routes: [Route]) {
         self.routes = routes
         patterns = routes.map(\.segments)
+        table = SegmentTable(patterns)
     }
 
     /// The route for a raw (percent-encoded) path; one trailing slash is ignored. The path's segments are
     /// the pieces after its first `/` (as `segments(of:).dropFirst()`), walked in place: no array per request.
     func match(path: String) -> RouteMatch? {
+        var text = path
+        let fast: (index: Int, id: String?)?? = text.withUTF8 { utf8 in
+            // An ASCII path is only ever equivalent to the same bytes: compare bytes (else as `String`s, below).
+            guard !utf8.contains(where: { $0 >= 0x80 }) else { return nil }
+            return .some(table.match(utf8, patterns: patterns))
+        }
+        if let fast {
+            guard let found = fast else { return nil }
+            return RouteMatch(route: routes[found.index], id: found.id)
+        }
         let slash = UInt8(ascii: "/")
         var slashes = 0
         for byte in path.utf8 where byte == slash { slashes += 1 }
@@ -96,6 +109,90 @@ struct Router: Sendable {
         if literal.utf8.elementsEqual(piece.utf8) { return true }
         guard literal.utf8.contains(where: { $0 >= 0x80 }) || piece.utf8.contains(where: { $0 >= 0x80 }) else { return false }
         return literal == piece
+    }
+}
+
+/// Every route's segments as ranges of one byte buffer, route after route: matching an ASCII path reads
+/// three flat arrays and the path's bytes, with no retain and no `String` comparison.
+private struct SegmentTable: Sendable {
+    /// One segment: a literal's bytes in `bytes` (and whether they are ASCII), or the `{id}` parameter.
+    struct Entry: Sendable {
+        var start: Int
+        var count: Int
+        var isID: Bool
+        var isASCII: Bool
+    }
+
+    /// The literal segments' bytes, back to back.
+    private let bytes: [UInt8]
+    /// Every route's segments, in route order.
+    private let entries: [Entry]
+    /// Per route: its first entry and its number of segments.
+    private let spans: [(first: Int, count: Int)]
+
+    init(_ patterns: [[Route.Segment]]) {
+        var bytes: [UInt8] = []
+        var entries: [Entry] = []
+        var spans: [(first: Int, count: Int)] = []
+        for segments in patterns {
+            spans.append((entries.count, segments.count))
+            for segment in segments {
+                switch segment {
+                case .id:
+                    entries.append(Entry(start: 0, count: 0, isID: true, isASCII: true))
+                case .literal(let literal):
+                    entries.append(Entry(start: bytes.count, count: literal.utf8.count, isID: false,
+                                         isASCII: literal.utf8.allSatisfy { $0 < 0x80 }))
+                    bytes.append(contentsOf: literal.utf8)
+                }
+            }
+        }
+        self.bytes = bytes
+        self.entries = entries
+        self.spans = spans
+    }
+
+    /// The first route whose segments match the pieces of `path` (ASCII bytes), with its decoded `{id}`.
+    /// `patterns` answers for a literal that is not ASCII (compared as text).
+    func match(_ path: UnsafeBufferPointer<UInt8>, patterns: [[Route.Segment]]) -> (index: Int, id: String?)? {
+        let slash = UInt8(ascii: "/")
+        var slashes = 0
+        for byte in path where byte == slash { slashes += 1 }
+        guard slashes > 0, let first = path.firstIndex(of: slash) else { return spans.firstIndex { $0.count == 0 }.map { ($0, nil) } }
+        let count = path.last == slash ? slashes - 1 : slashes
+        return bytes.withUnsafeBufferPointer { literals in
+            for (index, span) in spans.enumerated() where span.count == count {
+                var id: String?
+                var matched = true
+                var start = first + 1
+                for k in 0..<span.count {
+                    var end = start
+                    while end < path.count && path[end] != slash { end += 1 }
+                    let piece = UnsafeBufferPointer(rebasing: path[start..<end])
+                    let entry = entries[span.first + k]
+                    if entry.isID {
+                        let decoded = QueryString.decodePath(String(decoding: piece, as: UTF8.self))
+                        if decoded.isEmpty { matched = false }
+                        id = decoded
+                    } else if entry.count != piece.count
+                                || !UnsafeBufferPointer(rebasing: literals[entry.start..<entry.start + entry.count]).elementsEqual(piece) {
+                        // Different bytes; a literal that is not ASCII may still be equivalent text.
+                        if entry.isASCII {
+                            matched = false
+                        } else if case .literal(let literal) = patterns[index][k],
+                                  literal == String(decoding: piece, as: UTF8.self) {
+                            matched = true
+                        } else {
+                            matched = false
+                        }
+                    }
+                    if !matched { break }
+                    start = end + 1
+                }
+                if matched { return (index, id) }
+            }
+            return nil
+        }
     }
 }
 
