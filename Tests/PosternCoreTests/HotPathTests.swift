@@ -13,6 +13,22 @@ import Testing
         #expect(TokenKey(token: "a") != TokenKey(token: "b"))
     }
 
+    @Test func theCachedSessionIsTheOneAuthenticateGivesWhileLive() async throws {
+        let f = SessionManagerTests.Fixture(idle: 100, max: 1000)
+        let issued = try await f.open()
+        let session = try await f.manager.authenticate(token: issued.accessToken)
+        #expect(f.manager.cachedLiveSession(token: issued.accessToken) == session)
+        #expect(f.manager.cachedLiveSession(token: issued.accessToken + "x") == nil)
+        #expect(f.manager.cachedLiveSession(token: issued.refreshToken) == nil)
+        f.clock.advance(90)
+        #expect(f.manager.cachedLiveSession(token: issued.accessToken)?.id == session.id, "use slides the idle expiry")
+        f.clock.advance(90)
+        #expect(f.manager.cachedLiveSession(token: issued.accessToken)?.id == session.id)
+        f.clock.advance(101)
+        #expect(f.manager.cachedLiveSession(token: issued.accessToken) == nil, "expired: authenticate decides")
+        await #expect(throws: GatewayError.self) { try await f.manager.authenticate(token: issued.accessToken) }
+    }
+
     @Test func upstreamTargetsAreThePathAndTheBuiltQuery() {
         let queries: [[(String, String)]] = [
             [],

@@ -33,6 +33,21 @@ public struct AuthenticationMiddleware: Middleware {
         }
     }
 
+    /// `authenticate` without an `await` when it needs none: true when done (no token on a route where one is
+    /// optional, or the token's session live in the session cache with no per-token limit to claim); false
+    /// when `authenticate` must run. Not inlined: it keeps its work off the caller's async frame.
+    @inline(never)
+    func authenticateFromCache(_ request: HTTPRequest, context: inout RequestContext) throws(GatewayError) -> Bool {
+        guard let token = AuthenticationMiddleware.bearer(request.headers["Authorization"]) else {
+            if required { throw .unauthorized("missing bearer token") }
+            return true
+        }
+        guard !rateLimits.limitsRequestsPerToken, let session = sessions.cachedLiveSession(token: token) else { return false }
+        RequestTrace.current?.userID = session.userID
+        context.session = session
+        return true
+    }
+
     /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive; spaces around and
     /// between the two words allowed, anything more is no token). Scans bytes: one `String`, the token.
     static func bearer(_ header: String?) -> String? {

@@ -47,7 +47,9 @@ final class Endpoint: Responder {
     /// Runs the stages, which enrich `context` (session, authorization) in place, then the handler.
     func respond(to request: HTTPRequest, context: inout RequestContext) async throws(GatewayError) -> HTTPResponse {
         try limit?.check(request)
-        if let authentication { try await authentication.authenticate(request, context: &context) }
+        if let authentication, try !authentication.authenticateFromCache(request, context: &context) {
+            try await authentication.authenticate(request, context: &context)
+        }
         if try checkAfterAuthentication(&context), let policy { try await policy.verifyOwner(&context) }
         return try await handler(request, context)
     }
