@@ -9,6 +9,7 @@ import Testing
                       "pat_" + String(repeating: "z", count: 60), String(repeating: "é😀", count: 40)]
         for token in tokens {
             #expect(TokenKey(token: token).hex == Crypto.sha256Hex(token), "\(token.utf8.count) bytes")
+            #expect(TokenKey(token: ("x" + token + "y").dropFirst().dropLast()) == TokenKey(token: token))
         }
         #expect(TokenKey(token: "a") != TokenKey(token: "b"))
     }
@@ -17,15 +18,17 @@ import Testing
         let f = SessionManagerTests.Fixture(idle: 100, max: 1000)
         let issued = try await f.open()
         let session = try await f.manager.authenticate(token: issued.accessToken)
-        #expect(f.manager.cachedLiveSession(token: issued.accessToken) == session)
-        #expect(f.manager.cachedLiveSession(token: issued.accessToken + "x") == nil)
-        #expect(f.manager.cachedLiveSession(token: issued.refreshToken) == nil)
+        let header = "Bearer  \(issued.accessToken) "
+        #expect(f.manager.cachedLiveSession(token: header[try #require(AuthenticationMiddleware.bearerRange(header))]) == session)
+        #expect(f.manager.cachedLiveSession(token: issued.accessToken[...]) == session)
+        #expect(f.manager.cachedLiveSession(token: (issued.accessToken + "x")[...]) == nil)
+        #expect(f.manager.cachedLiveSession(token: issued.refreshToken[...]) == nil)
         f.clock.advance(90)
-        #expect(f.manager.cachedLiveSession(token: issued.accessToken)?.id == session.id, "use slides the idle expiry")
+        #expect(f.manager.cachedLiveSession(token: issued.accessToken[...])?.id == session.id, "use slides the idle expiry")
         f.clock.advance(90)
-        #expect(f.manager.cachedLiveSession(token: issued.accessToken)?.id == session.id)
+        #expect(f.manager.cachedLiveSession(token: issued.accessToken[...])?.id == session.id)
         f.clock.advance(101)
-        #expect(f.manager.cachedLiveSession(token: issued.accessToken) == nil, "expired: authenticate decides")
+        #expect(f.manager.cachedLiveSession(token: issued.accessToken[...]) == nil, "expired: authenticate decides")
         await #expect(throws: GatewayError.self) { try await f.manager.authenticate(token: issued.accessToken) }
     }
 

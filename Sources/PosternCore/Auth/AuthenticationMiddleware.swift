@@ -38,11 +38,12 @@ public struct AuthenticationMiddleware: Middleware {
     /// when `authenticate` must run. Not inlined: it keeps its work off the caller's async frame.
     @inline(never)
     func authenticateFromCache(_ request: HTTPRequest, context: inout RequestContext) throws(GatewayError) -> Bool {
-        guard let token = AuthenticationMiddleware.bearer(request.headers["Authorization"]) else {
+        guard let header = request.headers["Authorization"], let token = AuthenticationMiddleware.bearerRange(header) else {
             if required { throw .unauthorized("missing bearer token") }
             return true
         }
-        guard !rateLimits.limitsRequestsPerToken, let session = sessions.cachedLiveSession(token: token) else { return false }
+        // The token is looked up in place (no copy of it); `authenticate` copies it when it must run.
+        guard !rateLimits.limitsRequestsPerToken, let session = sessions.cachedLiveSession(token: header[token]) else { return false }
         RequestTrace.current?.userID = session.userID
         context.session = session
         return true
@@ -51,7 +52,12 @@ public struct AuthenticationMiddleware: Middleware {
     /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive; spaces around and
     /// between the two words allowed, anything more is no token). Scans bytes: one `String`, the token.
     static func bearer(_ header: String?) -> String? {
-        guard let header else { return nil }
+        guard let header, let range = bearerRange(header) else { return nil }
+        return String(header[range])
+    }
+
+    /// Where the token of an `Authorization: Bearer <token>` header is (see `bearer`), found without a copy.
+    static func bearerRange(_ header: String) -> Range<String.Index>? {
         let utf8 = header.utf8
         let space = UInt8(ascii: " ")
         var i = utf8.startIndex
@@ -67,7 +73,7 @@ public struct AuthenticationMiddleware: Middleware {
         let end = i
         while i != utf8.endIndex && utf8[i] == space { i = utf8.index(after: i) }
         guard start != end, i == utf8.endIndex else { return nil }
-        return String(header[start..<end])
+        return start..<end
     }
 }
 

@@ -9,6 +9,11 @@ struct TokenKey: Hashable, Sendable {
 
     /// The digest of `token`'s UTF-8 bytes (no allocation: the hash context is on the stack).
     init(token: String) {
+        self.init(token: token[...])
+    }
+
+    /// The digest of `token`'s UTF-8 bytes, read in place.
+    init(token: Substring) {
         var key = TokenKey(w0: 0, w1: 0, w2: 0, w3: 0)
         withUnsafeMutableBytes(of: &key) { out in
             let digest = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
