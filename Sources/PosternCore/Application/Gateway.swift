@@ -78,8 +78,8 @@ public final class Gateway: Sendable {
                 context.resourceName = match.route.resource
             }
             var response = ErrorRenderer.render(.invalidRequest(reason), context: context)
-            EdgeStages.decorate(&response, path: request.path, requestID: context.requestID)
-            metrics.request(route: context.routePattern, method: EdgeStages.methodLabel(request.method), status: 400,
+            ResponseHeadersMiddleware.decorate(&response, path: request.path, requestID: context.requestID)
+            metrics.request(route: context.routePattern, method: ObservationMiddleware.methodLabel(request.method), status: 400,
                             seconds: 0)
             log.access(request, response, context: context, trace: RequestTrace())
             return response
@@ -87,7 +87,7 @@ public final class Gateway: Sendable {
             let context = RequestContext(requestID: RequestID.accept(nil), clientIP: "")
             var response = ErrorRenderer.render(GatewayError(status: 408, code: .requestTimeout, message: "request not received in time"),
                                                 context: context)
-            EdgeStages.decorate(&response, path: "", requestID: context.requestID)
+            ResponseHeadersMiddleware.decorate(&response, path: "", requestID: context.requestID)
             return response
         }
     }
