@@ -18,6 +18,8 @@
 #            PROFILE_CALL_GRAPH (dwarf; or fp, lbr) PROFILE_TOOL (perf; or callgrind)
 #            PROFILE_WORKERS (1) BENCH_THREADS (2) BENCH_CONNECTIONS (64), and the BENCH_* ports
 #            and build switches of bench/lib.sh
+#            PROFILE_CACHE_TTL_MS (unset): profile the bench's C setup instead, the gateway started with
+#            POSTERN_CACHE_TTL_MS set to this (e.g. 1000: after the first request every one is a cache hit)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -36,6 +38,14 @@ PROFILER="${PROFILE_TOOL:-perf}"
 WORKERS="${PROFILE_WORKERS:-1}"
 THREADS="${BENCH_THREADS:-2}"
 CONNECTIONS="${BENCH_CONNECTIONS:-64}"
+CACHE_TTL="${PROFILE_CACHE_TTL_MS:-}"
+GATEWAY_ENV=()
+SETUP="A setup"
+if [ -n "$CACHE_TTL" ]; then
+    [[ "$CACHE_TTL" =~ ^[0-9]+$ ]] || die "PROFILE_CACHE_TTL_MS is whole milliseconds, e.g. 1000"
+    GATEWAY_ENV=(POSTERN_CACHE_TTL_MS="$CACHE_TTL")
+    SETUP="C setup, POSTERN_CACHE_TTL_MS=$CACHE_TTL"
+fi
 [[ "$DURATION" =~ ^[0-9]+s$ && "$WARMUP" =~ ^[0-9]+s$ ]] || die "PROFILE_DURATION and PROFILE_WARMUP are whole seconds, e.g. 10s"
 OUT=".bench/profile-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$OUT"
@@ -57,7 +67,7 @@ top_lines() {
 }
 
 # --- 1. CPU per request, without a profiler -------------------------------------------------------
-start_gateway "$WORKERS" gateway || die "the gateway did not start"
+start_gateway "$WORKERS" gateway "${GATEWAY_ENV[@]}" || die "the gateway did not start"
 say "warm-up $WARMUP; then wrk -t$THREADS -c$CONNECTIONS -d$DURATION on $URL (no profiler)"
 run_wrk "$OUT/wrk-warmup.txt" "$URL" "$POSTERN_TOKEN" "$WARMUP"
 t0="$(cpu_ticks "$GATEWAY_PID")"
@@ -105,7 +115,7 @@ if [ -z "$PROFILE_DONE" ]; then
     # valgrind runs the gateway ~50x slower: fewer connections, and time to start.
     say "callgrind: the gateway under valgrind, wrk -t1 -c8 -d$DURATION"
     if ! GATEWAY_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=$OUT/callgrind.out" WAIT_SECONDS=120 \
-            start_gateway "$WORKERS" gateway-callgrind; then
+            start_gateway "$WORKERS" gateway-callgrind "${GATEWAY_ENV[@]}"; then
         # Valgrind 3.19 (Debian 12) dies with an internal SIGSEGV on the gateway, whatever the tool.
         grep -q 'VALGRIND INTERNAL ERROR' "$WORK/gateway-callgrind.log" \
             && die "valgrind $(valgrind --version | sed 's/valgrind-//') crashed running the gateway (internal error, any tool): no profile"
@@ -123,7 +133,7 @@ fi
 
 # --- 3. malloc calls, syscalls and context switches per request; where the mallocs come from -----
 ALLOC_LINE="allocations: not measured (no uprobes on libc's malloc here)"
-start_gateway "$WORKERS" gateway-count || die "the gateway did not start"
+start_gateway "$WORKERS" gateway-count "${GATEWAY_ENV[@]}" || die "the gateway did not start"
 run_wrk "$OUT/wrk-warmup2.txt" "$URL" "$POSTERN_TOKEN" "$WARMUP"
 LIBC="$(ldd "$POSTERN" | awk '$1 ~ /^libc\.so/ { print $3 }')"
 PROBE=""
@@ -173,7 +183,7 @@ LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- report ---------------------------------------------------------------------------------------
 echo
-echo "profile of the gateway (POSTERN_WORKERS=$WORKERS, log level $LOG_LEVEL), wrk -t$THREADS -c$CONNECTIONS -d$DURATION on GET $BOOKS_PATH"
+echo "profile of the gateway ($SETUP, POSTERN_WORKERS=$WORKERS, log level $LOG_LEVEL), wrk -t$THREADS -c$CONNECTIONS -d$DURATION on GET $BOOKS_PATH"
 echo "on $(nproc) cores; load average before $LOAD_BEFORE, after $LOAD_AFTER; raw data in $OUT/"
 echo
 echo "CPU per request: $CPU_US µs  (gateway utime+stime over $PLAIN_REQUESTS requests, $PLAIN_RPS requests/s, one core at $CPU_SHARE %)$ERRORS"

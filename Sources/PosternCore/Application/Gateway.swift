@@ -50,21 +50,23 @@ public final class Gateway: Sendable {
         await handle(request, router: routes.adminRouter)
     }
 
+    @inline(__always)  // one async frame per request, not two
     private func handle(_ request: HTTPRequest, router: Router) async -> HTTPResponse {
+        var (context, endpoint) = route(request, router: router)
+        return await routes.edge.respond(to: request, context: &context, endpoint: endpoint)
+    }
+
+    /// The request's context and the endpoint that answers it (the 404 one when no route matches).
+    /// Synchronous and not inlined: what routing builds stays off the async frame.
+    @inline(never)
+    private func route(_ request: HTTPRequest, router: Router) -> (RequestContext, Endpoint) {
         var context = RequestContext(requestID: RequestID.accept(request.headers["X-Request-Id"]),
                                      clientIP: clientAddress.clientIP(request))
-        var responder = routes.notFound
-        if let match = router.match(path: request.path) {
-            context.routePattern = match.route.pattern
-            context.resourceName = match.route.resource
-            context.itemID = match.id
-            responder = match.route.responder(for: request.method)
-        }
-        do throws(GatewayError) {
-            return try await responder.respond(to: request, context: context)
-        } catch {
-            return ErrorRenderer.render(error, context: context)  // not reached: the edge stages render every error
-        }
+        guard let match = router.match(path: request.path) else { return (context, routes.notFound) }
+        context.routePattern = match.route.pattern
+        context.resourceName = match.route.resource
+        context.itemID = match.id
+        return (context, match.route.responder(for: request.method))
     }
 
     /// The answer to a request the server refuses before any handler runs (bad framing or an oversized head →

@@ -6,12 +6,26 @@ struct ResourceHandlers: Sendable {
     let mapper: ResourceMapper
     let items: DirectusItems
     /// Learns from list answers whether the collection exists (for `/readyz`).
-    var schema: SchemaWatch? = nil
+    let schema: SchemaWatch?
     /// The micro-cache for list and read answers; writes invalidate the collection through it.
     let cache: ResourceCache
+    /// The errors a call may be answered with, built once (not one message string per request).
+    private let notFound: GatewayError
+    private let listForbidden: GatewayError
+    private let createForbidden: GatewayError
+
+    /// The handlers of `mapper`'s resource.
+    init(mapper: ResourceMapper, items: DirectusItems, schema: SchemaWatch? = nil, cache: ResourceCache) {
+        self.mapper = mapper
+        self.items = items
+        self.schema = schema
+        self.cache = cache
+        notFound = .notFound("no such \(mapper.resource.name) item")
+        listForbidden = .forbidden("you may not list \(mapper.resource.name)")
+        createForbidden = .forbidden("you may not create \(mapper.resource.name)")
+    }
 
     private var directus: DirectusClient { items.directus }
-    private var notFound: GatewayError { .notFound("no such \(mapper.resource.name) item") }
 
     /// `GET /api/v1/R`.
     func list(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
@@ -25,12 +39,14 @@ struct ResourceHandlers: Sendable {
         let perUser: Bool
         if case .ownItemsOnly = context.authorization { perUser = true } else { perUser = false }
         let collection = mapper.resource.collection
-        return try await cache.respond(path: path, query: upstreamQuery, session: context.session, perUser: perUser) {
+        let key = cache.key(path: path, query: upstreamQuery, session: context.session, perUser: perUser)
+        if let hit = cache.stored(key) { return hit }
+        return try await cache.respond(key: key) {
             () async throws(GatewayError) -> HTTPResponse in
             let body: Data
             do throws(GatewayError) {
                 body = try await items.withToken(context.session, mapper: mapper, context: context,
-                                                 forbidden: .forbidden("you may not list \(mapper.resource.name)")) {
+                                                 forbidden: listForbidden) {
                     (token) async throws(DirectusError) -> Data in
                     try await directus.listItems(path: path, query: upstreamQuery, token: token, context: context.call)
                 }
@@ -51,8 +67,10 @@ struct ResourceHandlers: Sendable {
             return .json(200, try mapper.renderer.renderItem(directusBody: item.directusBody))
         }
         let id = try itemID(context)
-        return try await cache.respond(path: mapper.upstreamItemPath(id: id), query: [("fields", mapper.directusFieldList)],
-                                       session: context.session, perUser: false) {
+        let key = cache.key(path: mapper.upstreamItemPath(id: id), query: [("fields", mapper.directusFieldList)],
+                            session: context.session, perUser: false)
+        if let hit = cache.stored(key) { return hit }
+        return try await cache.respond(key: key) {
             () async throws(GatewayError) -> HTTPResponse in
             let body = try await items.readItem(id: id, mapper: mapper, session: context.session, context: context)
             return .json(200, try mapper.renderer.renderItem(directusBody: body))
@@ -65,7 +83,7 @@ struct ResourceHandlers: Sendable {
         let path = mapper.upstreamCollectionPath
         defer { cache.invalidate() }  // before the response is sent; also on errors (the write may have landed)
         let body = try await items.withToken(context.session, mapper: mapper, context: context,
-                                             forbidden: .forbidden("you may not create \(mapper.resource.name)")) {
+                                             forbidden: createForbidden) {
             (token) async throws(DirectusError) -> Data? in
             try await directus.createItem(path: path, payload: payload.payload, fields: mapper.directusFieldList,
                                           token: token, context: context.call)
@@ -128,24 +146,12 @@ struct ResourceHandlers: Sendable {
     }
 }
 
-/// Rejects `{id}` values that are not valid keys of the collection with 404, before any upstream call.
-struct ItemIDMiddleware: Middleware {
-    let mapper: ResourceMapper
-
-    func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
-        guard let id = context.itemID, mapper.isValidID(id) else {
-            throw .notFound("no such \(mapper.resource.name) item")
-        }
-        return try await next.respond(to: request, context: context)
-    }
-}
-
 /// `POST /api/v1/R`: parses the body once; a body carrying an `id` takes the update route (and its
 /// policy) instead of create — the tutorial server's compatibility rule.
 struct CreateOrUpdateResponder: Responder {
     let mapper: ResourceMapper
-    let create: any Responder
-    let update: any Responder
+    let create: Endpoint
+    let update: Endpoint
 
     func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         var context = context

@@ -8,7 +8,9 @@ struct RouteTable: Sendable {
     /// The admin listener's routes (operations and `/metrics`).
     let adminRouter: Router
     /// The 404 answer for a path no route matches (behind the edge stages too).
-    let notFound: any Responder
+    let notFound: Endpoint
+    /// The stages around every answer of both listeners.
+    let edge: EdgeStages
 
     /// The stages shared by the routes of one table.
     struct Stages: Sendable {
@@ -32,11 +34,7 @@ struct RouteTable: Sendable {
     init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog, metrics: Metrics,
          rateLimits: RateLimits, breaker: CircuitBreaker?, schema: SchemaWatch, cache: MicroCache,
          invalidations: any CacheInvalidationBus) {
-        let cors = CORSPolicy(config.cors)
-        let edge: [any Middleware] = [
-            ObservationMiddleware(metrics: metrics, log: log), ResponseHeadersMiddleware(), CORSHeadersMiddleware(cors: cors),
-            TargetLengthMiddleware(), CORSPreflightMiddleware(cors: cors), ErrorRenderingMiddleware(log: log),
-        ]
+        edge = EdgeStages(metrics: metrics, log: log, cors: CORSPolicy(config.cors))
         let stages = Stages(limit: BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes),
                             optionalAuth: AuthenticationMiddleware(sessions: sessions, required: false, rateLimits: rateLimits),
                             requiredAuth: AuthenticationMiddleware(sessions: sessions, required: true, rateLimits: rateLimits),
@@ -47,17 +45,17 @@ struct RouteTable: Sendable {
         let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker, schema: schema, sessions: sessions)
         let publicRoutes = operations + [RouteTable.openAPIRoute(config)] + RouteTable.userRoutes(users, stages)
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
-        router = Router(routes: publicRoutes.map { $0.wrapped(in: edge) })
-        adminRouter = Router(routes: (operations + [RouteTable.metricsRoute(metrics, sessions: sessions)]).map { $0.wrapped(in: edge) })
-        notFound = edge.wrapping(RenderedErrorResponder(error: .notFound("no such route")))
+        router = Router(routes: publicRoutes)
+        adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)])
+        notFound = Endpoint(answering: .notFound("no such route"))
     }
 
     /// `/healthz` and `/readyz` (on both listeners).
     static func operationsRoutes(directus: DirectusClient, breaker: CircuitBreaker?, schema: SchemaWatch,
                                  sessions: SessionManager) -> [Route] {
         [
-            Route("/healthz", methods: [(.get, ClosureResponder { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
-            Route("/readyz", methods: [(.get, ClosureResponder { _, context throws(GatewayError) in
+            Route("/healthz", methods: [(.get, Endpoint { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
+            Route("/readyz", methods: [(.get, Endpoint { _, context throws(GatewayError) in
                 // Not ready while a configured collection is known to be missing (Directus not bootstrapped).
                 if let problem = schema.problem {
                     var error = GatewayError.upstreamUnavailable(problem)
@@ -79,7 +77,7 @@ struct RouteTable: Sendable {
 
     /// `/metrics` (admin listener only).
     static func metricsRoute(_ metrics: Metrics, sessions: SessionManager) -> Route {
-        Route("/metrics", methods: [(.get, ClosureResponder { _, _ in
+        Route("/metrics", methods: [(.get, Endpoint { _, _ in
             _ = await sessions.activeSessions()  // updates the `postern_active_sessions` gauge
             return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                          body: Data(metrics.render().utf8))
@@ -89,17 +87,18 @@ struct RouteTable: Sendable {
     /// `GET /api/v1/openapi.json`: the OpenAPI document of this config, generated once (docs/api.md, OpenAPI).
     static func openAPIRoute(_ config: PosternConfig) -> Route {
         let document = OpenAPIDocument(config: config).data()
-        return Route(OpenAPIDocument.path, methods: [(.get, ClosureResponder { _, _ in .json(200, document) })])
+        return Route(OpenAPIDocument.path, methods: [(.get, Endpoint { _, _ in .json(200, document) })])
     }
 
     /// `/api/v1/user…`: login, refresh, logout, me, register.
     static func userRoutes(_ users: UserHandlers, _ stages: Stages) -> [Route] {
         [
-            Route("/api/v1/user/login", methods: [(.post, endpoint([stages.limit], users.login))]),
-            Route("/api/v1/user/refresh", methods: [(.post, endpoint([stages.limit], users.refresh))]),
-            Route("/api/v1/user/logout", methods: [(.post, endpoint([stages.limit, stages.requiredAuth], users.logout))]),
-            Route("/api/v1/user/me", methods: [(.get, endpoint([stages.requiredAuth], users.me))]),
-            Route("/api/v1/user", methods: [(.post, endpoint([stages.limit], users.register))]),
+            Route("/api/v1/user/login", methods: [(.post, Endpoint(limit: stages.limit, handler: users.login))]),
+            Route("/api/v1/user/refresh", methods: [(.post, Endpoint(limit: stages.limit, handler: users.refresh))]),
+            Route("/api/v1/user/logout", methods: [(.post, Endpoint(limit: stages.limit, authentication: stages.requiredAuth,
+                                                                    handler: users.logout))]),
+            Route("/api/v1/user/me", methods: [(.get, Endpoint(authentication: stages.requiredAuth, handler: users.me))]),
+            Route("/api/v1/user", methods: [(.post, Endpoint(limit: stages.limit, handler: users.register))]),
         ]
     }
 
@@ -112,37 +111,32 @@ struct RouteTable: Sendable {
         func policy(_ action: ResourceAction) -> PolicyMiddleware {
             PolicyMiddleware(action: action, rule: rule(action), mapper: mapper, items: stages.items)
         }
-        func guarded(_ action: ResourceAction, item: Bool) -> [any Middleware] {
-            let auth = rule(action) == .public ? stages.optionalAuth : stages.requiredAuth
-            return item ? [stages.limit, auth, ItemIDMiddleware(mapper: mapper), policy(action)] : [stages.limit, auth, policy(action)]
+        func guarded(_ action: ResourceAction, item: Bool, _ handler: @escaping Endpoint.Handler) -> Endpoint {
+            Endpoint(limit: stages.limit, authentication: rule(action) == .public ? stages.optionalAuth : stages.requiredAuth,
+                     itemID: item ? ItemIDMiddleware(mapper: mapper) : nil, policy: policy(action), handler: handler)
         }
-        let update = endpoint(guarded(.update, item: true), handlers.update)
+        let update = guarded(.update, item: true, handlers.update)
         // POST: authenticate (demanded up front unless create or update is public), parse the body once,
         // then the chosen action's requirement and policy.
         let postAuth = rule(.create) == .public || rule(.update) == .public ? stages.optionalAuth : stages.requiredAuth
         let createOrUpdate = CreateOrUpdateResponder(
             mapper: mapper,
-            create: [AuthenticationRequirement(rule: rule(.create)), policy(.create)].wrapping(ClosureResponder(handlers.create)),
-            update: [AuthenticationRequirement(rule: rule(.update)), ItemIDMiddleware(mapper: mapper), policy(.update)]
-                .wrapping(ClosureResponder(handlers.update)))
+            create: Endpoint(requirement: AuthenticationRequirement(rule: rule(.create)), policy: policy(.create),
+                             handler: handlers.create),
+            update: Endpoint(requirement: AuthenticationRequirement(rule: rule(.update)), itemID: ItemIDMiddleware(mapper: mapper),
+                             policy: policy(.update), handler: handlers.update))
         let name = resource.name
         return [
             Route("/api/v1/\(name)", resource: name, methods: [
-                (.get, endpoint(guarded(.list, item: false), handlers.list)),
-                (.post, [stages.limit, postAuth].wrapping(createOrUpdate)),
+                (.get, guarded(.list, item: false, handlers.list)),
+                (.post, Endpoint(limit: stages.limit, authentication: postAuth, handler: createOrUpdate.respond)),
             ]),
             Route("/api/v1/\(name)/{id}", resource: name, methods: [
-                (.get, endpoint(guarded(.read, item: true), handlers.read)),
+                (.get, guarded(.read, item: true, handlers.read)),
                 (.patch, update),
                 (.put, update),
-                (.delete, endpoint(guarded(.delete, item: true), handlers.delete)),
+                (.delete, guarded(.delete, item: true, handlers.delete)),
             ]),
         ]
-    }
-
-    private static func endpoint(_ stages: [any Middleware],
-                                 _ body: @escaping @Sendable (HTTPRequest, RequestContext) async throws(GatewayError) -> HTTPResponse)
-        -> any Responder {
-        stages.wrapping(ClosureResponder(body))
     }
 }

@@ -16,21 +16,48 @@ public struct AuthenticationMiddleware: Middleware {
     /// Authenticates, then calls `next`.
     public func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
         var context = context
+        try await authenticate(request, context: &context)
+        return try await next.respond(to: request, context: context)
+    }
+
+    /// Attaches the session of the request's bearer token to `context` (401 for a bad token, and for none
+    /// when `required`), after taking the token's per-token rate-limit claim.
+    func authenticate(_ request: HTTPRequest, context: inout RequestContext) async throws(GatewayError) {
         if let token = AuthenticationMiddleware.bearer(request.headers["Authorization"]) {
             let session = try await sessions.authenticate(token: token)
-            try await rateLimits.claimRequest(sessionID: session.id)
-            context.session = session
+            if rateLimits.limitsRequestsPerToken { try await rateLimits.claimRequest(sessionID: session.id) }
             RequestTrace.current?.userID = session.userID
+            context.session = session
         } else if required {
             throw .unauthorized("missing bearer token")
         }
-        return try await next.respond(to: request, context: context)
+    }
+
+    /// `authenticate` without an `await` when it needs none: true when done (no token on a route where one is
+    /// optional, or the token's session live in the session cache with no per-token limit to claim); false
+    /// when `authenticate` must run. Not inlined: it keeps its work off the caller's async frame.
+    @inline(never)
+    func authenticateFromCache(_ request: HTTPRequest, context: inout RequestContext) throws(GatewayError) -> Bool {
+        guard let header = request.headers["Authorization"], let token = AuthenticationMiddleware.bearerRange(header) else {
+            if required { throw .unauthorized("missing bearer token") }
+            return true
+        }
+        // The token is looked up in place (no copy of it); `authenticate` copies it when it must run.
+        guard !rateLimits.limitsRequestsPerToken, let session = sessions.cachedLiveSession(token: header[token]) else { return false }
+        RequestTrace.current?.userID = session.userID
+        context.session = session
+        return true
     }
 
     /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive; spaces around and
     /// between the two words allowed, anything more is no token). Scans bytes: one `String`, the token.
     static func bearer(_ header: String?) -> String? {
-        guard let header else { return nil }
+        guard let header, let range = bearerRange(header) else { return nil }
+        return String(header[range])
+    }
+
+    /// Where the token of an `Authorization: Bearer <token>` header is (see `bearer`), found without a copy.
+    static func bearerRange(_ header: String) -> Range<String.Index>? {
         let utf8 = header.utf8
         let space = UInt8(ascii: " ")
         var i = utf8.startIndex
@@ -46,7 +73,7 @@ public struct AuthenticationMiddleware: Middleware {
         let end = i
         while i != utf8.endIndex && utf8[i] == space { i = utf8.index(after: i) }
         guard start != end, i == utf8.endIndex else { return nil }
-        return String(header[start..<end])
+        return start..<end
     }
 }
 
@@ -55,7 +82,12 @@ struct AuthenticationRequirement: Middleware {
     let rule: PermissionRule
 
     func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
-        if rule != .public && context.session == nil { throw .unauthorized("missing bearer token") }
+        try check(context)
         return try await next.respond(to: request, context: context)
+    }
+
+    /// Throws 401 when the rule is not public and no session is attached.
+    func check(_ context: RequestContext) throws(GatewayError) {
+        if rule != .public && context.session == nil { throw .unauthorized("missing bearer token") }
     }
 }

@@ -32,7 +32,8 @@ public final class SessionManager: @unchecked Sendable {
     public let maxTTL: TimeInterval
     /// Live sessions per user: opening one more ends the user's least recently used session.
     public let maxPerUser: Int
-    private let clock: @Sendable () -> Date
+    /// The wall clock (injected in tests).
+    let clock: @Sendable () -> Date
     /// The in-process cache in front of the store.
     let cache: SessionCache
     private let knownCount = LockedBox(0)

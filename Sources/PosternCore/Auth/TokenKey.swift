@@ -7,16 +7,22 @@ struct TokenKey: Hashable, Sendable {
     /// The digest's bytes 0–7, 8–15, 16–23 and 24–31, in memory order.
     var w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64
 
-    /// The digest of `token`'s UTF-8 bytes.
+    /// The digest of `token`'s UTF-8 bytes (no allocation: the hash context is on the stack).
     init(token: String) {
+        self.init(token: token[...])
+    }
+
+    /// The digest of `token`'s UTF-8 bytes, read in place.
+    init(token: Substring) {
         var key = TokenKey(w0: 0, w1: 0, w2: 0, w3: 0)
         withUnsafeMutableBytes(of: &key) { out in
+            let digest = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
             let hashed: Bool? = token.utf8.withContiguousStorageIfAvailable { bytes in
-                SHA256(bytes.baseAddress, bytes.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self)) != nil
+                postern_sha256(bytes.baseAddress, bytes.count, digest) == 1
             }
             if hashed == nil {
                 let bytes = Array(token.utf8)
-                _ = SHA256(bytes, bytes.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+                _ = postern_sha256(bytes, bytes.count, digest)
             }
         }
         self = key

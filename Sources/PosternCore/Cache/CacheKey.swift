@@ -1,46 +1,120 @@
 /// What one cached answer is filed under: the resource, the translated upstream call, and who may share it
 /// (docs/api.md, Micro-cache).
+///
+/// The parts are kept as they are (the upstream path, its query pairs, the user or role id) and hashed and
+/// compared part by part: building a key allocates nothing, where joining them into one text would.
 public struct CacheKey: Hashable, Sendable {
+    /// Who shares an answer.
+    enum Audience: Hashable, Sendable {
+        /// Every anonymous caller.
+        case anonymous
+        /// One user (by Directus user id).
+        case user(String)
+        /// Every user of one Directus role (by role id).
+        case role(String)
+        /// An audience given as text (`init(resource:upstream:audience:)`).
+        case text(String)
+
+        /// The audience as text: `u:<user id>`, `r:<role id>` or `anonymous`.
+        var description: String {
+            switch self {
+            case .anonymous: return "anonymous"
+            case .user(let id): return "u:" + id
+            case .role(let id): return "r:" + id
+            case .text(let text): return text
+            }
+        }
+
+        /// The audience of a caller: anonymous callers share one; `role` scope shares by Directus role unless
+        /// `perUser` (an owner-narrowed list) or the session has no known role.
+        init(session: Session?, scope: CacheScope, perUser: Bool) {
+            guard let session else {
+                self = .anonymous
+                return
+            }
+            if scope == .role, !perUser, let role = session.role {
+                self = .role(role)
+            } else {
+                self = .user(session.userID)
+            }
+        }
+
+        /// The audience of its text form (`anonymous`, `u:…`, `r:…`), so that both forms name one audience.
+        init(text: String) {
+            if text == "anonymous" {
+                self = .anonymous
+            } else if text.utf8.starts(with: "u:".utf8) {
+                self = .user(String(text.utf8.dropFirst(2)) ?? "")
+            } else if text.utf8.starts(with: "r:".utf8) {
+                self = .role(String(text.utf8.dropFirst(2)) ?? "")
+            } else {
+                self = .text(text)
+            }
+        }
+    }
+
     /// The resource name (two resources over one collection never share an answer: their bodies differ).
     public let resource: String
-    /// The upstream path and query, exactly as translated for Directus (unambiguously joined).
-    public let upstream: String
-    /// Who shares the answer: `u:<user id>`, `r:<role id>` or `anonymous`.
-    public let audience: String
+    /// The upstream path (or the whole upstream text of `init(resource:upstream:audience:)`).
+    private let path: String
+    /// The upstream query pairs, exactly as translated for Directus.
+    private let query: [(String, String)]
+    /// Who shares the answer.
+    let sharedBy: Audience
 
-    /// Builds a key from its parts.
+    /// Builds a key from its parts; `upstream` is the whole upstream call as text.
     public init(resource: String, upstream: String, audience: String) {
-        self.resource = resource
-        self.upstream = upstream
-        self.audience = audience
+        self.init(resource: resource, path: upstream, query: [], sharedBy: Audience(text: audience))
     }
 
-    /// The key of an upstream call: `path` and its query items, each length-prefixed so that no two
-    /// different queries join to the same text.
+    /// The key of an upstream call: `path` and its query items, each compared on its own, so that no two
+    /// different queries make the same key.
     public init(resource: String, path: String, query: [(String, String)], audience: String) {
-        // Sized once and appended piece by piece: no interpolated temporary per query item.
-        var length = path.utf8.count
-        for (name, value) in query { length += name.utf8.count + value.utf8.count + 24 }
-        var text = ""
-        text.reserveCapacity(length)
-        text += path
-        for (name, value) in query {
-            text += "&"
-            text += String(name.utf8.count)
-            text += ":"
-            text += name
-            text += String(value.utf8.count)
-            text += ":"
-            text += value
-        }
-        self.init(resource: resource, upstream: text, audience: audience)
+        self.init(resource: resource, path: path, query: query, sharedBy: Audience(text: audience))
     }
+
+    /// The key of an upstream call for an audience.
+    init(resource: String, path: String, query: [(String, String)], sharedBy: Audience) {
+        self.resource = resource
+        self.path = path
+        self.query = query
+        self.sharedBy = sharedBy
+    }
+
+    /// The upstream path and query as one text, each query item length-prefixed (for logs and tests).
+    public var upstream: String {
+        var text = path
+        for (name, value) in query {
+            text += "&\(name.utf8.count):\(name)\(value.utf8.count):\(value)"
+        }
+        return text
+    }
+
+    /// Who shares the answer: `u:<user id>`, `r:<role id>` or `anonymous`.
+    public var audience: String { sharedBy.description }
 
     /// The audience of a caller: anonymous callers share one; `role` scope shares by Directus role
     /// unless `perUser` (an owner-narrowed list) or the session has no known role.
     public static func audience(session: Session?, scope: CacheScope, perUser: Bool) -> String {
-        guard let session else { return "anonymous" }
-        if scope == .role, !perUser, let role = session.role { return "r:\(role)" }
-        return "u:\(session.userID)"
+        Audience(session: session, scope: scope, perUser: perUser).description
+    }
+
+    /// Hashes every part (the query's item count first, so that items cannot shift between keys).
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(resource)
+        hasher.combine(path)
+        hasher.combine(query.count)
+        for (name, value) in query {
+            hasher.combine(name)
+            hasher.combine(value)
+        }
+        hasher.combine(sharedBy)
+    }
+
+    /// Keys are equal when every part is.
+    public static func == (lhs: CacheKey, rhs: CacheKey) -> Bool {
+        lhs.resource == rhs.resource && lhs.path == rhs.path && lhs.sharedBy == rhs.sharedBy
+            && lhs.query.count == rhs.query.count
+            && zip(lhs.query, rhs.query).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
     }
 }

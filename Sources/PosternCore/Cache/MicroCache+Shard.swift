@@ -92,6 +92,16 @@ extension MicroCache {
             }
         }
 
+        /// The stored answer of `key` when fresh under `generation` (a hit), else nil (nothing changes).
+        func stored(_ key: CacheKey, generation: UInt64) -> HTTPResponse? {
+            lock.withLock {
+                guard let node = entries[key], node.generation == generation, now() < node.expires else { return nil }
+                moveToFront(node)
+                counts.hits += 1
+                return node.response
+            }
+        }
+
         /// Adds `continuation` to `flight`'s waiters; false when the call already finished.
         func join(_ key: CacheKey, flight: Flight,
                   _ continuation: CheckedContinuation<Result<HTTPResponse, GatewayError>?, Never>) -> Bool {

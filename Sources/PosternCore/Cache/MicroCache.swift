@@ -137,6 +137,12 @@ public final class MicroCache: @unchecked Sendable {
         }
     }
 
+    /// The stored answer for `key` while fresh under `generation`'s current value (counted as a hit), else
+    /// nil: the first look of `answer`, without an `await` (a hit needs no async frame).
+    public func storedAnswer(_ key: CacheKey, generation: Generation) -> HTTPResponse? {
+        shards[key.hashValue & shardMask].stored(key, generation: generation.current)
+    }
+
     /// Drops every answer over `collection` (they are never served again) and stops reads already in flight
     /// from storing theirs.
     public func invalidate(collection: String) {

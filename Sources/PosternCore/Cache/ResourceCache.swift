@@ -29,14 +29,26 @@ struct ResourceCache: Sendable {
         self.invalidations = invalidations
     }
 
-    /// The answer of a list or read route whose upstream call is `path` with `query`: cached or coalesced
-    /// when this resource is cached (with `X-Cache`), else `produce()`'s. `perUser` keys the answer per
-    /// caller whatever the scope (a list narrowed to the caller's own items).
-    func respond(path: String, query: [(String, String)], session: Session?, perUser: Bool,
-                 _ produce: () async throws(GatewayError) -> HTTPResponse) async throws(GatewayError) -> HTTPResponse {
-        guard let cache, let generation else { return try await produce() }
-        let key = CacheKey(resource: resource, path: path, query: query,
-                           audience: CacheKey.audience(session: session, scope: scope, perUser: perUser))
+    /// The key of the answer of a list or read route whose upstream call is `path` with `query`; nil when this
+    /// resource is not cached. `perUser` keys the answer per caller whatever the scope (a list narrowed to
+    /// the caller's own items).
+    func key(path: String, query: [(String, String)], session: Session?, perUser: Bool) -> CacheKey? {
+        guard cache != nil else { return nil }
+        return CacheKey(resource: resource, path: path, query: query,
+                        sharedBy: CacheKey.Audience(session: session, scope: scope, perUser: perUser))
+    }
+
+    /// The fresh stored answer of `key` (with `X-Cache: HIT`), if any: checked before `respond`, so that a hit
+    /// is answered without an `await`.
+    func stored(_ key: CacheKey?) -> HTTPResponse? {
+        guard let key, let cache, let generation else { return nil }
+        return cache.storedAnswer(key, generation: generation)
+    }
+
+    /// The answer under `key`: cached or coalesced when this resource is cached (with `X-Cache`), else (nil
+    /// key) `produce()`'s.
+    func respond(key: CacheKey?, _ produce: () async throws(GatewayError) -> HTTPResponse) async throws(GatewayError) -> HTTPResponse {
+        guard let key, let cache, let generation else { return try await produce() }
         return try await cache.answer(key, generation: generation, ttl: ttl, produce: produce).0
     }
 

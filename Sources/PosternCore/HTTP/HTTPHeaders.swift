@@ -26,8 +26,10 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         fields.compactMap { HTTPHeaders.sameName($0.name, name) ? $0.value : nil }
     }
 
-    /// ASCII case-insensitive comparison of header names, without allocating.
+    /// ASCII case-insensitive comparison of header names, without allocating. Names of different UTF-8
+    /// lengths differ (the usual case, decided without reading a byte).
     static func sameName(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
         var i = a.utf8.makeIterator()
         var j = b.utf8.makeIterator()
         while true {

@@ -70,6 +70,62 @@ public enum QueryString {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `path?query`, the query built from `items` as `build` does, written into one string sized up front
+    /// (no intermediate buffer, no concatenation).
+    public static func target(path: String, query items: [(String, String)]) -> String {
+        var length = path.utf8.count + 1
+        for (name, value) in items { length += encodedCount(name) + encodedCount(value) + 2 }
+        return String(unsafeUninitializedCapacity: length) { out in
+            var at = 0
+            func put(_ byte: UInt8) {
+                out[at] = byte
+                at += 1
+            }
+            let hex: StaticString = "0123456789ABCDEF"
+            func putEncoded(_ text: String) {
+                for byte in text.utf8 {
+                    if isUnreserved(byte, encodingDots: false) {
+                        put(byte)
+                    } else {
+                        put(UInt8(ascii: "%"))
+                        put(hex.utf8Start[Int(byte >> 4)])
+                        put(hex.utf8Start[Int(byte & 0x0f)])
+                    }
+                }
+            }
+            for byte in path.utf8 { put(byte) }
+            put(UInt8(ascii: "?"))
+            for (i, (name, value)) in items.enumerated() {
+                if i > 0 { put(UInt8(ascii: "&")) }
+                putEncoded(name)
+                put(UInt8(ascii: "="))
+                putEncoded(value)
+            }
+            return at
+        }
+    }
+
+    /// The length of `s` percent-encoded (dots kept).
+    private static func encodedCount(_ s: String) -> Int {
+        var count = 0
+        for byte in s.utf8 { count += isUnreserved(byte, encodingDots: false) ? 1 : 3 }
+        return count
+    }
+
+    /// True for the bytes the percent-encoder keeps as they are.
+    @inline(__always)
+    private static func isUnreserved(_ byte: UInt8, encodingDots: Bool) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            return true
+        case UInt8(ascii: "."):
+            return !encodingDots
+        default:
+            return false
+        }
+    }
+
     /// Percent-encodes everything outside the RFC 3986 unreserved set (the one percent-encoder).
     /// `encodingDots` encodes `.` too, for path segments: no normalising hop can then read `..` as a dot segment.
     public static func encode(_ s: String, encodingDots: Bool = false) -> String {

@@ -13,6 +13,7 @@ extension ResourceMapper {
     /// A bad value of a known parameter, or a known parameter repeated with different values, is
     /// 400 `invalid_request` naming the parameter. Unknown parameters (`filter`, `fields`, `deep`…) are dropped.
     public func listQuery(_ clientQuery: [(name: String, value: String)]) throws(GatewayError) -> [(String, String)] {
+        guard clientQuery.contains(where: { Self.listParameters.contains($0.name) }) else { return defaultListQuery }
         var given: [String: String] = [:]
         for (name, value) in clientQuery where Self.listParameters.contains(name) {
             if let earlier = given[name], earlier != value {

@@ -15,6 +15,9 @@ public struct ResourceMapper: Sendable {
     public let upstreamCollectionPath: String
     /// The Directus fields `search` looks in (the resource's search fields, mapped), in config order.
     public let searchDirectusFields: [String]
+    /// The Directus query of a list without any list parameter (`listQuery` of an empty query), built once:
+    /// a plain `GET /api/v1/R` allocates no query.
+    let defaultListQuery: [(String, String)]
 
     /// The precomputed field tables.
     let table: FieldTable
@@ -35,6 +38,8 @@ public struct ResourceMapper: Sendable {
         self.directusFieldList = csv.joined(separator: ",")
         self.upstreamCollectionPath = "/items/" + QueryString.encode(resource.collection, encodingDots: true)
         self.searchDirectusFields = resource.effectiveSearchFields.compactMap { resource.directusField($0) }
+        let limit = min(max(1, resource.defaultLimit), max(1, resource.maxLimit))
+        self.defaultListQuery = [("fields", directusFieldList), ("limit", String(limit)), ("offset", "0"), ("meta", "filter_count")]
         var byDirectus: [String: String] = [:]
         for field in table.fields where byDirectus[field.directusName] == nil {
             byDirectus[field.directusName] = field.resourceName

@@ -41,6 +41,9 @@ public final class AccessLog: @unchecked Sendable {
         LogLine.writeAll(bytes)
     }
 
+    /// Whether finished requests are logged (`access` writes a line): the level is `info` or below.
+    var logsAccess: Bool { level.rawValue <= Level.info.rawValue }
+
     /// A line for a finished request.
     func access(_ request: HTTPRequest, _ response: HTTPResponse, context: RequestContext, trace: RequestTrace) {
         guard level.rawValue <= Level.info.rawValue else { return }

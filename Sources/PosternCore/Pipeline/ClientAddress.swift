@@ -10,7 +10,7 @@ struct ClientAddress: Sendable {
     /// joined in order (RFC 9110): a proxy that adds its own line leaves the client's forged line first.
     func clientIP(_ request: HTTPRequest) -> String {
         let peer = request.remoteAddress
-        guard trustedProxies.contains(peer) else { return peer }
+        guard !trustedProxies.isEmpty, trustedProxies.contains(peer) else { return peer }
         let lines = request.headers.values("X-Forwarded-For")
         guard !lines.isEmpty else { return peer }
         let hops = lines.joined(separator: ",").split(separator: ",")

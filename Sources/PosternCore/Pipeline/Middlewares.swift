@@ -10,7 +10,12 @@ public struct BodyLimitMiddleware: Middleware {
 
     /// Passes requests within the limit.
     public func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
-        guard request.body.count <= maxBytes else { throw .payloadTooLarge(maxBytes) }
+        try check(request)
         return try await next.respond(to: request, context: context)
+    }
+
+    /// Throws 413 for a body above the limit.
+    func check(_ request: HTTPRequest) throws(GatewayError) {
+        guard request.body.count <= maxBytes else { throw .payloadTooLarge(maxBytes) }
     }
 }

@@ -97,6 +97,9 @@ public final class RateLimits: Sendable {
     let registrationsPerIP: any RateLimitCounter
     let requestsPerToken: any RateLimitCounter
     let metrics: Metrics
+    /// Whether the per-token request limit is on (a budget of 0 disables it): when off, `claimRequest` is not
+    /// called at all (no `await` per request).
+    let limitsRequestsPerToken: Bool
 
     /// Builds the limits from config, with in-process counters on `clock`.
     public convenience init(_ config: RateLimitsConfig, metrics: Metrics,
@@ -114,6 +117,7 @@ public final class RateLimits: Sendable {
                                                               window: 86_400))
         registrationsPerIP = counters(RateLimitBudget(name: "registration_ip", capacity: config.registrationsPerIPPerMinute, window: 60))
         requestsPerToken = counters(RateLimitBudget(name: "token", capacity: config.requestsPerTokenPerMinute, window: 60))
+        limitsRequestsPerToken = config.requestsPerTokenPerMinute > 0
         self.metrics = metrics
     }
 

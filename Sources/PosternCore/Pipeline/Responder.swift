@@ -26,20 +26,3 @@ public struct ClosureResponder: Responder {
         try await body(request, context)
     }
 }
-
-/// A middleware bound to its next stage: the pipeline is a chain of these, built once.
-struct ChainedResponder: Responder {
-    let middleware: any Middleware
-    let next: any Responder
-
-    func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        try await middleware.handle(request, context: context, next: next)
-    }
-}
-
-extension Array where Element == any Middleware {
-    /// The chain `self[0] → self[1] → … → responder`.
-    func wrapping(_ responder: any Responder) -> any Responder {
-        reversed().reduce(responder) { next, middleware in ChainedResponder(middleware: middleware, next: next) }
-    }
-}

@@ -19,30 +19,41 @@ public struct PolicyMiddleware: Middleware {
     /// Evaluates the rule, then calls `next`.
     public func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
         var context = context
+        if try decide(&context) { try await verifyOwner(&context) }
+        return try await next.respond(to: request, context: context)
+    }
+
+    /// The decision that needs no upstream call: throws 403 or 401, sets `.ownItemsOnly` on an owner list,
+    /// and says whether the caller's ownership of the item must still be read upstream (`verifyOwner`).
+    func decide(_ context: inout RequestContext) throws(GatewayError) -> Bool {
         switch Policy.decide(rule, identity: context.session) {
         case .allow:
-            break
+            return false
         case .deny:
             throw .forbidden("you may not \(action.rawValue) \(mapper.resource.name)")
         case .unauthenticated:
             throw .unauthorized("sign in first")
         case .allowIfOwner:
-            // The caller must own the item: read its owner with the caller's own token first, so that a
-            // missing (or unreadable) item is 404 and someone else's is 403, and nothing is written when denied.
-            guard let session = context.session else { throw .unauthorized("sign in first") }
+            guard context.session != nil else { throw .unauthorized("sign in first") }
             if action == .list {
                 context.authorization = .ownItemsOnly
-                break
+                return false
             }
-            guard let id = context.itemID else { break }  // create: the creator owns what it creates
-            let body = try await items.readItem(id: id, mapper: mapper, session: session, context: context)
-            let owner = try mapper.owner(ofDirectusItem: body)
-            guard let owner, Crypto.constantTimeEquals(Array(owner.utf8), Array(session.userID.utf8)) else {
-                throw .forbidden("only the creator may \(action.rawValue) this item")
-            }
-            context.authorization = .ownerVerified(OwnedItem(directusBody: body, owner: owner))
+            return context.itemID != nil  // create: the creator owns what it creates
         }
-        return try await next.respond(to: request, context: context)
+    }
+
+    /// The caller must own the item: read its owner with the caller's own token first, so that a missing
+    /// (or unreadable) item is 404 and someone else's is 403, and nothing is written when denied.
+    func verifyOwner(_ context: inout RequestContext) async throws(GatewayError) {
+        guard let session = context.session else { throw .unauthorized("sign in first") }
+        guard let id = context.itemID else { return }
+        let body = try await items.readItem(id: id, mapper: mapper, session: session, context: context)
+        let owner = try mapper.owner(ofDirectusItem: body)
+        guard let owner, Crypto.constantTimeEquals(Array(owner.utf8), Array(session.userID.utf8)) else {
+            throw .forbidden("only the creator may \(action.rawValue) this item")
+        }
+        context.authorization = .ownerVerified(OwnedItem(directusBody: body, owner: owner))
     }
 }
 

@@ -13,22 +13,22 @@ struct Route: Sendable {
     let segments: [Segment]
     /// The resource name on resource routes.
     let resource: String?
-    /// Method → responder, in `Allow` order.
-    var methods: [(HTTPMethod, any Responder)]
+    /// Method → endpoint, in `Allow` order.
+    let methods: [(HTTPMethod, Endpoint)]
     /// Answers the methods the route does not have: 405 with `Allow`.
-    var otherMethods: any Responder
+    let otherMethods: Endpoint
 
-    init(_ pattern: String, resource: String? = nil, methods: [(HTTPMethod, any Responder)]) {
+    init(_ pattern: String, resource: String? = nil, methods: [(HTTPMethod, Endpoint)]) {
         self.pattern = pattern
         self.resource = resource
         self.methods = methods
-        otherMethods = RenderedErrorResponder(error: .methodNotAllowed(Route.allowedMethods(methods.map(\.0))))
+        otherMethods = Endpoint(answering: .methodNotAllowed(Route.allowedMethods(methods.map(\.0))))
         segments = pattern.split(separator: "/").map { $0 == "{id}" ? .id : .literal(String($0)) }
     }
 
-    /// The responder for `method`; `HEAD` is answered by the `GET` responder (the server sends no body), and
+    /// The endpoint for `method`; `HEAD` is answered by the `GET` endpoint (the server sends no body), and
     /// any other method the route does not have by the 405 answer.
-    func responder(for method: HTTPMethod) -> any Responder {
+    func responder(for method: HTTPMethod) -> Endpoint {
         if let responder = methods.first(where: { $0.0 == method })?.1 { return responder }
         if method == .head, let get = methods.first(where: { $0.0 == .get })?.1 { return get }
         return otherMethods
@@ -37,14 +37,6 @@ struct Route: Sendable {
     /// The methods for `Allow`, in order, with `HEAD` after `GET`.
     static func allowedMethods(_ methods: [HTTPMethod]) -> [HTTPMethod] {
         methods.flatMap { $0 == .get && !methods.contains(.head) ? [.get, .head] : [$0] }
-    }
-
-    /// The same route with every responder, the 405 answer included, behind `stages`.
-    func wrapped(in stages: [any Middleware]) -> Route {
-        var route = self
-        route.methods = methods.map { ($0.0, stages.wrapping($0.1)) }
-        route.otherMethods = stages.wrapping(otherMethods)
-        return route
     }
 }
 
@@ -58,22 +50,47 @@ struct RouteMatch: Sendable {
 /// The route table (immutable after start-up).
 struct Router: Sendable {
     private let routes: [Route]
+    /// Each route's segments, by route index (read without copying a whole `Route` per candidate).
+    private let patterns: [[Route.Segment]]
+    /// The same segments as byte ranges, for matching an ASCII path without a `String` operation.
+    private let table: SegmentTable
 
     init(routes: [Route]) {
         self.routes = routes
+        patterns = routes.map(\.segments)
+        table = SegmentTable(patterns)
     }
 
-    /// The route for a raw (percent-encoded) path; one trailing slash is ignored.
+    /// The route for a raw (percent-encoded) path; one trailing slash is ignored. The path's segments are
+    /// the pieces after its first `/` (as `segments(of:).dropFirst()`), walked in place: no array per request.
     func match(path: String) -> RouteMatch? {
-        var raw = Router.segments(of: path).dropFirst()
-        if raw.last == "" { raw = raw.dropLast() }
-        for route in routes where route.segments.count == raw.count {
+        var text = path
+        let fast: (index: Int, id: String?)?? = text.withUTF8 { utf8 in
+            // An ASCII path is only ever equivalent to the same bytes: compare bytes (else as `String`s, below).
+            guard !utf8.contains(where: { $0 >= 0x80 }) else { return nil }
+            return .some(table.match(utf8, patterns: patterns))
+        }
+        if let fast {
+            guard let found = fast else { return nil }
+            return RouteMatch(route: routes[found.index], id: found.id)
+        }
+        let slash = UInt8(ascii: "/")
+        var slashes = 0
+        for byte in path.utf8 where byte == slash { slashes += 1 }
+        let count = slashes > 0 && path.utf8.last == slash ? slashes - 1 : slashes
+        for index in patterns.indices where patterns[index].count == count {
             var id: String?
             var matched = true
-            for (segment, piece) in zip(route.segments, raw) {
+            var pieces = PathPieces(path)
+            for segment in patterns[index] {
+                // `count` pieces follow the first `/`, and the route has that many segments.
+                guard let piece = pieces.next() else {
+                    matched = false
+                    break
+                }
                 switch segment {
                 case .literal(let literal):
-                    if literal != piece { matched = false }
+                    if !Router.same(literal, piece) { matched = false }
                 case .id:
                     let decoded = QueryString.decodePath(String(piece))
                     if decoded.isEmpty { matched = false }
@@ -81,9 +98,126 @@ struct Router: Sendable {
                 }
                 if !matched { break }
             }
-            if matched { return RouteMatch(route: route, id: id) }
+            if matched { return RouteMatch(route: routes[index], id: id) }
         }
         return nil
+    }
+
+    /// `literal == piece` as `String` compares them (canonical equivalence), by bytes unless they differ and
+    /// one is not ASCII: equal bytes are equal text, and an ASCII string is only ever equivalent to itself.
+    static func same(_ literal: String, _ piece: Substring) -> Bool {
+        if literal.utf8.elementsEqual(piece.utf8) { return true }
+        guard literal.utf8.contains(where: { $0 >= 0x80 }) || piece.utf8.contains(where: { $0 >= 0x80 }) else { return false }
+        return literal == piece
+    }
+}
+
+/// Every route's segments as ranges of one byte buffer, route after route: matching an ASCII path reads
+/// three flat arrays and the path's bytes, with no retain and no `String` comparison.
+private struct SegmentTable: Sendable {
+    /// One segment: a literal's bytes in `bytes` (and whether they are ASCII), or the `{id}` parameter.
+    struct Entry: Sendable {
+        var start: Int
+        var count: Int
+        var isID: Bool
+        var isASCII: Bool
+    }
+
+    /// The literal segments' bytes, back to back.
+    private let bytes: [UInt8]
+    /// Every route's segments, in route order.
+    private let entries: [Entry]
+    /// Per route: its first entry and its number of segments.
+    private let spans: [(first: Int, count: Int)]
+
+    init(_ patterns: [[Route.Segment]]) {
+        var bytes: [UInt8] = []
+        var entries: [Entry] = []
+        var spans: [(first: Int, count: Int)] = []
+        for segments in patterns {
+            spans.append((entries.count, segments.count))
+            for segment in segments {
+                switch segment {
+                case .id:
+                    entries.append(Entry(start: 0, count: 0, isID: true, isASCII: true))
+                case .literal(let literal):
+                    entries.append(Entry(start: bytes.count, count: literal.utf8.count, isID: false,
+                                         isASCII: literal.utf8.allSatisfy { $0 < 0x80 }))
+                    bytes.append(contentsOf: literal.utf8)
+                }
+            }
+        }
+        self.bytes = bytes
+        self.entries = entries
+        self.spans = spans
+    }
+
+    /// The first route whose segments match the pieces of `path` (ASCII bytes), with its decoded `{id}`.
+    /// `patterns` answers for a literal that is not ASCII (compared as text).
+    func match(_ path: UnsafeBufferPointer<UInt8>, patterns: [[Route.Segment]]) -> (index: Int, id: String?)? {
+        let slash = UInt8(ascii: "/")
+        var slashes = 0
+        for byte in path where byte == slash { slashes += 1 }
+        guard slashes > 0, let first = path.firstIndex(of: slash) else { return spans.firstIndex { $0.count == 0 }.map { ($0, nil) } }
+        let count = path.last == slash ? slashes - 1 : slashes
+        return bytes.withUnsafeBufferPointer { literals in
+            for (index, span) in spans.enumerated() where span.count == count {
+                var id: String?
+                var matched = true
+                var start = first + 1
+                for k in 0..<span.count {
+                    var end = start
+                    while end < path.count && path[end] != slash { end += 1 }
+                    let piece = UnsafeBufferPointer(rebasing: path[start..<end])
+                    let entry = entries[span.first + k]
+                    if entry.isID {
+                        let decoded = QueryString.decodePath(String(decoding: piece, as: UTF8.self))
+                        if decoded.isEmpty { matched = false }
+                        id = decoded
+                    } else if entry.count != piece.count
+                                || !UnsafeBufferPointer(rebasing: literals[entry.start..<entry.start + entry.count]).elementsEqual(piece) {
+                        // Different bytes; a literal that is not ASCII may still be equivalent text.
+                        if entry.isASCII {
+                            matched = false
+                        } else if case .literal(let literal) = patterns[index][k],
+                                  literal == String(decoding: piece, as: UTF8.self) {
+                            matched = true
+                        } else {
+                            matched = false
+                        }
+                    }
+                    if !matched { break }
+                    start = end + 1
+                }
+                if matched { return (index, id) }
+            }
+            return nil
+        }
+    }
+}
+
+/// The pieces of a path after its first `/`, one per `/`-separated piece (empty ones included), in order.
+private struct PathPieces {
+    private let path: String
+    /// Where the next piece starts; nil once the last piece was returned (or the path has no `/`).
+    private var start: String.Index?
+
+    init(_ path: String) {
+        self.path = path
+        if let first = path.utf8.firstIndex(of: UInt8(ascii: "/")) {
+            start = path.utf8.index(after: first)
+        }
+    }
+
+    /// The next piece, or nil when there is none.
+    mutating func next() -> Substring? {
+        guard let from = start else { return nil }
+        if let end = path.utf8[from...].firstIndex(of: UInt8(ascii: "/")) {
+            start = path.utf8.index(after: end)
+            return path[from..<end]
+        }
+        start = nil
+        return path[from...]
     }
 }
 

@@ -77,7 +77,7 @@ public struct DirectusClient: Sendable {
 
     /// `GET /items/<c>?…` → the raw answer body.
     public func listItems(path: String, query: [(String, String)], token: String?, context: CallContext) async throws(DirectusError) -> Data {
-        try await call(.get, path + "?" + QueryString.build(query), body: nil, token: token, context: context).body
+        try await call(.get, QueryString.target(path: path, query: query), body: nil, token: token, context: context).body
     }
 
     /// `GET /items/<c>/<id>?fields=…` → the raw answer body.

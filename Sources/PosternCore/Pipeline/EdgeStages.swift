@@ -1,0 +1,151 @@
+import Foundation
+import Synchronization
+
+// The edge stages at the head of every chain, outermost first: observation (metrics, access log),
+// response headers, CORS decoration, the request-target limit, CORS preflight, error rendering.
+// The gateway runs them around every route's endpoints, its 405 answer and the 404 answer, one after
+// another in its own frame (`respond(to:context:endpoint:)`) rather than as a chain of nested async calls:
+// each level of nesting is a task-allocator frame holding the request and its context, and a deep chain
+// costs a fresh allocator slab (a malloc) every few levels on every request.
+
+/// The edge stages shared by every route, built once.
+struct EdgeStages: Sendable {
+    /// The metrics registry the observation stage records into.
+    let metrics: Metrics
+    /// The access log (one line per request, and the errors the stages below throw).
+    let log: AccessLog
+    /// The CORS policy (preflights and the headers of allowed origins).
+    let cors: CORSPolicy
+    /// Longest accepted request target (path and query), in bytes; longer is 414.
+    static let maxTargetBytes = 8192
+
+    /// The answer of `endpoint` behind the edge stages: records every answer in the metrics and the access
+    /// log (with the request's trace bound for the stages below while the access log is on), sets the headers
+    /// every answer carries and the CORS headers, answers a request target over `maxTargetBytes` with 414
+    /// and CORS preflights itself, and renders (and logs) the errors `endpoint` throws. Never throws.
+    @inline(__always)  // into the gateway's frame: no async frame of its own
+    func respond(to request: HTTPRequest, context: inout RequestContext, endpoint: Endpoint) async -> HTTPResponse {
+        var response: HTTPResponse
+        let trace = log.logsAccess ? RequestTrace() : nil  // nothing reads a trace when no access line is written
+        if let answer = answerAtTheEdge(request, context) {
+            response = answer
+        } else if let trace {
+            response = await RequestTrace.$current.withValue(trace) { () async -> HTTPResponse in
+                await run(endpoint, request, &context)
+            }
+        } else {
+            response = await run(endpoint, request, &context)
+        }
+        finish(&response, request, context, trace)
+        return response
+    }
+
+    /// The answer of a request the edge answers itself: 414 for a request target over `maxTargetBytes`, and
+    /// CORS preflights. (Synchronous and not inlined, like `finish`: what they build stays off the async frame.)
+    @inline(never)
+    private func answerAtTheEdge(_ request: HTTPRequest, _ context: RequestContext) -> HTTPResponse? {
+        if request.path.utf8.count + request.query.utf8.count > EdgeStages.maxTargetBytes {
+            return ErrorRenderer.render(GatewayError(status: 414, code: .uriTooLong, message: "request target too long"),
+                                        context: context)
+        }
+        return cors.isPreflight(request) ? cors.preflight(request) : nil
+    }
+
+    /// Decorates an answer (CORS, then the headers every answer carries) and records it (metrics, access log).
+    @inline(never)
+    private func finish(_ response: inout HTTPResponse, _ request: HTTPRequest, _ context: RequestContext, _ trace: RequestTrace?) {
+        cors.decorate(&response, origin: request.headers["Origin"])
+        EdgeStages.decorate(&response, path: request.path, requestID: context.requestID)
+        metrics.request(route: context.routePattern, method: EdgeStages.methodLabel(request.method),
+                        status: response.status, seconds: (ContinuousClock.now - context.startedAt).seconds)
+        if let trace { log.access(request, response, context: context, trace: trace) }
+    }
+
+    /// `endpoint`'s answer, or its error rendered (and logged).
+    @inline(__always)
+    private func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ context: inout RequestContext) async -> HTTPResponse {
+        do throws(GatewayError) {
+            return try await endpoint.respond(to: request, context: &context)
+        } catch {
+            return rendered(error, context)
+        }
+    }
+
+    /// An error thrown below the edge, logged and rendered.
+    @inline(never)
+    private func rendered(_ error: GatewayError, _ context: RequestContext) -> HTTPResponse {
+        log.error(error, context: context)
+        return ErrorRenderer.render(error, context: context)
+    }
+
+    /// A bounded method label for metrics.
+    static func methodLabel(_ method: HTTPMethod) -> String {
+        if case .other = method { return "OTHER" }
+        return method.description
+    }
+
+    /// Sets the headers every answer carries: the request id, `nosniff`, and `Cache-Control: no-store`
+    /// under `/api/` (also used for answers refused before routing).
+    static func decorate(_ response: inout HTTPResponse, path: String, requestID: String) {
+        response.headers.reserve(3)  // one copy at most (a cached answer's list is shared with the cache)
+        response.headers.set("X-Request-Id", requestID)
+        response.headers.set("X-Content-Type-Options", "nosniff")
+        if path.hasPrefix("/api/") { response.headers.set("Cache-Control", "no-store") }
+    }
+}
+
+/// The edge stages' helpers under the names they had as middlewares, still used for the answers the server
+/// refuses before routing (`Gateway.refuse`): `decorate` (the headers every answer carries).
+typealias ResponseHeadersMiddleware = EdgeStages
+/// See `ResponseHeadersMiddleware`: `methodLabel` (the bounded method label of the metrics).
+typealias ObservationMiddleware = EdgeStages
+
+/// The client's request id when it is safe (`[A-Za-z0-9._-]{1,128}`), else a new one.
+enum RequestID {
+    /// `given` if safe, else 24 random hex digits.
+    static func accept(_ given: String?) -> String {
+        if let given, !given.isEmpty, given.utf8.count <= 128, given.utf8.allSatisfy({ b in
+            (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 46 || b == 95 || b == 45
+        }) {
+            return given
+        }
+        return generate()
+    }
+
+    /// Random start and odd step of the id sequence, drawn once from the system's secure generator.
+    private static let seed: (start: UInt64, step: UInt64) = {
+        let bytes = Crypto.randomBytes(16)
+        var start: UInt64 = 0
+        var step: UInt64 = 0
+        for i in 0..<8 {
+            start = start << 8 | UInt64(bytes[i])
+            step = step << 8 | UInt64(bytes[8 + i])
+        }
+        return (start, step | 1)
+    }()
+    /// How many ids were generated (one atomic add per id: no lock, no system call, no OpenSSL call).
+    private static let counter = Atomic<UInt64>(0)
+
+    /// 24 hex digits: a counter taken through a bijective mix (so ids never repeat within a process) keyed by a
+    /// random seed (so they do not repeat across restarts and are not guessable by counting). An id
+    /// correlates log lines; it is not a secret.
+    static func generate() -> String {
+        let n = counter.add(1, ordering: .relaxed).newValue
+        let a = mix(seed.start &+ n &* seed.step)
+        let b = mix(a ^ seed.step)
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 24) { out in
+            for i in 0..<16 { out[i] = digits.utf8Start[Int(a >> UInt64(60 - 4 * i) & 15)] }
+            for i in 0..<8 { out[16 + i] = digits.utf8Start[Int(b >> UInt64(28 - 4 * i) & 15)] }
+            return 24
+        }
+    }
+
+    /// The splitmix64 finaliser: a bijection on 64 bits that spreads every input bit.
+    private static func mix(_ value: UInt64) -> UInt64 {
+        var z = value
+        z = (z ^ (z >> 30)) &* 0xbf58476d1ce4e5b9
+        z = (z ^ (z >> 27)) &* 0x94d049bb133111eb
+        return z ^ (z >> 31)
+    }
+}
