@@ -82,7 +82,7 @@ public final class Gateway: Sendable {
             let context = RequestContext(requestID: RequestID.accept(nil), clientIP: "")
             var response = ErrorRenderer.render(GatewayError(status: 408, code: .requestTimeout, message: "request not received in time"),
                                                 context: context)
-            ResponseHeadersMiddleware.decorate(&response, path: "", requestID: context.requestID)
+            EdgeStages.decorate(&response, path: "", requestID: context.requestID)
             return response
         }
     }
@@ -96,8 +96,8 @@ public final class Gateway: Sendable {
             context.resourceName = match.route.resource
         }
         var response = ErrorRenderer.render(error, context: context)
-        ResponseHeadersMiddleware.decorate(&response, path: request.path, requestID: context.requestID)
-        metrics.request(route: context.routePattern, method: ObservationMiddleware.methodLabel(request.method), status: error.status,
+        EdgeStages.decorate(&response, path: request.path, requestID: context.requestID)
+        metrics.request(route: context.routePattern, method: EdgeStages.methodLabel(request.method), status: error.status,
                         seconds: 0)
         log.access(request, response, context: context, trace: RequestTrace())
         return response

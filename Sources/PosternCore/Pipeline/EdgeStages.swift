@@ -94,12 +94,6 @@ struct EdgeStages: Sendable {
     }
 }
 
-/// The edge stages' helpers under the names they had as middlewares, still used for the answers the server
-/// refuses before routing (`Gateway.refuse`): `decorate` (the headers every answer carries).
-typealias ResponseHeadersMiddleware = EdgeStages
-/// See `ResponseHeadersMiddleware`: `methodLabel` (the bounded method label of the metrics).
-typealias ObservationMiddleware = EdgeStages
-
 /// The client's request id when it is safe (`[A-Za-z0-9._-]{1,128}`), else a new one.
 enum RequestID {
     /// `given` if safe, else 24 random hex digits.
