@@ -8,7 +8,7 @@
 #      by children (inclusive) time, Swift names demangled. Without perf (or when the kernel
 #      refuses it), valgrind --tool=callgrind over a short, lighter wrk run instead.
 #   3. Per request: malloc calls (a uprobe on libc's malloc), syscalls and context switches
-#      (perf stat over a third run), then the mallocs per request under each caller (a sample of
+#      (perf stat over a third run; split into voluntary and preempted from /proc), then the mallocs per request under each caller (a sample of
 #      malloc call stacks). The malloc parts are skipped when uprobes are not available.
 #
 # The raw data (perf.data, reports, wrk outputs) stay in .bench/profile-<time>/.
@@ -144,12 +144,21 @@ if [ -n "$LIBC" ] && perf probe -q -x "$LIBC" --add postern_malloc=malloc >/dev/
     ON_EXIT="perf probe -q -d $PROBE"
 fi
 EVENTS="task-clock,context-switches,raw_syscalls:sys_enter${PROBE:+,$PROBE}"
+# switches PID KIND: the voluntary (blocked: epoll_wait with nothing ready, a lock) or nonvoluntary
+# (preempted: another task wanted the core) context switches of all its threads so far.
+switches() {
+    cat /proc/"$1"/task/*/status 2>/dev/null | awk -v k="$2" '$1 == k"_ctxt_switches:" { n += $2 } END { print n + 0 }'
+}
+VOLUNTARY0="$(switches "$GATEWAY_PID" voluntary)"
+NONVOLUNTARY0="$(switches "$GATEWAY_PID" nonvoluntary)"
 say "perf stat -e $EVENTS on the gateway during wrk -d$DURATION"
 perf stat -x, -e "$EVENTS" -o "$OUT/stat.csv" -p "$GATEWAY_PID" -- sleep "${DURATION%s}" > /dev/null 2>&1 &
 STAT_PID=$!
 started "$STAT_PID"
 run_wrk "$OUT/wrk-stat.txt" "$URL" "$POSTERN_TOKEN" "$DURATION"
 wait "$STAT_PID" || warn "perf stat failed"
+VOLUNTARY1="$(switches "$GATEWAY_PID" voluntary)"
+NONVOLUNTARY1="$(switches "$GATEWAY_PID" nonvoluntary)"
 forget "$STAT_PID"
 touch "$OUT/stat.csv"
 STAT_REQUESTS="$(wrk_field "$OUT/wrk-stat.txt" requests)"
@@ -159,6 +168,8 @@ per_request() {   # per_request EVENT: its count in stat.csv divided by the requ
 }
 SYSCALLS="$(per_request raw_syscalls:sys_enter)"
 SWITCHES="$(per_request context-switches)"
+SWITCH_KINDS="$(awk -v v="$((VOLUNTARY1 - VOLUNTARY0))" -v i="$((NONVOLUNTARY1 - NONVOLUNTARY0))" -v n="$STAT_REQUESTS" \
+    'BEGIN { printf "%.2f voluntary, %.2f preempted", v / n, i / n }')"
 MALLOCS=""
 if [ -n "$PROBE" ]; then
     MALLOCS="$(per_request "$PROBE")"
@@ -187,7 +198,7 @@ echo "profile of the gateway ($SETUP, POSTERN_WORKERS=$WORKERS, log level $LOG_L
 echo "on $(nproc) cores; load average before $LOAD_BEFORE, after $LOAD_AFTER; raw data in $OUT/"
 echo
 echo "CPU per request: $CPU_US µs  (gateway utime+stime over $PLAIN_REQUESTS requests, $PLAIN_RPS requests/s, one core at $CPU_SHARE %)$ERRORS"
-echo "syscalls per request: $SYSCALLS   context switches per request: $SWITCHES"
+echo "syscalls per request: $SYSCALLS   context switches per request: $SWITCHES ($SWITCH_KINDS)"
 echo "$ALLOC_LINE"
 echo
 if [ "$PROFILE_DONE" = perf ]; then

@@ -2,18 +2,24 @@ import CEvent
 import Foundation
 import Synchronization
 
-/// One libevent loop on one thread, with one thread-safe way in: a locked job queue plus a wake event.
+/// One libevent loop on one thread, with one thread-safe way in: a job queue plus a wake event.
 ///
 /// It is also a `TaskExecutor` and `SerialExecutor`, so `Task(executorPreference: loop) { … }` runs async
-/// handlers on the loop thread and every libevent call stays there.
+/// handlers on the loop thread and every libevent call stays there. Work queued from the loop's own thread
+/// takes no lock and wakes nothing; the loop runs it, with what it queues in turn, before it sleeps again
+/// (`LoopWorkQueue`). Work queued from another thread takes a lock and wakes the loop.
 public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable {
     /// The libevent base; touched only on the loop thread (and by thread-safe libevent calls).
     let base: OpaquePointer
-    private let lock = NSLock()
-    private var jobs: [UnownedJob] = []
-    private var closures: [() -> Void] = []
-    /// Set by `stop()` (under `lock`); the wake callback breaks the loop when it sees it.
-    private var stopRequested = false
+    /// The jobs and closures waiting to run on the loop thread.
+    private let work = LoopWorkQueue()
+    /// Set by `stop()`; the wake callback breaks the loop when it sees it.
+    private let stopRequested = Atomic<Bool>(false)
+    /// True once the wake event is active for a drain asked for on the loop thread, until that drain starts
+    /// (loop thread only): one `event_active` per turn of the loop, not one per job.
+    private var drainRequested = false
+    /// Drains run by the wake event since the start (loop thread writes; tests read it once the loop is idle).
+    private(set) var drainCount = 0
     private var wake: OpaquePointer?
     private var thread: pthread_t?
     private let name: String
@@ -44,7 +50,9 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
         // The wake event lives as long as the loop (freed in deinit), so the unretained `self` stays valid.
         wake = event_new(base, -1, Int16(EV_PERSIST), { _, _, arg in
             guard let arg else { return }
-            Unmanaged<EventLoop>.fromOpaque(arg).takeUnretainedValue().drain()
+            let loop = Unmanaged<EventLoop>.fromOpaque(arg).takeUnretainedValue()
+            loop.drainCount += 1
+            loop.drain()
         }, arg)
         dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS)
     }
@@ -110,7 +118,7 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     /// event, which stays active until the loop runs its callback, whenever the loop starts.
     public func stop() {
         guard thread != nil else { return }
-        lock.withLock { stopRequested = true }
+        stopRequested.store(true, ordering: .sequentiallyConsistent)
         event_active(wake, 0, 0)
         // Thread-safe: libevent locks the base and wakes its loop (evthread_use_pthreads is on).
         event_base_loopbreak(base)
@@ -127,9 +135,26 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
 
     /// Runs `body` on the loop thread (soon, never inline).
     public func execute(_ body: @escaping @Sendable () -> Void) {
-        lock.lock()
-        closures.append(body)
-        lock.unlock()
+        submit(.closure(body))
+    }
+
+    /// Queues `item`: without a lock on the loop thread (run before the loop sleeps), with the lock and a
+    /// wake-up from any other thread.
+    private func submit(_ item: LoopWork) {
+        if inLoop {
+            work.pushLocal(item)
+            requestDrain()
+        } else if work.pushRemote(item) {
+            // Thread-safe: libevent locks the base and wakes its loop (evthread_use_pthreads is on).
+            event_active(wake, 0, 0)
+        }
+    }
+
+    /// Makes sure a drain runs before the loop sleeps (loop thread only): nothing to do inside a drain, which
+    /// runs until the queue is empty; otherwise (a libevent callback) the wake event is activated once per turn.
+    private func requestDrain() {
+        guard !draining, !drainRequested else { return }
+        drainRequested = true
         event_active(wake, 0, 0)
     }
 
@@ -148,11 +173,7 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
 
     /// Queues a Swift job to run on the loop thread.
     public func enqueue(_ job: consuming ExecutorJob) {
-        let unowned = UnownedJob(job)
-        lock.lock()
-        jobs.append(unowned)
-        lock.unlock()
-        event_active(wake, 0, 0)
+        submit(.job(UnownedJob(job)))
     }
 
     /// This loop as a serial executor.
@@ -165,32 +186,31 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
         precondition(inLoop, "not on event loop \(name)")
     }
 
+    /// Runs everything queued, and what that queues in turn, then the end-of-turn hooks, until nothing is left
+    /// (loop thread only). One call per turn of the loop, however many jobs the turn's callbacks queued.
     private func drain() {
         draining = true
+        drainRequested = false
         // On the loop thread: a break requested here cannot be lost, the loop is running.
-        if lock.withLock({ stopRequested }) { event_base_loopbreak(base) }
+        if stopRequested.load(ordering: .sequentiallyConsistent) { event_base_loopbreak(base) }
+        let executor = asUnownedTaskExecutor()
         while true {
-            lock.lock()
-            let pendingJobs = jobs
-            let pendingClosures = closures
-            jobs.removeAll(keepingCapacity: true)
-            closures.removeAll(keepingCapacity: true)
-            lock.unlock()
-            if pendingJobs.isEmpty && pendingClosures.isEmpty {
-                if endOfTurn.isEmpty { break }
-                let hooks = endOfTurn
-                endOfTurn.removeAll(keepingCapacity: true)
-                for hook in hooks { hook() }
-                continue
+            work.runAll { item in
+                switch item {
+                case .closure(let body):
+                    body()
+                case .job(let job):
+                    // Jobs run on this loop as their task executor, not isolated to it as a serial executor: then
+                    // a call into a nonisolated async function (every stage of the pipeline) stays on this thread
+                    // inline. Isolated to the loop, each such call saw a different serial executor and went
+                    // through the job queue and a wake of the loop (one hop per call).
+                    job.runSynchronously(on: executor)
+                }
             }
-            for body in pendingClosures { body() }
-            // Jobs run on this loop as their task executor, not isolated to it as a serial executor: then a call
-            // into a nonisolated async function (every stage of the pipeline) stays on this thread inline.
-            // Isolated to the loop, each such call saw a different serial executor and went through the job
-            // queue and a wake of the loop (one hop per call).
-            for job in pendingJobs {
-                job.runSynchronously(on: asUnownedTaskExecutor())
-            }
+            if endOfTurn.isEmpty { break }
+            let hooks = endOfTurn
+            endOfTurn.removeAll(keepingCapacity: true)
+            for hook in hooks { hook() }
         }
         draining = false
     }
@@ -228,8 +248,8 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     /// batched with one write. Call on the loop thread only.
     func atEndOfTurn(_ body: @escaping () -> Void) {
         endOfTurn.append(body)
-        // Outside a drain (a libevent callback), wake the loop so that a drain runs the hook soon.
-        if !draining { event_active(wake, 0, 0) }
+        // Outside a drain (a libevent callback), make sure a drain runs the hook before the loop sleeps.
+        requestDrain()
     }
 
     // MARK: Timers
