@@ -26,3 +26,10 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// A nonisolated async function runs on its caller's executor (the request's event loop) instead of hopping to the
+// global executor and back: fewer task switches per request, each of which takes a lock in the runtime. Every
+// Swift target has it, so that function types such as `HTTPHandler` mean (and mangle) the same everywhere.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
+}
