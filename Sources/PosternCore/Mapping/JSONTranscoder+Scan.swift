@@ -337,26 +337,27 @@ struct TranscodePass {
     }
 
     /// The string at `pos` (its opening quote): validated and skipped; returns its `JSONTokenFlags`.
+    ///
+    /// Plain ASCII goes eight bytes at a time (`JSONWord.special` finds the first `"`, `\`, control
+    /// byte or byte above 0x7F of a word); escapes and UTF-8 sequences are checked byte by byte, and
+    /// the last bytes of the input (fewer than eight) one at a time, so that no read passes `end`.
     mutating func scanString() throws(GatewayError) -> UInt8 {
-        pos += 1
+        pos &+= 1
         var flags: UInt8 = 0
         while true {
-            // Eight plain ASCII bytes at a time: none is `"`, `\`, a control character or above 0x7F.
             while pos &+ 8 <= end {
-                let w = UInt64(littleEndian: UnsafeRawPointer(p + pos).loadUnaligned(as: UInt64.self))
-                let high: UInt64 = 0x8080_8080_8080_8080
-                let ones: UInt64 = 0x0101_0101_0101_0101
-                let quote = w ^ (ones &* 0x22)
-                let backslash = w ^ (ones &* 0x5C)
-                let special = (w | ((w &- ones &* 0x20) & ~w)
-                               | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)) & high
-                if special != 0 { break }
-                pos &+= 8
+                let special = JSONWord.special(JSONWord.load(p + pos))
+                if special == 0 {
+                    pos &+= 8
+                    continue
+                }
+                pos &+= special.trailingZeroBitCount &>> 3
+                break
             }
             guard pos < end else { throw fail("unterminated string") }
             let b = p[pos]
             if b == UInt8(ascii: "\"") {
-                pos += 1
+                pos &+= 1
                 return flags
             }
             if b == UInt8(ascii: "\\") {
@@ -365,7 +366,7 @@ struct TranscodePass {
             } else if b < 0x20 {
                 throw fail("control character in string")
             } else if b < 0x80 {
-                pos += 1
+                pos &+= 1
             } else {
                 flags |= JSONTokenFlags.nonASCII
                 try scanUTF8(b)
@@ -520,8 +521,25 @@ struct TranscodePass {
     @inline(__always)
     private func lookUpName(_ start: Int, _ end: Int, _ flags: UInt8) -> Int {
         if flags == 0, plan.namesAreASCII {
-            let count = end - start - 2
+            let count = end &- start &- 2
             let key = p + start + 1
+            if start &+ 17 <= self.end {
+                // Sixteen bytes from the key's first are in the input: compare its length and first
+                // sixteen bytes with every name's at once, and only the rest of a longer one bytewise.
+                let first = JSONWord.prefix(JSONWord.load(key), count)
+                let second = count > 8 ? JSONWord.prefix(JSONWord.load(key + 8), count &- 8) : 0
+                let words = plan.nameWords
+                for i in 0..<plan.nameCount {
+                    let name = plan.names[i]
+                    guard name.count == count, words[2 &* i] == first, words[2 &* i &+ 1] == second else { continue }
+                    if count <= 16 { return i }
+                    let bytes = plan.nameBytes + name.start
+                    var j = 16
+                    while j < count, bytes[j] == key[j] { j &+= 1 }
+                    if j == count { return i }
+                }
+                return -1
+            }
             for i in 0..<plan.nameCount {
                 let name = plan.names[i]
                 guard name.count == count else { continue }

@@ -1,0 +1,36 @@
+/// Eight input bytes at a time: the word-wise tests of the transcoder's string scanner.
+///
+/// Each test flags a byte by setting its high bit. The subtractions can borrow into the byte above a
+/// flagged byte, so only the lowest flagged byte is exact: callers use `trailingZeroBitCount` and
+/// nothing above it.
+enum JSONWord {
+    /// `0x01` in every byte.
+    static let ones: UInt64 = 0x0101_0101_0101_0101
+    /// `0x80` in every byte.
+    static let high: UInt64 = 0x8080_8080_8080_8080
+
+    /// The eight bytes at `at` as a little-endian word (the caller keeps `at + 8` within the input).
+    @inline(__always)
+    static func load(_ at: UnsafePointer<UInt8>) -> UInt64 {
+        UInt64(littleEndian: UnsafeRawPointer(at).loadUnaligned(as: UInt64.self))
+    }
+
+    /// Non-zero when `w` holds a byte that ends a plain ASCII run inside a string: `"`, `\`, a control
+    /// byte (below 0x20) or a byte above 0x7F; the lowest set bit is in the first such byte.
+    ///
+    /// A byte above 0x7F is flagged by its own high bit; for the others, `x - 1` sets the high bit
+    /// exactly when `x` is 0 (so `w ^ c` finds `c`), and `w - 0x20` when `w` is below 0x20. A borrow
+    /// only leaves a flagged byte, so the first flagged byte is exact.
+    @inline(__always)
+    static func special(_ w: UInt64) -> UInt64 {
+        let quote = w ^ (ones &* 0x22)
+        let backslash = w ^ (ones &* 0x5C)
+        return ((quote &- ones) | (backslash &- ones) | (w &- ones &* 0x20) | w) & high
+    }
+
+    /// The low `n` bytes of `w` (`n` in 0...8), the others zero.
+    @inline(__always)
+    static func prefix(_ w: UInt64, _ n: Int) -> UInt64 {
+        n >= 8 ? w : w & ((1 &<< UInt64(n &* 8)) &- 1)
+    }
+}
