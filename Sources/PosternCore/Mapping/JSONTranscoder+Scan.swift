@@ -190,7 +190,7 @@ struct TranscodePass {
                 guard pos < end, p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
                 let keyStart = pos
                 let keyFlags = try scanString()
-                let name = lookUpName(keyStart, pos, keyFlags)
+                let name = Self.lookUpName(p, end, plan, keyStart, pos, keyFlags)
                 try colon()
                 let start = pos
                 let (kind, flags) = try scanValue()
@@ -518,45 +518,28 @@ struct TranscodePass {
     }
 
     /// The index in `plan.names` of the key token `start..<end`, or -1 for an unmapped key.
+    ///
+    /// Takes what it reads as arguments rather than through `self`: a non-mutating call in the middle
+    /// of the mutating scan would copy the whole pass (and stall on the store of `pos` just made).
     @inline(__always)
-    private func lookUpName(_ start: Int, _ end: Int, _ flags: UInt8) -> Int {
+    private static func lookUpName(_ p: UnsafePointer<UInt8>, _ inputEnd: Int, _ plan: TranscoderPlan,
+                                   _ start: Int, _ end: Int, _ flags: UInt8) -> Int {
         if flags == 0, plan.namesAreASCII {
             let count = end &- start &- 2
-            let key = p + start + 1
-            if start &+ 17 <= self.end {
-                // Sixteen bytes from the key's first are in the input: compare its length and first
-                // sixteen bytes with every name's at once, and only the rest of a longer one bytewise.
-                let first = JSONWord.prefix(JSONWord.load(key), count)
-                let second = count > 8 ? JSONWord.prefix(JSONWord.load(key + 8), count &- 8) : 0
-                let words = plan.nameWords
-                for i in 0..<plan.nameCount {
-                    let name = plan.names[i]
-                    guard name.count == count, words[2 &* i] == first, words[2 &* i &+ 1] == second else { continue }
-                    if count <= 16 { return i }
-                    let bytes = plan.nameBytes + name.start
-                    var j = 16
-                    while j < count, bytes[j] == key[j] { j &+= 1 }
-                    if j == count { return i }
-                }
-                return -1
-            }
-            for i in 0..<plan.nameCount {
-                let name = plan.names[i]
-                guard name.count == count else { continue }
-                let bytes = plan.nameBytes + name.start
-                var j = 0
-                while j < count, bytes[j] == key[j] { j += 1 }
-                if j == count { return i }
-            }
-            return -1
+            if start &+ 17 <= inputEnd { return plan.asciiNameIndex(p + start + 1, count) }
+            return plan.asciiNameIndexBytewise(p + start + 1, count)
         }
         // Escapes or non-ASCII text: compare as `String`s, as the reference's dictionary does.
-        let key = decodedString(start, end, flags)
-        return plan.distinctNames.firstIndex(of: key) ?? -1
+        return plan.distinctNames.firstIndex(of: decodedString(p, start, end, flags)) ?? -1
     }
 
     /// The decoded text of the validated string token `start..<end` (quotes included).
     func decodedString(_ start: Int, _ end: Int, _ flags: UInt8) -> String {
+        Self.decodedString(p, start, end, flags)
+    }
+
+    /// The decoded text of the validated string token `start..<end` (quotes included) of `p`.
+    static func decodedString(_ p: UnsafePointer<UInt8>, _ start: Int, _ end: Int, _ flags: UInt8) -> String {
         if flags & JSONTokenFlags.escaped == 0 {
             return String(decoding: UnsafeBufferPointer(start: p + start + 1, count: end - start - 2), as: UTF8.self)
         }

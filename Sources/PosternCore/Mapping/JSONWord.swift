@@ -34,3 +34,38 @@ enum JSONWord {
         n >= 8 ? w : w & ((1 &<< UInt64(n &* 8)) &- 1)
     }
 }
+
+extension TranscoderPlan {
+    /// The index of the ASCII name equal to the `count` bytes at `key`, or -1; sixteen bytes from
+    /// `key` must be readable. The length and the first sixteen bytes are compared as words, only the
+    /// rest of a longer name byte by byte.
+    @inline(__always)
+    func asciiNameIndex(_ key: UnsafePointer<UInt8>, _ count: Int) -> Int {
+        let first = JSONWord.prefix(JSONWord.load(key), count)
+        let second = count > 8 ? JSONWord.prefix(JSONWord.load(key + 8), count &- 8) : 0
+        for i in 0..<nameCount {
+            let name = names[i]
+            guard name.count == count, nameWords[2 &* i] == first, nameWords[2 &* i &+ 1] == second else { continue }
+            if count <= 16 { return i }
+            let bytes = nameBytes + name.start
+            var j = 16
+            while j < count, bytes[j] == key[j] { j &+= 1 }
+            if j == count { return i }
+        }
+        return -1
+    }
+
+    /// The index of the ASCII name equal to the `count` bytes at `key`, or -1, read byte by byte
+    /// (near the end of the input).
+    func asciiNameIndexBytewise(_ key: UnsafePointer<UInt8>, _ count: Int) -> Int {
+        for i in 0..<nameCount {
+            let name = names[i]
+            guard name.count == count else { continue }
+            let bytes = nameBytes + name.start
+            var j = 0
+            while j < count, bytes[j] == key[j] { j &+= 1 }
+            if j == count { return i }
+        }
+        return -1
+    }
+}
