@@ -26,14 +26,18 @@ struct TranscodePass {
     let fields: UnsafeMutablePointer<TranscoderField>
     /// One slot per mapped field, reused for every item.
     let slots: UnsafeMutablePointer<TranscoderSlot>
+    /// The key tokens of the first `KeyPrediction.capacity` members of the last items.
+    let predictions: UnsafeMutablePointer<KeyPrediction>
 
     /// A pass over `count` bytes at `bytes`.
-    init(bytes: UnsafePointer<UInt8>, count: Int, plan: TranscoderPlan, slots: UnsafeMutablePointer<TranscoderSlot>) {
+    init(bytes: UnsafePointer<UInt8>, count: Int, plan: TranscoderPlan, slots: UnsafeMutablePointer<TranscoderSlot>,
+         predictions: UnsafeMutablePointer<KeyPrediction>) {
         p = bytes
         end = count
         self.plan = plan
         fields = plan.fields
         self.slots = slots
+        self.predictions = predictions
         out = TranscoderOutput(capacity: count + 256)
     }
 
@@ -181,6 +185,7 @@ struct TranscodePass {
         try enter()
         pos += 1
         for i in 0..<plan.fieldCount { slots[i].start = -1 }
+        var member = 0
         skipSpace()
         if pos < end, p[pos] == UInt8(ascii: "}") {
             pos += 1
@@ -188,9 +193,8 @@ struct TranscodePass {
             while true {
                 skipSpace()
                 guard pos < end, p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
-                let keyStart = pos
-                let keyFlags = try scanString()
-                let name = Self.lookUpName(p, end, plan, keyStart, pos, keyFlags)
+                let name = try memberKey(member)
+                member &+= 1
                 try colon()
                 let start = pos
                 let (kind, flags) = try scanValue()
@@ -208,6 +212,43 @@ struct TranscodePass {
         }
         depth -= 1
         try writeItem()
+    }
+
+    /// The key of member `member` of an item, at `pos` (its opening quote): its index in
+    /// `plan.names`, or -1 for an unmapped key.
+    ///
+    /// Directus writes every item's keys in the same order, so the key token found at the same member
+    /// of an earlier item is tried first: when the next bytes are that token, the key is that one
+    /// (a plain ASCII token ends at its own closing quote, so equal bytes are an equal, valid key).
+    @inline(__always)
+    private mutating func memberKey(_ member: Int) throws(GatewayError) -> Int {
+        let remembered = member < KeyPrediction.capacity
+        if remembered, pos &+ 16 <= end {
+            let guess = predictions[member]
+            if guess.length > 0 {
+                let first = JSONWord.load(p + pos)
+                let second = JSONWord.load(p + pos + 8)
+                if JSONWord.prefix(first, guess.length) == guess.first,
+                   JSONWord.prefix(second, guess.length &- 8) == guess.second {
+                    pos &+= guess.length
+                    return guess.name
+                }
+            }
+        }
+        let keyStart = pos
+        let keyFlags = try scanString()
+        let name = Self.lookUpName(p, end, plan, keyStart, pos, keyFlags)
+        if remembered {
+            let length = pos &- keyStart
+            if keyFlags == 0, length <= 16, keyStart &+ 16 <= end {
+                predictions[member] = KeyPrediction(
+                    length: length, first: JSONWord.prefix(JSONWord.load(p + keyStart), length),
+                    second: JSONWord.prefix(JSONWord.load(p + keyStart + 8), length &- 8), name: name)
+            } else {
+                predictions[member].length = 0
+            }
+        }
+        return name
     }
 
     // MARK: - Structure

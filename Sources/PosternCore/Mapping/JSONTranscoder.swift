@@ -46,8 +46,13 @@ public struct JSONTranscoder: ResourceRenderer {
             let bytes = base.assumingMemoryBound(to: UInt8.self)
             // The slots live on the stack (a malloc less per render).
             return withUnsafeTemporaryAllocation(of: TranscoderSlot.self, capacity: max(plan.fieldCount, 1)) { buffer -> Data? in
-                // A temporary allocation of capacity ≥ 1 always has a base address.
-                var pass = TranscodePass(bytes: bytes, count: raw.count, plan: plan, slots: buffer.baseAddress!)
+                withUnsafeTemporaryAllocation(of: KeyPrediction.self, capacity: KeyPrediction.capacity) { guesses -> Data? in
+                // Temporary allocations of capacity ≥ 1 always have a base address.
+                let predictions = guesses.baseAddress!
+                predictions.initialize(repeating: KeyPrediction(length: 0, first: 0, second: 0, name: -1),
+                                       count: KeyPrediction.capacity)
+                var pass = TranscodePass(bytes: bytes, count: raw.count, plan: plan, slots: buffer.baseAddress!,
+                                         predictions: predictions)
                 do throws(GatewayError) {
                     if list { try pass.list() } else { try pass.item() }
                     return pass.out.finish()
@@ -55,6 +60,7 @@ public struct JSONTranscoder: ResourceRenderer {
                     pass.out.discard()
                     failure = error
                     return nil
+                }
                 }
             }
         }

@@ -28,10 +28,10 @@ enum JSONWord {
         return ((quote &- ones) | (backslash &- ones) | (w &- ones &* 0x20) | w) & high
     }
 
-    /// The low `n` bytes of `w` (`n` in 0...8), the others zero.
+    /// The low `n` bytes of `w` (none when `n` ≤ 0, all when `n` ≥ 8), the others zero.
     @inline(__always)
     static func prefix(_ w: UInt64, _ n: Int) -> UInt64 {
-        n >= 8 ? w : w & ((1 &<< UInt64(n &* 8)) &- 1)
+        n >= 8 ? w : n <= 0 ? 0 : w & ((1 &<< UInt64(n &* 8)) &- 1)
     }
 }
 
@@ -68,4 +68,19 @@ extension TranscoderPlan {
         }
         return -1
     }
+}
+
+/// A key token seen at one member position of an item, remembered for the next items.
+struct KeyPrediction {
+    /// Member positions remembered per item.
+    static let capacity = 16
+
+    /// The token's length, quotes included (at most 16); 0 for nothing remembered.
+    var length: Int
+    /// The token's first eight bytes (zero-padded).
+    var first: UInt64
+    /// The token's bytes 8..<16 (zero-padded).
+    var second: UInt64
+    /// What the token resolved to: its index in `TranscoderPlan.names`, or -1.
+    var name: Int
 }
