@@ -41,7 +41,8 @@ struct TranscodePass {
         out = TranscoderOutput(capacity: count + 256)
     }
 
-    /// A 502 for an answer that is not JSON.
+    /// A 502 for an answer that is not JSON (out of line: it keeps the scanners' frames small).
+    @inline(never)
     func fail(_ what: String) -> GatewayError {
         .upstreamError("answer is not JSON: \(what) at byte \(pos)")
     }
@@ -197,10 +198,17 @@ struct TranscodePass {
                 member &+= 1
                 try colon()
                 let start = pos
-                let (kind, flags) = try scanValue()
+                let kind: JSONTokenKind
+                let flags: UInt8
+                if pos < end, p[pos] == UInt8(ascii: "\"") {
+                    kind = .string
+                    flags = try scanString()
+                } else {
+                    (kind, flags) = try scanValue()
+                }
                 if name >= 0 {
                     let entry = plan.names[name]
-                    for k in entry.firstIndex..<(entry.firstIndex + entry.indexCount) {
+                    for k in entry.firstIndex..<(entry.firstIndex &+ entry.indexCount) {
                         let index = plan.fieldIndices[k]
                         if slots[index].start < 0 {
                             slots[index] = TranscoderSlot(start: start, end: pos, kind: kind, flags: flags)
