@@ -36,37 +36,38 @@ public struct JSONTranscoder: ResourceRenderer {
 
     /// Runs one pass over `body`; the output buffer becomes the returned `Data` without a copy.
     private func transcode(_ body: Data, list: Bool) throws(GatewayError) -> Data {
-        var failure: GatewayError?
         let plan = self.plan
-        let result: Data? = body.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Data? in
+        // The closures return a `Result` rather than setting a captured variable, which would cost
+        // a dynamic exclusivity check per render.
+        let result = body.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<Data, GatewayError> in
             guard let base = raw.baseAddress, raw.count > 0 else {
-                failure = .upstreamError("answer is not JSON: empty body")
-                return nil
+                return .failure(.upstreamError("answer is not JSON: empty body"))
             }
-            let bytes = base.assumingMemoryBound(to: UInt8.self)
-            // The slots live on the stack (a malloc less per render).
-            return withUnsafeTemporaryAllocation(of: TranscoderSlot.self, capacity: max(plan.fieldCount, 1)) { buffer -> Data? in
-                withUnsafeTemporaryAllocation(of: KeyPrediction.self, capacity: KeyPrediction.capacity) { guesses -> Data? in
+            return Self.run(base.assumingMemoryBound(to: UInt8.self), raw.count, plan, list: list)
+        }
+        return try result.get()
+    }
+
+    /// One pass over `count` bytes at `bytes`, its slots and key predictions on the stack.
+    private static func run(_ bytes: UnsafePointer<UInt8>, _ count: Int, _ plan: TranscoderPlan,
+                            list: Bool) -> Result<Data, GatewayError> {
+        withUnsafeTemporaryAllocation(of: TranscoderSlot.self, capacity: max(plan.fieldCount, 1)) { slots in
+            withUnsafeTemporaryAllocation(of: KeyPrediction.self, capacity: KeyPrediction.capacity) { guesses in
                 // Temporary allocations of capacity ≥ 1 always have a base address.
                 let predictions = guesses.baseAddress!
                 predictions.initialize(repeating: KeyPrediction(length: 0, first: 0, second: 0, name: -1),
                                        count: KeyPrediction.capacity)
-                var pass = TranscodePass(bytes: bytes, count: raw.count, plan: plan, slots: buffer.baseAddress!,
+                var pass = TranscodePass(bytes: bytes, count: count, plan: plan, slots: slots.baseAddress!,
                                          predictions: predictions)
                 do throws(GatewayError) {
                     if list { try pass.list() } else { try pass.item() }
-                    return pass.out.finish()
+                    return .success(pass.out.finish())
                 } catch {
                     pass.out.discard()
-                    failure = error
-                    return nil
-                }
+                    return .failure(error)
                 }
             }
         }
-        if let result { return result }
-        // `failure` is set on every path that returns nil above.
-        throw failure ?? .upstreamError("answer could not be transcoded")
     }
 }
 
