@@ -3,8 +3,10 @@
 // the reference `JSONValueRenderer` (parse into a `JSONValue` tree, write it back out), and Foundation's
 // `JSONDecoder` + `JSONEncoder` over Codable structs doing the same mapping.
 //
-// Usage: postern-bench-json [--max-us N] [--only-transcoder] [answer.json] [config.json] [resource]
+// Usage: postern-bench-json [--max-us N] [--only-transcoder] [--iterations N] [answer.json] [config.json] [resource]
 //        (defaults: 10 µs, all three, bench/posts-20.json, config/postern.json, books)
+// With --iterations N it only runs the transcoder N times, untimed, and exits: for counting what one
+// translation costs with outside tools (e.g. mallocs: a uprobe on malloc, runs of N and 0 compared).
 // Prints µs per translation (the median of several batches) and exits 1 when the transcoder is above
 // the limit, or when the three outputs do not decode to the same values. Options come from the command
 // line only (the Makefile passes `BENCH_JSON_MAX_US`): only the config module reads the environment.
@@ -13,6 +15,7 @@ import PosternCore
 
 var limitMicroseconds = 10.0
 var only = false
+var iterations: Int?
 var positional: [String] = []
 var argumentIterator = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = argumentIterator.next() {
@@ -25,6 +28,12 @@ while let argument = argumentIterator.next() {
         limitMicroseconds = value
     case "--only-transcoder":
         only = true
+    case "--iterations":
+        guard let value = argumentIterator.next().flatMap(Int.init), value >= 0 else {
+            FileHandle.standardError.write(Data("bench-json: --iterations needs a count\n".utf8))
+            exit(2)
+        }
+        iterations = value
     default:
         positional.append(argument)
     }
@@ -167,6 +176,13 @@ do {
 let decoded = outputs.map { try? JSONSerialization.jsonObject(with: $0.1) as? NSDictionary }
 for (i, (name, _)) in outputs.enumerated() where decoded[i] == nil || decoded[i] != decoded[0] {
     die("\(name)'s output does not decode to the transcoder's values")
+}
+
+if let iterations {
+    var sink = 0
+    for _ in 0..<iterations { sink &+= (try? transcoder.renderList(directusBody: answer))?.count ?? 0 }
+    print("bench-json: \(iterations) translations, \(sink) bytes")
+    exit(0)
 }
 
 print("bench-json: \(answerPath) (\(answer.count) bytes) → \(resourceName) (\(outputs[0].1.count) bytes), "

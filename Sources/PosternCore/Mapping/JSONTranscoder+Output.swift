@@ -51,8 +51,39 @@ struct TranscoderOutput {
     @inline(__always)
     mutating func append(_ source: UnsafePointer<UInt8>, _ n: Int) {
         reserve(n)
-        (base + count).update(from: source, count: n)
+        Self.copy(source, to: base + count, n)
         count &+= n
+    }
+
+    /// Copies `n` bytes: short runs (keys, ids, short values) as a few overlapping words inline, which
+    /// reads and writes only the `n` bytes themselves; longer ones with `memcpy`.
+    @inline(__always)
+    static func copy(_ source: UnsafePointer<UInt8>, to target: UnsafeMutablePointer<UInt8>, _ n: Int) {
+        let from = UnsafeRawPointer(source)
+        let to = UnsafeMutableRawPointer(target)
+        if n >= 8 {
+            guard n <= 32 else {
+                to.copyMemory(from: from, byteCount: n)
+                return
+            }
+            var i = 0
+            while i &+ 8 < n {
+                to.storeBytes(of: from.loadUnaligned(fromByteOffset: i, as: UInt64.self), toByteOffset: i, as: UInt64.self)
+                i &+= 8
+            }
+            to.storeBytes(of: from.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self), toByteOffset: n &- 8, as: UInt64.self)
+        } else if n >= 4 {
+            let head = from.loadUnaligned(as: UInt32.self)
+            let tail = from.loadUnaligned(fromByteOffset: n &- 4, as: UInt32.self)
+            to.storeBytes(of: head, as: UInt32.self)
+            to.storeBytes(of: tail, toByteOffset: n &- 4, as: UInt32.self)
+        } else {
+            var i = 0
+            while i < n {
+                target[i] = source[i]
+                i &+= 1
+            }
+        }
     }
 
     /// Appends `bytes`.

@@ -26,18 +26,23 @@ struct TranscodePass {
     let fields: UnsafeMutablePointer<TranscoderField>
     /// One slot per mapped field, reused for every item.
     let slots: UnsafeMutablePointer<TranscoderSlot>
+    /// The key tokens of the first `KeyPrediction.capacity` members of the last items.
+    let predictions: UnsafeMutablePointer<KeyPrediction>
 
     /// A pass over `count` bytes at `bytes`.
-    init(bytes: UnsafePointer<UInt8>, count: Int, plan: TranscoderPlan, slots: UnsafeMutablePointer<TranscoderSlot>) {
+    init(bytes: UnsafePointer<UInt8>, count: Int, plan: TranscoderPlan, slots: UnsafeMutablePointer<TranscoderSlot>,
+         predictions: UnsafeMutablePointer<KeyPrediction>) {
         p = bytes
         end = count
         self.plan = plan
         fields = plan.fields
         self.slots = slots
+        self.predictions = predictions
         out = TranscoderOutput(capacity: count + 256)
     }
 
-    /// A 502 for an answer that is not JSON.
+    /// A 502 for an answer that is not JSON (out of line: it keeps the scanners' frames small).
+    @inline(never)
     func fail(_ what: String) -> GatewayError {
         .upstreamError("answer is not JSON: \(what) at byte \(pos)")
     }
@@ -181,6 +186,7 @@ struct TranscodePass {
         try enter()
         pos += 1
         for i in 0..<plan.fieldCount { slots[i].start = -1 }
+        var member = 0
         skipSpace()
         if pos < end, p[pos] == UInt8(ascii: "}") {
             pos += 1
@@ -188,15 +194,21 @@ struct TranscodePass {
             while true {
                 skipSpace()
                 guard pos < end, p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
-                let keyStart = pos
-                let keyFlags = try scanString()
-                let name = lookUpName(keyStart, pos, keyFlags)
+                let name = try memberKey(member)
+                member &+= 1
                 try colon()
                 let start = pos
-                let (kind, flags) = try scanValue()
+                let kind: JSONTokenKind
+                let flags: UInt8
+                if pos < end, p[pos] == UInt8(ascii: "\"") {
+                    kind = .string
+                    flags = try scanString()
+                } else {
+                    (kind, flags) = try scanValue()
+                }
                 if name >= 0 {
                     let entry = plan.names[name]
-                    for k in entry.firstIndex..<(entry.firstIndex + entry.indexCount) {
+                    for k in entry.firstIndex..<(entry.firstIndex &+ entry.indexCount) {
                         let index = plan.fieldIndices[k]
                         if slots[index].start < 0 {
                             slots[index] = TranscoderSlot(start: start, end: pos, kind: kind, flags: flags)
@@ -208,6 +220,43 @@ struct TranscodePass {
         }
         depth -= 1
         try writeItem()
+    }
+
+    /// The key of member `member` of an item, at `pos` (its opening quote): its index in
+    /// `plan.names`, or -1 for an unmapped key.
+    ///
+    /// Directus writes every item's keys in the same order, so the key token found at the same member
+    /// of an earlier item is tried first: when the next bytes are that token, the key is that one
+    /// (a plain ASCII token ends at its own closing quote, so equal bytes are an equal, valid key).
+    @inline(__always)
+    private mutating func memberKey(_ member: Int) throws(GatewayError) -> Int {
+        let remembered = member < KeyPrediction.capacity
+        if remembered, pos &+ 16 <= end {
+            let guess = predictions[member]
+            if guess.length > 0 {
+                let first = JSONWord.load(p + pos)
+                let second = JSONWord.load(p + pos + 8)
+                if JSONWord.prefix(first, guess.length) == guess.first,
+                   JSONWord.prefix(second, guess.length &- 8) == guess.second {
+                    pos &+= guess.length
+                    return guess.name
+                }
+            }
+        }
+        let keyStart = pos
+        let keyFlags = try scanString()
+        let name = Self.lookUpName(p, end, plan, keyStart, pos, keyFlags)
+        if remembered {
+            let length = pos &- keyStart
+            if keyFlags == 0, length <= 16, keyStart &+ 16 <= end {
+                predictions[member] = KeyPrediction(
+                    length: length, first: JSONWord.prefix(JSONWord.load(p + keyStart), length),
+                    second: JSONWord.prefix(JSONWord.load(p + keyStart + 8), length &- 8), name: name)
+            } else {
+                predictions[member].length = 0
+            }
+        }
+        return name
     }
 
     // MARK: - Structure
@@ -337,26 +386,27 @@ struct TranscodePass {
     }
 
     /// The string at `pos` (its opening quote): validated and skipped; returns its `JSONTokenFlags`.
+    ///
+    /// Plain ASCII goes eight bytes at a time (`JSONWord.special` finds the first `"`, `\`, control
+    /// byte or byte above 0x7F of a word); escapes and UTF-8 sequences are checked byte by byte, and
+    /// the last bytes of the input (fewer than eight) one at a time, so that no read passes `end`.
     mutating func scanString() throws(GatewayError) -> UInt8 {
-        pos += 1
+        pos &+= 1
         var flags: UInt8 = 0
         while true {
-            // Eight plain ASCII bytes at a time: none is `"`, `\`, a control character or above 0x7F.
             while pos &+ 8 <= end {
-                let w = UInt64(littleEndian: UnsafeRawPointer(p + pos).loadUnaligned(as: UInt64.self))
-                let high: UInt64 = 0x8080_8080_8080_8080
-                let ones: UInt64 = 0x0101_0101_0101_0101
-                let quote = w ^ (ones &* 0x22)
-                let backslash = w ^ (ones &* 0x5C)
-                let special = (w | ((w &- ones &* 0x20) & ~w)
-                               | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)) & high
-                if special != 0 { break }
-                pos &+= 8
+                let special = JSONWord.special(JSONWord.load(p + pos))
+                if special == 0 {
+                    pos &+= 8
+                    continue
+                }
+                pos &+= special.trailingZeroBitCount &>> 3
+                break
             }
             guard pos < end else { throw fail("unterminated string") }
             let b = p[pos]
             if b == UInt8(ascii: "\"") {
-                pos += 1
+                pos &+= 1
                 return flags
             }
             if b == UInt8(ascii: "\\") {
@@ -365,7 +415,7 @@ struct TranscodePass {
             } else if b < 0x20 {
                 throw fail("control character in string")
             } else if b < 0x80 {
-                pos += 1
+                pos &+= 1
             } else {
                 flags |= JSONTokenFlags.nonASCII
                 try scanUTF8(b)
@@ -517,28 +567,28 @@ struct TranscodePass {
     }
 
     /// The index in `plan.names` of the key token `start..<end`, or -1 for an unmapped key.
+    ///
+    /// Takes what it reads as arguments rather than through `self`: a non-mutating call in the middle
+    /// of the mutating scan would copy the whole pass (and stall on the store of `pos` just made).
     @inline(__always)
-    private func lookUpName(_ start: Int, _ end: Int, _ flags: UInt8) -> Int {
+    private static func lookUpName(_ p: UnsafePointer<UInt8>, _ inputEnd: Int, _ plan: TranscoderPlan,
+                                   _ start: Int, _ end: Int, _ flags: UInt8) -> Int {
         if flags == 0, plan.namesAreASCII {
-            let count = end - start - 2
-            let key = p + start + 1
-            for i in 0..<plan.nameCount {
-                let name = plan.names[i]
-                guard name.count == count else { continue }
-                let bytes = plan.nameBytes + name.start
-                var j = 0
-                while j < count, bytes[j] == key[j] { j += 1 }
-                if j == count { return i }
-            }
-            return -1
+            let count = end &- start &- 2
+            if start &+ 17 <= inputEnd { return plan.asciiNameIndex(p + start + 1, count) }
+            return plan.asciiNameIndexBytewise(p + start + 1, count)
         }
         // Escapes or non-ASCII text: compare as `String`s, as the reference's dictionary does.
-        let key = decodedString(start, end, flags)
-        return plan.distinctNames.firstIndex(of: key) ?? -1
+        return plan.distinctNames.firstIndex(of: decodedString(p, start, end, flags)) ?? -1
     }
 
     /// The decoded text of the validated string token `start..<end` (quotes included).
     func decodedString(_ start: Int, _ end: Int, _ flags: UInt8) -> String {
+        Self.decodedString(p, start, end, flags)
+    }
+
+    /// The decoded text of the validated string token `start..<end` (quotes included) of `p`.
+    static func decodedString(_ p: UnsafePointer<UInt8>, _ start: Int, _ end: Int, _ flags: UInt8) -> String {
         if flags & JSONTokenFlags.escaped == 0 {
             return String(decoding: UnsafeBufferPointer(start: p + start + 1, count: end - start - 2), as: UTF8.self)
         }

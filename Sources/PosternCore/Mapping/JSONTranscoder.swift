@@ -10,6 +10,11 @@ import Foundation
 /// Rare shapes (keys with escapes or non-ASCII text, numbers with a fraction or exponent in an id
 /// or required field, `meta` counts that are not plain integers) go through `JSONValue` on that one
 /// value, so that they follow the reference's rules exactly.
+///
+/// The common shapes take fast paths that never read past the answer: plain ASCII in strings is
+/// scanned eight bytes at a time (`JSONWord`), keys are matched by length and 16-byte words, and each
+/// item's `"key":` bytes are first compared with those at the same member of the previous item
+/// (`KeyPrediction`). Per render it allocates the output buffer and `Data`'s own storage object only.
 public struct JSONTranscoder: ResourceRenderer {
     /// The resource's field tables, flattened for the byte scanner.
     let plan: TranscoderPlan
@@ -36,29 +41,38 @@ public struct JSONTranscoder: ResourceRenderer {
 
     /// Runs one pass over `body`; the output buffer becomes the returned `Data` without a copy.
     private func transcode(_ body: Data, list: Bool) throws(GatewayError) -> Data {
-        var failure: GatewayError?
         let plan = self.plan
-        let result: Data? = body.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Data? in
+        // The closures return a `Result` rather than setting a captured variable, which would cost
+        // a dynamic exclusivity check per render.
+        let result = body.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<Data, GatewayError> in
             guard let base = raw.baseAddress, raw.count > 0 else {
-                failure = .upstreamError("answer is not JSON: empty body")
-                return nil
+                return .failure(.upstreamError("answer is not JSON: empty body"))
             }
-            let bytes = base.assumingMemoryBound(to: UInt8.self)
-            let slots = UnsafeMutablePointer<TranscoderSlot>.allocate(capacity: max(plan.fieldCount, 1))
-            defer { slots.deallocate() }
-            var pass = TranscodePass(bytes: bytes, count: raw.count, plan: plan, slots: slots)
-            do throws(GatewayError) {
-                if list { try pass.list() } else { try pass.item() }
-                return pass.out.finish()
-            } catch {
-                pass.out.discard()
-                failure = error
-                return nil
+            return Self.run(base.assumingMemoryBound(to: UInt8.self), raw.count, plan, list: list)
+        }
+        return try result.get()
+    }
+
+    /// One pass over `count` bytes at `bytes`, its slots and key predictions on the stack.
+    private static func run(_ bytes: UnsafePointer<UInt8>, _ count: Int, _ plan: TranscoderPlan,
+                            list: Bool) -> Result<Data, GatewayError> {
+        withUnsafeTemporaryAllocation(of: TranscoderSlot.self, capacity: max(plan.fieldCount, 1)) { slots in
+            withUnsafeTemporaryAllocation(of: KeyPrediction.self, capacity: KeyPrediction.capacity) { guesses in
+                // Temporary allocations of capacity ≥ 1 always have a base address.
+                let predictions = guesses.baseAddress!
+                predictions.initialize(repeating: KeyPrediction(length: 0, first: 0, second: 0, name: -1),
+                                       count: KeyPrediction.capacity)
+                var pass = TranscodePass(bytes: bytes, count: count, plan: plan, slots: slots.baseAddress!,
+                                         predictions: predictions)
+                do throws(GatewayError) {
+                    if list { try pass.list() } else { try pass.item() }
+                    return .success(pass.out.finish())
+                } catch {
+                    pass.out.discard()
+                    return .failure(error)
+                }
             }
         }
-        if let result { return result }
-        // `failure` is set on every path that returns nil above.
-        throw failure ?? .upstreamError("answer could not be transcoded")
     }
 }
 
@@ -130,6 +144,8 @@ final class TranscoderPlan: @unchecked Sendable {
     let names: UnsafeMutablePointer<TranscoderName>
     /// The Directus names' UTF-8, back to back.
     let nameBytes: UnsafeMutablePointer<UInt8>
+    /// The first sixteen bytes of every name as two little-endian words, zero-padded (for lookups).
+    let nameWords: UnsafeMutablePointer<UInt64>
     /// Field indices of every name, back to back.
     let fieldIndices: UnsafeMutablePointer<Int>
     /// True when every Directus name is ASCII, so that an ASCII key matches by its bytes alone.
@@ -182,6 +198,15 @@ final class TranscoderPlan: @unchecked Sendable {
             indexOffset += indexCount
         }
         namesAreASCII = allNameBytes.allSatisfy { $0 < 0x80 }
+        nameWords = .allocate(capacity: max(2 * nameCount, 1))
+        for (i, name) in distinct.enumerated() {
+            var words: (UInt64, UInt64) = (0, 0)
+            for (j, byte) in name.utf8.prefix(16).enumerated() {
+                if j < 8 { words.0 |= UInt64(byte) << UInt64(8 * j) } else { words.1 |= UInt64(byte) << UInt64(8 * (j - 8)) }
+            }
+            (nameWords + 2 * i).initialize(to: words.0)
+            (nameWords + 2 * i + 1).initialize(to: words.1)
+        }
     }
 
     deinit {
@@ -190,5 +215,6 @@ final class TranscoderPlan: @unchecked Sendable {
         names.deallocate()
         nameBytes.deallocate()
         fieldIndices.deallocate()
+        nameWords.deallocate()
     }
 }
