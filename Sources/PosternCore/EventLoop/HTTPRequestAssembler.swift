@@ -36,6 +36,8 @@ final class HTTPRequestAssembler {
     private var body = Data()
     private var headerBytes = 0
     private var framingHeaderSeen = false
+    /// A field named exactly `Transfer-Encoding` was read in this request.
+    private var sawTransferEncoding = false
     private var expectContinue = false
     private var refusal: EdgeRefusal?
     /// Bytes of a request have arrived and it is not whole (nor refused) yet.
@@ -94,6 +96,7 @@ final class HTTPRequestAssembler {
         body = Data()
         headerBytes = 0
         framingHeaderSeen = false
+        sawTransferEncoding = false
         expectContinue = false
         return 0
     }
@@ -123,11 +126,31 @@ final class HTTPRequestAssembler {
         return 0
     }
 
-    /// A piece of a header value.
+    /// A piece of a header value: visible characters, spaces and tabs only.
     fileprivate func valueData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
-        inValue = true
+        if !inValue {
+            inValue = true
+            // http-parser 2.9 marks the request as using Transfer-Encoding as soon as a field's name *begins*
+            // with it (`Transfer-Encoding-X`), and then refuses it: only the exact name counts (the whole name
+            // is known at its first value piece).
+            if parser.pointee.uses_transfer_encoding != 0 && !sawTransferEncoding {
+                if HTTPRequestAssembler.equalsIgnoringCase(field, "transfer-encoding") {
+                    sawTransferEncoding = true
+                } else {
+                    parser.pointee.uses_transfer_encoding = 0
+                }
+            }
+        }
         guard countHead(length) else { return 1 }
-        at.withMemoryRebound(to: UInt8.self, capacity: length) { value.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
+        let piece = UnsafeRawBufferPointer(start: at, count: length)
+        // http-parser does not check the first byte of a value: a NUL or another control there would reach
+        // the handler (and could be forwarded).
+        guard !piece.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) else {
+            // The reason http-parser gives when it finds one further on (the same whatever the reads).
+            refusal = .badFraming(partialRequest(), reason: "malformed request: invalid character in header")
+            return 1
+        }
+        value.append(contentsOf: piece)
         return 0
     }
 
