@@ -4,7 +4,7 @@ import Foundation
 /// The server's request parsing (`HTTPRequestAssembler`, driven the way `HTTPConnection` drives it), with a
 /// 1 KiB head limit and a 2 KiB body ceiling. The first three input bytes choose where the rest is cut into
 /// reads. Checks: no crash or hang; every request has a method, a target in a form the parser allows, header
-/// names without CR, LF, NUL or colon, values without CR, LF or NUL, a body within the ceiling and as long
+/// names without CR, LF, NUL, colon or whitespace, values without CR, LF or NUL, a body within the ceiling and as long
 /// as its `Content-Length`; nothing is parsed after a refusal or a request that ends the connection; and the
 /// same bytes in one read and cut into several give the same requests, the same `100 Continue`s and the same
 /// refusal.
@@ -131,7 +131,7 @@ enum RequestStream {
         Fuzz.check(formOK, "target \(path.debugDescription) is in no form the parser allows")
         for (name, value) in request.headers {
             Fuzz.check(!name.isEmpty, "empty header name")
-            Fuzz.check(!name.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 || $0 == 0x3A }, "header name \(name.debugDescription)")
+            Fuzz.check(!name.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 || $0 == 0x3A || $0 == 0x20 || $0 == 0x09 }, "header name \(name.debugDescription)")
             Fuzz.check(!value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }, "header value \(value.debugDescription)")
         }
         Fuzz.check(request.body.count <= limits.bodyCeiling, "body of \(request.body.count) bytes above the ceiling")

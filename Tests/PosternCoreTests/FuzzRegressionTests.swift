@@ -114,6 +114,17 @@ import Testing
         #expect(requests([Array("GET /ok HTTP/1.1\r\nX-A: \tx y\r\n\r\n".utf8)]).targets == ["/ok"])
     }
 
+    /// `http_request_stream-space-before-colon`: `HEAD` with `Content-Length :3` and a body was taken (http-parser
+    /// read the body; the framing rules saw no Content-Length). Whitespace in a header name is refused.
+    @Test func whitespaceBeforeTheColonIsRefused() throws {
+        let bytes = try stream("http_request_stream-space-before-colon")
+        for reads in [[bytes], bytes.map { [$0] }] {
+            let seen = requests(reads)
+            #expect(seen.targets.isEmpty)
+            #expect(seen.refusal == "malformed request: invalid character in header")
+        }
+    }
+
     /// `http_response_stream-status-30`: `HTTP/1.1 30 304` completed as an answer with status 30.
     @Test func statusOutsideHTTPsCodesIsInvalid() throws {
         let bytes = try stream("http_response_stream-status-30")

@@ -24,6 +24,29 @@ extension HTTPServerTests {
         }
     }
 
+    /// Whitespace in a header name or before its colon is a 400 (RFC 9112 §5.1): http-parser took
+    /// `Content-Length :3` as a Content-Length, and so read a body on a HEAD that the framing rules never saw.
+    @Test(arguments: [
+        "HEAD / HTTP/1.1\r\nHost: x\r\nContent-Length :3\r\n\r\nabc",
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length : 3\r\nContent-Length: 3\r\n\r\nabc",
+        "GET / HTTP/1.1\r\nHost: x\r\nX Probe: v\r\n\r\n",
+    ])
+    func whitespaceInAHeaderNameIsA400(_ raw: String) throws {
+        let called = Atomic<Int>(0)
+        try HTTPServerTests.withServer(handler: { request in
+            called.add(1, ordering: .relaxed)
+            return await HTTPServerTests.echo(request)
+        }) { server in
+            let client = RawHTTPClient(port: server.port)
+            try client.sendRaw(Array(raw.utf8))
+            let answer = try client.readResponse()
+            #expect(answer.status == 400)
+            #expect(answer.json?["code"] == .string("invalid_request"))
+            #expect(client.waitForClose(seconds: 5))
+            #expect(called.load(ordering: .relaxed) == 0)
+        }
+    }
+
     /// A field whose name only begins with `Transfer-Encoding` is an ordinary header: the request is framed by
     /// its Content-Length (http-parser took it for a Transfer-Encoding and refused the pair).
     @Test func aHeaderNamedLikeTransferEncodingIsAnOrdinaryHeader() throws {
@@ -40,12 +63,15 @@ extension HTTPServerTests {
 
 /// What the `http_response_stream` fuzz target found in the upstream client's answer parser, through real sockets.
 extension UpstreamWireTests {
-    /// A status line whose code is not HTTP's (`000`, two digits, 600 and above) is a bad response.
+    /// A status line whose code is not HTTP's (`000`, two digits, 600 and above) is a bad response, and so is
+    /// an answer framed both ways.
     @Test(arguments: [
         "HTTP/1.1 000 OK\r\nContent-Length: 2\r\n\r\n{}",
         "HTTP/1.1 30 304\r\nContent-Length: 2\r\n\r\n{}",
         "HTTP/1.1 600 Nope\r\nContent-Length: 2\r\n\r\n{}",
         "HTTP/1.1 999 Nope\r\n\r\n",
+        // Still refused as before: http-parser reads `Transfer-Encoding :` as Transfer-Encoding.
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding : chunked\r\nContent-Length: 2\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
     ])
     func statusOutsideHTTPsCodesIsABadResponse(_ answer: String) async throws {
         let peer = try ScriptedUpstream { _ in [.send(answer), .close] }

@@ -137,9 +137,12 @@ final class UpstreamResponseParser {
                 owner.keepingValue = owner.keeps(owner.fieldName)
                 // http-parser 2.9 marks the answer as using Transfer-Encoding as soon as a field's name *begins*
                 // with it (`Transfer-Encoding-X`), and would then read a 204 until the close or refuse a
-                // Content-Length: only the exact name counts (the whole name is known at its first value piece).
+                // Content-Length: only the exact name counts (the whole name is known at its first value piece;
+                // http-parser itself also takes `Transfer-Encoding :`, and so does this check).
                 if parser!.pointee.uses_transfer_encoding != 0 && !owner.sawTransferEncoding {
-                    if UpstreamResponseParser.sameName(owner.fieldName, "transfer-encoding") {
+                    var name = owner.fieldName[...]
+                    while name.last == 0x20 || name.last == 0x09 { name = name.dropLast() }
+                    if UpstreamResponseParser.sameName(Array(name), "transfer-encoding") {
                         owner.sawTransferEncoding = true
                     } else {
                         parser!.pointee.uses_transfer_encoding = 0
