@@ -13,11 +13,11 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = Array(UnsafeBufferPointer(start: bytes, count: size))
     let stream = Array(input[3...])
     let whole = ResponseStream.run([stream], kept: nil)
-    let split = ResponseStream.run(RequestCut.cut(stream, at: input[0..<3]), kept: nil)
+    let split = ResponseStream.run(ReadCut.cut(stream, at: input[0..<3]), kept: nil)
     Fuzz.check(whole == split, "split reads differ:\n  whole: \(whole)\n  split: \(split)")
     let bytewise = ResponseStream.run(stream.map { [$0] }, kept: nil)
     Fuzz.check(whole == bytewise, "byte-by-byte reads differ:\n  whole: \(whole)\n  bytes: \(bytewise)")
-    let filtered = ResponseStream.run(RequestCut.cut(stream, at: input[0..<3]), kept: UpstreamHTTPClient.gatewayHeaders)
+    let filtered = ResponseStream.run(ReadCut.cut(stream, at: input[0..<3]), kept: UpstreamHTTPClient.gatewayHeaders)
     var expected = whole
     expected.headers = whole.headers.filter { $0.0.lowercased() == "retry-after" }
     Fuzz.check(filtered == expected, "kept headers differ:\n  all: \(whole)\n  kept: \(filtered)")
@@ -40,7 +40,7 @@ private func trim(_ value: String) -> String {
 }
 
 /// Cuts a stream into reads.
-enum RequestCut {
+private enum ReadCut {
     /// `stream` cut at the offsets the three `choosers` bytes pick (some may coincide).
     static func cut(_ stream: [UInt8], at choosers: ArraySlice<UInt8>) -> [[UInt8]] {
         guard !stream.isEmpty else { return [stream] }
@@ -56,7 +56,7 @@ enum RequestCut {
 }
 
 /// Drives one parser as an upstream connection does.
-enum ResponseStream {
+private enum ResponseStream {
     /// How the stream ended for the client.
     enum End: Equatable { case complete, badResponse, closed }
 
@@ -98,7 +98,7 @@ enum ResponseStream {
 
 /// A strict, straightforward decoder of one answer (after any 1xx ones): nil for anything it does not take
 /// as plainly well-formed.
-struct ReferenceAnswer: CustomStringConvertible {
+private struct ReferenceAnswer: CustomStringConvertible {
     var status: Int
     var headers: [(String, String)]
     var body: Data
