@@ -12,8 +12,8 @@ OUT=.build/fuzz
 mkdir -p "$OUT"
 
 FLAGS=(-swift-version 6 -O -sanitize=fuzzer,address -g
-       -I Sources/CEvent -I Sources/COpenSSL -I Sources/CSQLite -I Sources/CHiredis)
-LIBS=(-use-ld=lld -levent_openssl -levent -levent_pthreads -lssl -lcrypto -lsqlite3 -lhiredis)
+       -I Sources/CEvent -I Sources/COpenSSL -I Sources/CSQLite -I Sources/CHiredis -I Sources/CHTTPParser)
+LIBS=(-use-ld=lld -levent_openssl -levent -levent_pthreads -lssl -lcrypto -lsqlite3 -lhiredis -lhttp_parser)
 
 lib="$OUT/libPosternCore.a"
 mapfile -t core < <(find Sources/PosternCore -name '*.swift' | sort)

@@ -50,3 +50,102 @@ import Testing
         }
     }
 }
+
+/// Inputs kept from `http_request_stream` and `http_response_stream`: the bytes after the first three (which
+/// choose the read boundaries) replayed through the request assembler and the answer parser, in one read
+/// and byte by byte.
+@Suite struct HTTPStreamFuzzRegressionTests {
+    /// The bytes of `Fuzz/crashes/<name>` after the three that choose the reads.
+    private func stream(_ name: String) throws -> [UInt8] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return Array(try Data(contentsOf: root.appendingPathComponent("Fuzz/crashes/\(name)")).dropFirst(3))
+    }
+
+    /// What the server's assembler hands out for `reads`: the requests' targets, and the refusal's reason.
+    private func requests(_ reads: [[UInt8]]) -> (targets: [String], refusal: String?) {
+        var limits = ServerLimits()
+        limits.maxHeaderBytes = 1024
+        limits.bodyCeiling = 2048
+        let assembler = HTTPRequestAssembler(limits: limits, peer: "192.0.2.7")
+        var targets: [String] = []
+        var pending: [UInt8] = []
+        for read in reads {
+            pending += read
+            var start = 0
+            while start < pending.count {
+                let (n, step) = pending.withUnsafeBytes { raw in
+                    assembler.parse(raw.baseAddress! + start, count: raw.count - start)  // start < count: not empty
+                }
+                start += n
+                switch step {
+                case .needMore: break
+                case .request(let request, _, _): targets.append(request.path)
+                case .refused(.badFraming(_, let reason)): return (targets, reason)
+                case .refused(let other): return (targets, "\(other)")
+                }
+            }
+            pending.removeFirst(start)
+        }
+        return (targets, nil)
+    }
+
+    /// The answer parser's outcome for `reads`, with the status and body of a complete answer.
+    private func answer(_ reads: [[UInt8]]) -> (UpstreamResponseParser.Outcome, Int, Data) {
+        let parser = UpstreamResponseParser(keptHeaders: nil)
+        var outcome: UpstreamResponseParser.Outcome = .needMore
+        for read in reads where outcome == .needMore {
+            outcome = read.withUnsafeBytes { parser.feed($0) }
+        }
+        if outcome == .needMore { outcome = parser.feedEndOfStream() }
+        return (outcome, parser.status, parser.body)
+    }
+
+    /// `http_request_stream-nul-value`: a NUL as the first byte of a header value (http-parser checks every
+    /// byte of a value but the first) reached the handler; now the request is refused, whatever the reads.
+    @Test func controlCharacterStartingAHeaderValueIsRefused() throws {
+        let bytes = try stream("http_request_stream-nul-value")
+        for reads in [[bytes], bytes.map { [$0] }] {
+            let seen = requests(reads)
+            #expect(seen.targets.isEmpty)
+            #expect(seen.refusal == "malformed request: invalid character in header")
+        }
+        let probe = Array("GET / HTTP/1.1\r\nX-A: \u{7F}x\r\n\r\n".utf8)
+        #expect(requests([probe]).refusal == "malformed request: invalid character in header")
+        #expect(requests([Array("GET /ok HTTP/1.1\r\nX-A: \tx y\r\n\r\n".utf8)]).targets == ["/ok"])
+    }
+
+    /// `http_request_stream-space-before-colon`: `HEAD` with `Content-Length :3` and a body was taken (http-parser
+    /// read the body; the framing rules saw no Content-Length). Whitespace in a header name is refused.
+    @Test func whitespaceBeforeTheColonIsRefused() throws {
+        let bytes = try stream("http_request_stream-space-before-colon")
+        for reads in [[bytes], bytes.map { [$0] }] {
+            let seen = requests(reads)
+            #expect(seen.targets.isEmpty)
+            #expect(seen.refusal == "malformed request: invalid character in header")
+        }
+    }
+
+    /// `http_response_stream-status-30`: `HTTP/1.1 30 304` completed as an answer with status 30.
+    @Test func statusOutsideHTTPsCodesIsInvalid() throws {
+        let bytes = try stream("http_response_stream-status-30")
+        for reads in [[bytes], bytes.map { [$0] }] {
+            #expect(answer(reads).0 == .invalid("status code out of range"))
+        }
+    }
+
+    /// `http_response_stream-te-prefix-304`: a field named `Transfer-Encodingng` made http-parser read a 304's
+    /// following bytes as its body, up to the close.
+    @Test func bodilessAnswerWithATransferEncodingLikeFieldHasNoBody() throws {
+        let bytes = try stream("http_response_stream-te-prefix-304")
+        for reads in [[bytes], bytes.map { [$0] }] {
+            let (outcome, status, body) = answer(reads)
+            guard case .complete(let leftover) = outcome else {
+                Issue.record("expected a complete answer, got \(outcome)")
+                continue
+            }
+            #expect(status == 304)
+            #expect(body.isEmpty)
+            #expect(leftover > 0 || reads.count > 1, "the bytes after the head are not the 304's")
+        }
+    }
+}

@@ -1,9 +1,9 @@
 import CEvent
-import CHTTPParser
 import Foundation
 
 /// One client connection of the server: a nonblocking socket with one persistent read event, one reusable
-/// input buffer parsed in place by Node's http-parser, and answers written with one `sendmsg` each.
+/// input buffer parsed in place (`HTTPRequestAssembler`, on Node's http-parser), and answers written with one
+/// `sendmsg` each.
 ///
 /// Requests on a connection are answered in order: while one is being handled, parsing stops (the bytes
 /// that follow stay buffered) and resumes once its answer is written. The read event stays armed the whole
@@ -37,20 +37,10 @@ final class HTTPConnection: @unchecked Sendable {
     private var capacity: Int
     private var start = 0
     private var end = 0
-    private let parser: UnsafeMutablePointer<http_parser>
-
-    // The request being parsed.
-    private var url: [UInt8] = []
-    private var field: [UInt8] = []
-    private var value: [UInt8] = []
-    private var inValue = false
-    private var headers = HTTPHeaders()
-    private var body = Data()
-    private var headerBytes = 0
-    private var messageOpen = false
-    private var framingHeaderSeen = false
-    private var expectContinue = false
-    private var refusal: EdgeRefusal?
+    /// Parses the input into requests.
+    private let assembler: HTTPRequestAssembler
+    /// Bytes of a request have arrived and it is not whole yet.
+    private var messageOpen: Bool { assembler.messageOpen }
 
     // State of the connection.
     /// A request was handed to the handler (or refused) and its answer is not written yet.
@@ -94,12 +84,10 @@ final class HTTPConnection: @unchecked Sendable {
         }
         capacity = HTTPConnection.initialCapacity
         buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-        parser = UnsafeMutablePointer<http_parser>.allocate(capacity: 1)
-        http_parser_init(parser, HTTP_REQUEST)
-        // The connection owns its parser, its events and its buffer and frees them in close()/deinit: the
-        // unretained pointer is valid whenever a callback runs. The worker keeps the connection until close().
+        assembler = HTTPRequestAssembler(limits: limits, peer: peer)
+        // The connection owns its events and its buffer and frees them in close()/deinit: the unretained
+        // pointer is valid whenever a callback runs. The worker keeps the connection until close().
         let me = Unmanaged.passUnretained(self).toOpaque()
-        parser.pointee.data = me
         readEvent = event_new(base, fd, Int16(EV_READ | EV_PERSIST), { _, what, arg in
             guard let arg else { return }
             let conn = Unmanaged<HTTPConnection>.fromOpaque(arg).takeUnretainedValue()
@@ -119,7 +107,6 @@ final class HTTPConnection: @unchecked Sendable {
 
     deinit {
         buffer.deallocate()
-        parser.deallocate()
     }
 
     /// Closes the socket and frees the events; the worker forgets the connection (loop thread).
@@ -217,14 +204,20 @@ final class HTTPConnection: @unchecked Sendable {
         driving = true
         defer { driving = false }
         while !closed && !busy && start < end {
-            let n = http_parser_execute(parser, HTTPConnection.settings, buffer.assumingMemoryBound(to: CChar.self) + start, end - start)
+            let (n, step) = assembler.parse(buffer + start, count: end - start)
             start += n
-            let code = parser.pointee.http_errno
-            if code == HPE_PAUSED.rawValue {
-                http_parser_pause(parser, 0)
-                dispatch()
-            } else if code != HPE_OK.rawValue {
-                refuseMalformed(http_errno(rawValue: code))
+            if assembler.takeContinue() {
+                // The client waits for this before it sends the body (nothing else is being written now).
+                let line: StaticString = "HTTP/1.1 100 Continue\r\n\r\n"
+                _ = Glibc.send(fd, line.utf8Start, line.utf8CodeUnitCount, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            switch step {
+            case .needMore:
+                break
+            case .request(let request, let keepAlive, let http10):
+                dispatch(request, keepAlive: keepAlive, http10: http10)
+            case .refused(let refusal):
+                refuse(refusal)
                 return
             }
         }
@@ -264,162 +257,16 @@ final class HTTPConnection: @unchecked Sendable {
         if n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) { close() }
     }
 
-    // MARK: Parser callbacks
-
-    /// A new request's first byte.
-    fileprivate func messageBegan() -> Int32 {
-        messageOpen = true
-        url.removeAll(keepingCapacity: true)
-        field.removeAll(keepingCapacity: true)
-        value.removeAll(keepingCapacity: true)
-        inValue = false
-        headers = HTTPHeaders(capacity: 12)
-        body = Data()
-        headerBytes = 0
-        framingHeaderSeen = false
-        expectContinue = false
-        return 0
-    }
-
-    /// Counts request-head bytes against `maxHeaderBytes`; false (with the refusal set) above it.
-    private func countHead(_ length: Int) -> Bool {
-        headerBytes += length
-        guard headerBytes <= limits.maxHeaderBytes else {
-            refusal = .badFraming(partialRequest(), reason: "request header block larger than \(limits.maxHeaderBytes) bytes")
-            return false
-        }
-        return true
-    }
-
-    /// A piece of the request target.
-    fileprivate func urlData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
-        guard countHead(length) else { return 1 }
-        at.withMemoryRebound(to: UInt8.self, capacity: length) { url.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
-        return 0
-    }
-
-    /// A piece of a header name (a new name ends the previous line).
-    fileprivate func fieldData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
-        if inValue { finishField() }
-        guard countHead(length) else { return 1 }
-        at.withMemoryRebound(to: UInt8.self, capacity: length) { field.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
-        return 0
-    }
-
-    /// A piece of a header value.
-    fileprivate func valueData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
-        inValue = true
-        guard countHead(length) else { return 1 }
-        at.withMemoryRebound(to: UInt8.self, capacity: length) { value.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
-        return 0
-    }
-
-    /// Adds the header line collected so far (the value without the whitespace around it).
-    private func finishField() {
-        var upper = value.count
-        while upper > 0 && (value[upper - 1] == 0x20 || value[upper - 1] == 0x09) { upper -= 1 }
-        var lower = 0
-        while lower < upper && (value[lower] == 0x20 || value[lower] == 0x09) { lower += 1 }
-        let name = String(decoding: field, as: UTF8.self)
-        let text = value.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[lower..<upper]), as: UTF8.self) }
-        if HTTPConnection.equalsIgnoringCase(field, "content-length") || HTTPConnection.equalsIgnoringCase(field, "transfer-encoding") {
-            framingHeaderSeen = true
-        } else if HTTPConnection.equalsIgnoringCase(field, "expect") {
-            expectContinue = text.lowercased() == "100-continue"
-        }
-        headers.add(name, text)
-        field.removeAll(keepingCapacity: true)
-        value.removeAll(keepingCapacity: true)
-        inValue = false
-    }
-
-    /// The head is complete: check its framing and the body size before reading the body.
-    /// Returns 0 to read on, and anything but 0, 1 or 2 to stop with the refusal set.
-    fileprivate func headersComplete() -> Int32 {
-        if inValue || !field.isEmpty { finishField() }
-        guard parser.pointee.http_major == 1 else {
-            refusal = .badFraming(partialRequest(), reason: "unsupported HTTP version")
-            return -1
-        }
-        let method = currentMethod
-        if framingHeaderSeen || method == .head || method == .other("TRACE"),
-           let reason = RequestFraming.problem(method: method, headers: headers) {
-            refusal = .badFraming(partialRequest(), reason: reason)
-            return -1
-        }
-        let length = parser.pointee.content_length
-        let chunked = parser.pointee.flags & UInt32(F_CHUNKED.rawValue) != 0
-        if !chunked, length != UInt64.max, length > 0 {
-            guard length <= UInt64(limits.bodyCeiling) else {
-                refusal = .bodyTooLarge(partialRequest())
-                return -1
-            }
-            body.reserveCapacity(Int(length))
-        }
-        if expectContinue && parser.pointee.http_major == 1 && parser.pointee.http_minor >= 1 && (chunked || (length > 0 && length != UInt64.max)) {
-            // The client waits for this before it sends the body (nothing else is being written now).
-            let line: StaticString = "HTTP/1.1 100 Continue\r\n\r\n"
-            _ = Glibc.send(fd, line.utf8Start, line.utf8CodeUnitCount, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
-        }
-        return 0
-    }
-
-    /// A piece of the body (chunked bodies arrive decoded), within the ceiling.
-    fileprivate func bodyData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
-        guard body.count + length <= limits.bodyCeiling else {
-            refusal = .bodyTooLarge(partialRequest())
-            return 1
-        }
-        at.withMemoryRebound(to: UInt8.self, capacity: length) { body.append($0, count: length) }
-        return 0
-    }
-
-    /// A whole request: stop the parser here, so that `drive` hands it on and parses nothing after it yet.
-    fileprivate func messageComplete() -> Int32 {
-        messageOpen = false
+    /// Hands the whole request to the handler; its answer comes back through `finish`.
+    private func dispatch(_ request: HTTPRequest, keepAlive: Bool, http10: Bool) {
         if deadlineArmed, let deadlineEvent {
             event_del(deadlineEvent)
             deadlineArmed = false
         }
-        http_parser_pause(parser, 1)
-        return 0
-    }
-
-    // MARK: Requests
-
-    /// The method of the request being parsed.
-    private var currentMethod: HTTPMethod {
-        switch http_method(rawValue: parser.pointee.method) {
-        case HTTP_GET: return .get
-        case HTTP_POST: return .post
-        case HTTP_HEAD: return .head
-        case HTTP_PUT: return .put
-        case HTTP_DELETE: return .delete
-        case HTTP_OPTIONS: return .options
-        case HTTP_PATCH: return .patch
-        case let other: return .other(String(cString: http_method_str(other)))
-        }
-    }
-
-    /// What has arrived of the request being parsed, for a refusal (the target may be cut short).
-    private func partialRequest() -> HTTPRequest {
-        let target = url.isEmpty ? "/" : String(decoding: url, as: UTF8.self)
-        var seen = headers
-        if !field.isEmpty { seen.add(String(decoding: field, as: UTF8.self), String(decoding: value, as: UTF8.self)) }
-        return HTTPRequest(method: currentMethod, target: target, headers: seen, remoteAddress: peer)
-    }
-
-    /// Hands the whole request to the handler; its answer comes back through `finish`.
-    private func dispatch() {
         busy = true
-        answeringHead = parser.pointee.method == HTTP_HEAD.rawValue
-        let keepAlive = http_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0
-        keepAlive10 = keepAlive && parser.pointee.http_minor == 0 && parser.pointee.http_major == 1
+        answeringHead = request.method == .head
+        keepAlive10 = keepAlive && http10
         closeAfterAnswer = closeAfterAnswer || !keepAlive
-        let request = HTTPRequest(method: currentMethod, target: String(decoding: url, as: UTF8.self), headers: headers,
-                                  body: body, remoteAddress: peer)
-        headers = HTTPHeaders()
-        body = Data()
         worker.requestArrived(self)
         awaitingAnswer = true
         worker.handle(request, on: self)
@@ -438,7 +285,7 @@ final class HTTPConnection: @unchecked Sendable {
     private func refuse(_ refusal: EdgeRefusal) {
         busy = true
         refused = true
-        messageOpen = false
+        assembler.abandon()
         closeAfterAnswer = true
         answeringHead = false
         keepAlive10 = false
@@ -449,29 +296,6 @@ final class HTTPConnection: @unchecked Sendable {
         var answer = worker.refuse(refusal)
         answer.headers.set("Connection", "close")
         write(answer)
-    }
-
-    /// The parser stopped on an error: our own refusal when a callback set one, else the parser's reason.
-    private func refuseMalformed(_ code: http_errno) {
-        if let refusal {
-            self.refusal = nil
-            refuse(refusal)
-            return
-        }
-        let reason: String
-        switch code {
-        case HPE_INVALID_CONTENT_LENGTH:
-            reason = "Content-Length must be digits"
-        case HPE_UNEXPECTED_CONTENT_LENGTH:
-            reason = RequestFraming.problem(method: currentMethod, headers: partialRequest().headers) ?? "more than one Content-Length"
-        case HPE_INVALID_TRANSFER_ENCODING:
-            reason = "unsupported Transfer-Encoding"
-        case HPE_HEADER_OVERFLOW:
-            reason = "request header block larger than \(limits.maxHeaderBytes) bytes"
-        default:
-            reason = "malformed request: \(String(cString: http_errno_description(code)))"
-        }
-        refuse(.badFraming(partialRequest(), reason: reason))
     }
 
     /// The request deadline passed before the request arrived whole: 408 (nothing else is being written
@@ -635,33 +459,5 @@ final class HTTPConnection: @unchecked Sendable {
     private static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
         if value >= 10 { appendDecimal(value / 10, to: &out) }
         out.append(UInt8(0x30 + value % 10))
-    }
-
-    /// Whether `bytes` spell `lower` (lowercase ASCII), ignoring case.
-    private static func equalsIgnoringCase(_ bytes: [UInt8], _ lower: StaticString) -> Bool {
-        guard bytes.count == lower.utf8CodeUnitCount else { return false }
-        let other = lower.utf8Start
-        for i in 0..<bytes.count where bytes[i] | 0x20 != other[i] { return false }
-        return true
-    }
-
-    /// The parser's callbacks (one table for every connection; the connection travels in `parser.data`).
-    nonisolated(unsafe) static let settings: UnsafeMutablePointer<http_parser_settings> = {
-        let s = UnsafeMutablePointer<http_parser_settings>.allocate(capacity: 1)
-        s.initialize(to: http_parser_settings())
-        s.pointee.on_message_begin = { p in HTTPConnection.of(p).messageBegan() }
-        s.pointee.on_url = { p, at, n in HTTPConnection.of(p).urlData(at!, n) }
-        s.pointee.on_header_field = { p, at, n in HTTPConnection.of(p).fieldData(at!, n) }
-        s.pointee.on_header_value = { p, at, n in HTTPConnection.of(p).valueData(at!, n) }
-        s.pointee.on_headers_complete = { p in HTTPConnection.of(p).headersComplete() }
-        s.pointee.on_body = { p, at, n in HTTPConnection.of(p).bodyData(at!, n) }
-        s.pointee.on_message_complete = { p in HTTPConnection.of(p).messageComplete() }
-        return s
-    }()
-
-    /// The connection of a parser (http-parser passes the parser it was given, and its data callbacks a
-    /// pointer into the buffer being parsed: neither is ever nil).
-    private static func of(_ parser: UnsafeMutablePointer<http_parser>?) -> HTTPConnection {
-        Unmanaged<HTTPConnection>.fromOpaque(parser!.pointee.data).takeUnretainedValue()
     }
 }

@@ -40,6 +40,10 @@ final class UpstreamResponseParser {
     private var fieldValue: [UInt8] = []
     private var inValue = false
     private var keepingValue = false
+    /// The status line's code is not one of HTTP's (100–599): the answer is invalid.
+    private var statusOutOfRange = false
+    /// A field named exactly `Transfer-Encoding` was read in this answer.
+    private var sawTransferEncoding = false
 
     /// A body above this size gets no capacity reserved up front from its `Content-Length` (it grows as it comes).
     private static let maxReservation = 8 << 20
@@ -67,6 +71,8 @@ final class UpstreamResponseParser {
         fieldValue.removeAll(keepingCapacity: true)
         inValue = false
         keepingValue = false
+        statusOutOfRange = false
+        sawTransferEncoding = false
     }
 
     /// Parses `bytes`, the next ones read from the connection.
@@ -91,6 +97,7 @@ final class UpstreamResponseParser {
             return .complete(leftover: count - parsed)
         }
         if error != HPE_OK {
+            if statusOutOfRange { return .invalid("status code out of range") }
             if error == HPE_INVALID_EOF_STATE { return .truncated }
             return .invalid(String(cString: http_errno_name(error)))
         }
@@ -128,6 +135,19 @@ final class UpstreamResponseParser {
             if !owner.inValue {
                 owner.inValue = true
                 owner.keepingValue = owner.keeps(owner.fieldName)
+                // http-parser 2.9 marks the answer as using Transfer-Encoding as soon as a field's name *begins*
+                // with it (`Transfer-Encoding-X`), and would then read a 204 until the close or refuse a
+                // Content-Length: only the exact name counts (the whole name is known at its first value piece;
+                // http-parser itself also takes `Transfer-Encoding :`, and so does this check).
+                if parser!.pointee.uses_transfer_encoding != 0 && !owner.sawTransferEncoding {
+                    var name = owner.fieldName[...]
+                    while name.last == 0x20 || name.last == 0x09 { name = name.dropLast() }
+                    if UpstreamResponseParser.sameName(Array(name), "transfer-encoding") {
+                        owner.sawTransferEncoding = true
+                    } else {
+                        parser!.pointee.uses_transfer_encoding = 0
+                    }
+                }
             }
             if owner.keepingValue, let at {
                 owner.fieldValue.append(contentsOf: UnsafeRawBufferPointer(start: at, count: length))
@@ -140,6 +160,14 @@ final class UpstreamResponseParser {
             // Non-nil: http-parser runs callbacks with the parser it runs.
             let state = parser!.pointee
             owner.status = Int(state.status_code)
+            // http-parser takes any three digits (even `000`, or fewer: `HTTP/1.1 30 x`): only HTTP's codes are answers.
+            guard (100...599).contains(owner.status) else {
+                owner.statusOutOfRange = true
+                return -1
+            }
+            // 1xx, 204 and 304 answers have no body whatever their fields say (RFC 9112 §6.3); http-parser would
+            // read one by their Content-Length. 1 tells it to skip the body.
+            if owner.status < 200 || owner.status == 204 || owner.status == 304 { return 1 }
             if state.flags & UInt32(F_CONTENTLENGTH.rawValue) != 0, state.content_length > 0,
                state.content_length <= UInt64(UpstreamResponseParser.maxReservation) {
                 owner.body.reserveCapacity(Int(state.content_length))
@@ -157,6 +185,7 @@ final class UpstreamResponseParser {
                 // An interim answer (100 Continue, 103 Early Hints): the final one follows.
                 owner.headers = HTTPHeaders()
                 owner.status = 0
+                owner.sawTransferEncoding = false
                 return 0
             }
             owner.keepAlive = http_should_keep_alive(parser) != 0
@@ -182,15 +211,15 @@ final class UpstreamResponseParser {
     /// Whether the field called `name` is kept (ASCII case-insensitive).
     private func keeps(_ name: [UInt8]) -> Bool {
         guard let keptHeaders else { return true }
-        for kept in keptHeaders where kept.utf8CodeUnitCount == name.count {
-            var same = true
-            for index in 0..<name.count where Self.lower(kept.utf8Start[index]) != Self.lower(name[index]) {
-                same = false
-                break
-            }
-            if same { return true }
-        }
+        for kept in keptHeaders where Self.sameName(name, kept) { return true }
         return false
+    }
+
+    /// Whether `name` spells `other` (ASCII case-insensitive).
+    private static func sameName(_ name: [UInt8], _ other: StaticString) -> Bool {
+        guard other.utf8CodeUnitCount == name.count else { return false }
+        for index in 0..<name.count where lower(other.utf8Start[index]) != lower(name[index]) { return false }
+        return true
     }
 
     private static func lower(_ byte: UInt8) -> UInt8 {

@@ -1,0 +1,318 @@
+import CHTTPParser
+import Foundation
+
+/// Turns the bytes read from one client connection into requests, with Node's http-parser in request mode:
+/// header names and values joined from the pieces the reads cut them into, the head held to
+/// `maxHeaderBytes`, the body (decoded when chunked) to `bodyCeiling`, and the framing rules of
+/// `RequestFraming` checked before the body is read.
+///
+/// `parse` stops after each whole request (the parser stays paused there), so that pipelined requests
+/// are handed out one at a time; the bytes after it are given to the next `parse`. No socket: the
+/// connection (`HTTPConnection`) owns the bytes, and the libFuzzer target `http_request_stream` drives
+/// this type the same way. Loop thread only.
+final class HTTPRequestAssembler {
+    /// What one call to `parse` gave.
+    enum Step {
+        /// Every byte was parsed and no request is whole yet.
+        case needMore
+        /// A whole request. `keepAlive`: the connection may carry another one after its answer (HTTP/1.1
+        /// without `Connection: close`, or HTTP/1.0 with `Connection: keep-alive`, and no upgrade);
+        /// `http10`: it came as HTTP/1.0.
+        case request(HTTPRequest, keepAlive: Bool, http10: Bool)
+        /// The bytes cannot be taken: answer this refusal and parse nothing after it.
+        case refused(EdgeRefusal)
+    }
+
+    private let limits: ServerLimits
+    private let peer: String
+    private let parser: UnsafeMutablePointer<http_parser>
+
+    // The request being parsed.
+    private var url: [UInt8] = []
+    private var field: [UInt8] = []
+    private var value: [UInt8] = []
+    private var inValue = false
+    private var headers = HTTPHeaders()
+    private var body = Data()
+    private var headerBytes = 0
+    private var framingHeaderSeen = false
+    /// A field named exactly `Transfer-Encoding` was read in this request.
+    private var sawTransferEncoding = false
+    private var expectContinue = false
+    private var refusal: EdgeRefusal?
+    /// Bytes of a request have arrived and it is not whole (nor refused) yet.
+    private(set) var messageOpen = false
+    /// The head of a request that waits for `100 Continue` was just parsed: the connection sends the
+    /// interim answer now (`takeContinue()`), before anything else.
+    private var continueDue = false
+
+    /// An assembler for a connection from `peer` (the address requests carry).
+    init(limits: ServerLimits, peer: String) {
+        self.limits = limits
+        self.peer = peer
+        parser = UnsafeMutablePointer<http_parser>.allocate(capacity: 1)
+        http_parser_init(parser, HTTP_REQUEST)
+    }
+
+    deinit { parser.deallocate() }
+
+    /// Parses `count` bytes at `bytes` up to the end of the next whole request; returns how many were
+    /// parsed (the rest belongs to the next call) and what they gave. After `.refused`, call no more.
+    func parse(_ bytes: UnsafeRawPointer, count: Int) -> (parsed: Int, step: Step) {
+        // The assembler outlives this call, so the unretained pointer is valid in every callback it runs.
+        parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let n = http_parser_execute(parser, HTTPRequestAssembler.settings, bytes.assumingMemoryBound(to: CChar.self), count)
+        let code = parser.pointee.http_errno
+        if code == HPE_PAUSED.rawValue {
+            http_parser_pause(parser, 0)
+            return (n, wholeRequest())
+        } else if code != HPE_OK.rawValue {
+            return (n, .refused(refusalForError(http_errno(rawValue: code))))
+        }
+        return (n, .needMore)
+    }
+
+    /// Whether a `100 Continue` is due (the head of a request expecting it was parsed); clears it.
+    func takeContinue() -> Bool {
+        defer { continueDue = false }
+        return continueDue
+    }
+
+    /// The connection answers something else instead (a timeout): the request being parsed is abandoned.
+    func abandon() {
+        messageOpen = false
+    }
+
+    // MARK: Parser callbacks
+
+    /// A new request's first byte.
+    fileprivate func messageBegan() -> Int32 {
+        messageOpen = true
+        url.removeAll(keepingCapacity: true)
+        field.removeAll(keepingCapacity: true)
+        value.removeAll(keepingCapacity: true)
+        inValue = false
+        headers = HTTPHeaders(capacity: 12)
+        body = Data()
+        headerBytes = 0
+        framingHeaderSeen = false
+        sawTransferEncoding = false
+        expectContinue = false
+        return 0
+    }
+
+    /// Counts request-head bytes against `maxHeaderBytes`; false (with the refusal set) above it.
+    private func countHead(_ length: Int) -> Bool {
+        headerBytes += length
+        guard headerBytes <= limits.maxHeaderBytes else {
+            refusal = .badFraming(partialRequest(), reason: "request header block larger than \(limits.maxHeaderBytes) bytes")
+            return false
+        }
+        return true
+    }
+
+    /// A piece of the request target.
+    fileprivate func urlData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
+        guard countHead(length) else { return 1 }
+        at.withMemoryRebound(to: UInt8.self, capacity: length) { url.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
+        return 0
+    }
+
+    /// A piece of a header name (a new name ends the previous line).
+    fileprivate func fieldData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
+        if inValue { finishField() }
+        guard countHead(length) else { return 1 }
+        let piece = UnsafeRawBufferPointer(start: at, count: length)
+        // http-parser (not strict) takes spaces in a name, and `Content-Length :` as a Content-Length that our
+        // framing rules would not see; RFC 9112 §5.1 says to refuse whitespace before the colon. Same reason as
+        // http-parser's for a bad name character, so that the answer does not depend on where the reads end.
+        guard !piece.contains(where: { $0 == 0x20 || $0 == 0x09 }) else {
+            refusal = .badFraming(partialRequest(), reason: "malformed request: invalid character in header")
+            return 1
+        }
+        field.append(contentsOf: piece)
+        return 0
+    }
+
+    /// A piece of a header value: visible characters, spaces and tabs only.
+    fileprivate func valueData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
+        if !inValue {
+            inValue = true
+            // http-parser 2.9 marks the request as using Transfer-Encoding as soon as a field's name *begins*
+            // with it (`Transfer-Encoding-X`), and then refuses it: only the exact name counts (the whole name
+            // is known at its first value piece).
+            if parser.pointee.uses_transfer_encoding != 0 && !sawTransferEncoding {
+                if HTTPRequestAssembler.equalsIgnoringCase(field, "transfer-encoding") {
+                    sawTransferEncoding = true
+                } else {
+                    parser.pointee.uses_transfer_encoding = 0
+                }
+            }
+        }
+        guard countHead(length) else { return 1 }
+        let piece = UnsafeRawBufferPointer(start: at, count: length)
+        // http-parser does not check the first byte of a value: a NUL or another control there would reach
+        // the handler (and could be forwarded).
+        guard !piece.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) else {
+            // The reason http-parser gives when it finds one further on (the same whatever the reads).
+            refusal = .badFraming(partialRequest(), reason: "malformed request: invalid character in header")
+            return 1
+        }
+        value.append(contentsOf: piece)
+        return 0
+    }
+
+    /// Adds the header line collected so far (the value without the whitespace around it).
+    private func finishField() {
+        var upper = value.count
+        while upper > 0 && (value[upper - 1] == 0x20 || value[upper - 1] == 0x09) { upper -= 1 }
+        var lower = 0
+        while lower < upper && (value[lower] == 0x20 || value[lower] == 0x09) { lower += 1 }
+        let name = String(decoding: field, as: UTF8.self)
+        let text = value.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[lower..<upper]), as: UTF8.self) }
+        if HTTPRequestAssembler.equalsIgnoringCase(field, "content-length") || HTTPRequestAssembler.equalsIgnoringCase(field, "transfer-encoding") {
+            framingHeaderSeen = true
+        } else if HTTPRequestAssembler.equalsIgnoringCase(field, "expect") {
+            expectContinue = text.lowercased() == "100-continue"
+        }
+        headers.add(name, text)
+        field.removeAll(keepingCapacity: true)
+        value.removeAll(keepingCapacity: true)
+        inValue = false
+    }
+
+    /// The head is complete: check its framing and the body size before reading the body.
+    /// Returns 0 to read on, and anything but 0, 1 or 2 to stop with the refusal set.
+    fileprivate func headersComplete() -> Int32 {
+        if inValue || !field.isEmpty { finishField() }
+        guard parser.pointee.http_major == 1 else {
+            refusal = .badFraming(partialRequest(), reason: "unsupported HTTP version")
+            return -1
+        }
+        let method = currentMethod
+        if framingHeaderSeen || method == .head || method == .other("TRACE"),
+           let reason = RequestFraming.problem(method: method, headers: headers) {
+            refusal = .badFraming(partialRequest(), reason: reason)
+            return -1
+        }
+        let length = parser.pointee.content_length
+        let chunked = parser.pointee.flags & UInt32(F_CHUNKED.rawValue) != 0
+        if !chunked, length != UInt64.max, length > 0 {
+            guard length <= UInt64(limits.bodyCeiling) else {
+                refusal = .bodyTooLarge(partialRequest())
+                return -1
+            }
+            body.reserveCapacity(Int(length))
+        }
+        if expectContinue && parser.pointee.http_major == 1 && parser.pointee.http_minor >= 1 && (chunked || (length > 0 && length != UInt64.max)) {
+            // The client waits for this before it sends the body.
+            continueDue = true
+        }
+        return 0
+    }
+
+    /// A piece of the body (chunked bodies arrive decoded), within the ceiling.
+    fileprivate func bodyData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
+        guard body.count + length <= limits.bodyCeiling else {
+            refusal = .bodyTooLarge(partialRequest())
+            return 1
+        }
+        at.withMemoryRebound(to: UInt8.self, capacity: length) { body.append($0, count: length) }
+        return 0
+    }
+
+    /// A whole request: stop the parser here, so that `parse` hands it out and parses nothing after it yet.
+    fileprivate func messageComplete() -> Int32 {
+        messageOpen = false
+        http_parser_pause(parser, 1)
+        return 0
+    }
+
+    // MARK: Requests
+
+    /// The method of the request being parsed.
+    private var currentMethod: HTTPMethod {
+        switch http_method(rawValue: parser.pointee.method) {
+        case HTTP_GET: return .get
+        case HTTP_POST: return .post
+        case HTTP_HEAD: return .head
+        case HTTP_PUT: return .put
+        case HTTP_DELETE: return .delete
+        case HTTP_OPTIONS: return .options
+        case HTTP_PATCH: return .patch
+        case let other: return .other(String(cString: http_method_str(other)))
+        }
+    }
+
+    /// What has arrived of the request being parsed, for a refusal (the target may be cut short).
+    private func partialRequest() -> HTTPRequest {
+        let target = url.isEmpty ? "/" : String(decoding: url, as: UTF8.self)
+        var seen = headers
+        if !field.isEmpty { seen.add(String(decoding: field, as: UTF8.self), String(decoding: value, as: UTF8.self)) }
+        return HTTPRequest(method: currentMethod, target: target, headers: seen, remoteAddress: peer)
+    }
+
+    /// The request the parser just completed, with the connection's keep-alive verdict.
+    private func wholeRequest() -> Step {
+        let keepAlive = http_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0
+        let http10 = parser.pointee.http_major == 1 && parser.pointee.http_minor == 0
+        let request = HTTPRequest(method: currentMethod, target: String(decoding: url, as: UTF8.self), headers: headers,
+                                  body: body, remoteAddress: peer)
+        headers = HTTPHeaders()
+        body = Data()
+        return .request(request, keepAlive: keepAlive, http10: http10)
+    }
+
+    /// The parser stopped on an error: our own refusal when a callback set one, else the parser's reason.
+    private func refusalForError(_ code: http_errno) -> EdgeRefusal {
+        messageOpen = false
+        if let refusal {
+            self.refusal = nil
+            return refusal
+        }
+        let reason: String
+        switch code {
+        case HPE_INVALID_CONTENT_LENGTH:
+            reason = "Content-Length must be digits"
+        case HPE_UNEXPECTED_CONTENT_LENGTH:
+            reason = RequestFraming.problem(method: currentMethod, headers: partialRequest().headers) ?? "more than one Content-Length"
+        case HPE_INVALID_TRANSFER_ENCODING:
+            reason = "unsupported Transfer-Encoding"
+        case HPE_HEADER_OVERFLOW:
+            reason = "request header block larger than \(limits.maxHeaderBytes) bytes"
+        default:
+            reason = "malformed request: \(String(cString: http_errno_description(code)))"
+        }
+        return .badFraming(partialRequest(), reason: reason)
+    }
+
+    // MARK: Helpers
+
+    /// Whether `bytes` spell `lower` (lowercase ASCII), ignoring case.
+    private static func equalsIgnoringCase(_ bytes: [UInt8], _ lower: StaticString) -> Bool {
+        guard bytes.count == lower.utf8CodeUnitCount else { return false }
+        let other = lower.utf8Start
+        for i in 0..<bytes.count where bytes[i] | 0x20 != other[i] { return false }
+        return true
+    }
+
+    /// The parser's callbacks (one table for every assembler; the assembler travels in `parser.data`).
+    nonisolated(unsafe) private static let settings: UnsafeMutablePointer<http_parser_settings> = {
+        let s = UnsafeMutablePointer<http_parser_settings>.allocate(capacity: 1)
+        s.initialize(to: http_parser_settings())
+        s.pointee.on_message_begin = { p in HTTPRequestAssembler.of(p).messageBegan() }
+        s.pointee.on_url = { p, at, n in HTTPRequestAssembler.of(p).urlData(at!, n) }
+        s.pointee.on_header_field = { p, at, n in HTTPRequestAssembler.of(p).fieldData(at!, n) }
+        s.pointee.on_header_value = { p, at, n in HTTPRequestAssembler.of(p).valueData(at!, n) }
+        s.pointee.on_headers_complete = { p in HTTPRequestAssembler.of(p).headersComplete() }
+        s.pointee.on_body = { p, at, n in HTTPRequestAssembler.of(p).bodyData(at!, n) }
+        s.pointee.on_message_complete = { p in HTTPRequestAssembler.of(p).messageComplete() }
+        return s
+    }()
+
+    /// The assembler of a parser (http-parser passes the parser it was given, and its data callbacks a
+    /// pointer into the bytes being parsed: neither is ever nil).
+    private static func of(_ parser: UnsafeMutablePointer<http_parser>?) -> HTTPRequestAssembler {
+        Unmanaged<HTTPRequestAssembler>.fromOpaque(parser!.pointee.data).takeUnretainedValue()
+    }
+}
