@@ -312,11 +312,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// Serialises the status line and headers into `head` and writes them with the body.
     private func write(_ response: HTTPResponse) {
         head.removeAll(keepingCapacity: true)
-        head.append(contentsOf: "HTTP/1.1 ".utf8)
-        HTTPConnection.appendDecimal(response.status, to: &head)
-        head.append(0x20)
-        head.append(contentsOf: HTTPResponse.reason(response.status).utf8)
-        head.append(contentsOf: "\r\n".utf8)
+        HeadBytes.appendStatusLine(response.status, to: &head)
         var ownLength: String?
         var hasDate = false
         for (name, value) in response.headers {
@@ -328,28 +324,28 @@ final class HTTPConnection: @unchecked Sendable {
             case 4 where HTTPHeaders.sameName(name, "Date"): hasDate = true
             default: break
             }
-            head.append(contentsOf: name.utf8)
-            head.append(contentsOf: ": ".utf8)
-            head.append(contentsOf: value.utf8)
-            head.append(contentsOf: "\r\n".utf8)
+            HeadBytes.append(name, to: &head)
+            head.append(contentsOf: HeadBytes.colonSpace)
+            HeadBytes.append(value, to: &head)
+            head.append(contentsOf: HeadBytes.crlf)
         }
         let bodiless = response.status == 204 || response.status == 304 || response.status < 200
         if !bodiless {
-            head.append(contentsOf: "Content-Length: ".utf8)
+            head.append(contentsOf: HeadBytes.contentLength)
             if answeringHead, let ownLength {
-                head.append(contentsOf: ownLength.utf8)
+                HeadBytes.append(ownLength, to: &head)
             } else {
-                HTTPConnection.appendDecimal(response.body.count, to: &head)
+                HeadBytes.appendDecimal(response.body.count, to: &head)
             }
-            head.append(contentsOf: "\r\n".utf8)
+            head.append(contentsOf: HeadBytes.crlf)
         }
         if !hasDate { worker.appendDate(to: &head) }
         if closeAfterAnswer {
-            head.append(contentsOf: "Connection: close\r\n".utf8)
+            head.append(contentsOf: HeadBytes.connectionClose)
         } else if keepAlive10 {
-            head.append(contentsOf: "Connection: keep-alive\r\n".utf8)
+            head.append(contentsOf: HeadBytes.connectionKeepAlive)
         }
-        head.append(contentsOf: "\r\n".utf8)
+        head.append(contentsOf: HeadBytes.crlf)
         outBody = answeringHead || bodiless ? Data() : response.body
         sent = 0
         flush()
@@ -451,13 +447,5 @@ final class HTTPConnection: @unchecked Sendable {
             event_add(deadlineEvent, &tv)
             deadlineArmed = true
         }
-    }
-
-    // MARK: Helpers
-
-    /// Appends the decimal digits of a non-negative `value`.
-    private static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
-        if value >= 10 { appendDecimal(value / 10, to: &out) }
-        out.append(UInt8(0x30 + value % 10))
     }
 }

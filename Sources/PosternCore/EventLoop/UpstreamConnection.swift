@@ -91,30 +91,33 @@ final class UpstreamConnection: @unchecked Sendable {
     func prepare(_ request: UpstreamRequest, hostHeader: String) {
         output.removeAll(keepingCapacity: true)
         output.reserveCapacity(512 + request.body.count)
-        output.append(contentsOf: request.method.description.utf8)
+        HeadBytes.append(request.method.description, to: &output)
         output.append(0x20)
-        output.append(contentsOf: endpoint.basePath.utf8)
-        output.append(contentsOf: request.target.utf8)
-        output.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
-        output.append(contentsOf: hostHeader.utf8)
-        output.append(contentsOf: "\r\n".utf8)
+        HeadBytes.append(endpoint.basePath, to: &output)
+        HeadBytes.append(request.target, to: &output)
+        output.append(contentsOf: HeadBytes.versionAndHost)
+        HeadBytes.append(hostHeader, to: &output)
+        output.append(contentsOf: HeadBytes.crlf)
         for (name, value) in request.headers where Self.safe(name) && Self.safe(value) {
-            output.append(contentsOf: name.utf8)
-            output.append(contentsOf: ": ".utf8)
-            output.append(contentsOf: value.utf8)
-            output.append(contentsOf: "\r\n".utf8)
+            HeadBytes.append(name, to: &output)
+            output.append(contentsOf: HeadBytes.colonSpace)
+            HeadBytes.append(value, to: &output)
+            output.append(contentsOf: HeadBytes.crlf)
         }
         if !request.body.isEmpty || request.method == .post || request.method == .patch || request.method == .put {
-            output.append(contentsOf: "Content-Length: ".utf8)
-            output.append(contentsOf: String(request.body.count).utf8)
-            output.append(contentsOf: "\r\n".utf8)
+            output.append(contentsOf: HeadBytes.contentLength)
+            HeadBytes.appendDecimal(request.body.count, to: &output)
+            output.append(contentsOf: HeadBytes.crlf)
         }
-        output.append(contentsOf: "\r\n".utf8)
+        output.append(contentsOf: HeadBytes.crlf)
         output.append(contentsOf: request.body)
     }
 
     private static func safe(_ text: String) -> Bool {
-        !text.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
+        let scanned: Bool? = text.utf8.withContiguousStorageIfAvailable { bytes in
+            !bytes.contains { $0 == 13 || $0 == 10 || $0 == 0 }
+        }
+        return scanned ?? !text.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
     }
 
     /// Sends the prepared request and resumes `continuation` once, with the answer, a failure, or `.timeout`

@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+@testable import PosternCore
+
+/// The precomputed head bytes match what the text they replace would give.
+@Suite struct HeadBytesTests {
+    @Test func statusLinesMatchTheReasonPhrases() {
+        for status in [100, 200, 201, 204, 304, 404, 429, 502, 599, 600, 99, 1000] {
+            var out: [UInt8] = [0x41]
+            HeadBytes.appendStatusLine(status, to: &out)
+            #expect(String(decoding: out, as: UTF8.self) == "AHTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n")
+        }
+    }
+
+    @Test func decimalsMatchStringConversion() {
+        for value in [0, 7, 10, 99, 100, 4096, 1_000_000_007, Int.max, -1, Int.min] {
+            var out: [UInt8] = []
+            HeadBytes.appendDecimal(value, to: &out)
+            #expect(String(decoding: out, as: UTF8.self) == String(value))
+        }
+    }
+
+    @Test func textIsCopiedWhetherNativeOrBridged() {
+        let bridged = NSString(string: "x-trace: äbc") as String
+        for text in ["", "Host", "a-much-longer-header-value-that-is-not-a-small-string", "äöü", bridged] {
+            var out: [UInt8] = [1]
+            HeadBytes.append(text, to: &out)
+            #expect(out == [1] + Array(text.utf8))
+        }
+    }
+}
