@@ -131,7 +131,9 @@ private struct ReferenceAnswer: CustomStringConvertible {
                 guard encoding.lowercased() == "chunked", let decoded = chunked(bytes, from: at) else { return nil }
                 body = decoded
             } else if let length = lengths.first {
-                guard length.utf8.count <= 6, let n = Int(length), at + n <= bytes.count else { return nil }
+                // Digits only: `Int` alone would take "-66" or "+3", which no well-formed answer carries.
+                guard (1...6).contains(length.utf8.count), length.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                      let n = Int(length), at + n <= bytes.count else { return nil }
                 body = Array(bytes[at..<(at + n)])
             } else {
                 body = Array(bytes[at...])

@@ -133,6 +133,20 @@ import Testing
         }
     }
 
+    /// `http_response_stream-negative-length`: `Content-Length: -66` (it crashed the fuzz target's own reference
+    /// decoder, which took the sign); the parser refuses the answer, whatever the reads.
+    @Test func negativeContentLengthIsInvalid() throws {
+        let bytes = try stream("http_response_stream-negative-length")
+        for reads in [[bytes], bytes.map { [$0] }] {
+            let (outcome, _, body) = answer(reads)
+            guard case .invalid = outcome else {
+                Issue.record("expected an invalid answer, got \(outcome)")
+                continue
+            }
+            #expect(body.isEmpty)
+        }
+    }
+
     /// `http_response_stream-te-prefix-304`: a field named `Transfer-Encodingng` made http-parser read a 304's
     /// following bytes as its body, up to the close.
     @Test func bodilessAnswerWithATransferEncodingLikeFieldHasNoBody() throws {
