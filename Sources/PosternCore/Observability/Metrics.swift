@@ -178,9 +178,6 @@ public final class Metrics: @unchecked Sendable {
         var requests: [RequestKey: Int] = [:]
         var requestLatency: [String: Histogram] = [:]
         var upstreamLatency: [String: Histogram] = [:]
-        /// The method of the upstream call recorded last (under load, one method repeats): its histogram
-        /// is kept aside here and merged into `upstreamLatency` when the method changes or on a scrape.
-        var upstreamHint: (method: String, histogram: Histogram)?
         var upstreamErrors: [String: Int] = [:]
         var rateLimits: [String: Int] = [:]
         for shard in shards.withLock({ $0 }) {
