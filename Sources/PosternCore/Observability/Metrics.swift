@@ -38,11 +38,65 @@ public final class Metrics: @unchecked Sendable {
     /// scrape, so it is never contended by another loop (no lock shared by the loops).
     private final class Shard: @unchecked Sendable {
         let lock = NSLock()
-        var requests: [RequestKey: Int] = [:]
-        var requestLatency: [String: Histogram] = [:]
+        /// Request counts, by series index (`requestIndex`).
+        var requestCounts: [Int] = []
+        /// Each request series' key and its route's latency slot, by series index.
+        var requestSeries: [(key: RequestKey, latency: Int)] = []
+        /// The series index of each key seen (consulted only when the hint below misses).
+        var requestIndex: [RequestKey: Int] = [:]
+        /// The series recorded last: a request of the same route, method and status (the usual case
+        /// under load) is counted without hashing its strings.
+        var hint: (route: String, method: String, status: Int, index: Int)?
+        /// Request latency histograms, by latency slot (`latencyIndex`).
+        var requestLatency: [Histogram] = []
+        /// The latency slot of each route pattern seen.
+        var latencyIndex: [String: Int] = [:]
         var upstreamLatency: [String: Histogram] = [:]
+        /// The method of the upstream call recorded last (under load, one method repeats): its histogram
+        /// is kept aside here and merged into `upstreamLatency` when the method changes or on a scrape.
+        var upstreamHint: (method: String, histogram: Histogram)?
         var upstreamErrors: [String: Int] = [:]
         var rateLimits: [String: Int] = [:]
+
+        /// Moves the upstream hint's histogram into `upstreamLatency`.
+        func flushUpstreamHint() {
+            guard let hint = upstreamHint else { return }
+            upstreamLatency[hint.method] = upstreamLatency[hint.method].map { $0.adding(hint.histogram) } ?? hint.histogram
+            upstreamHint = nil
+        }
+
+        /// The series index of (route, method, status): the hint when it matches (string equality of the same
+        /// pattern and label storage is a bitwise compare, no hashing), else looked up and made the hint.
+        @inline(__always)
+        func series(route: String, method: String, status: Int) -> Int {
+            if let hint, hint.status == status, hint.route == route, hint.method == method { return hint.index }
+            return lookUp(route: route, method: method, status: status)
+        }
+
+        /// The slow path of `series`: the dictionary, a new series when unseen.
+        @inline(never)
+        private func lookUp(route: String, method: String, status: Int) -> Int {
+            let key = RequestKey(route: route, method: method, status: status)
+            let index: Int
+            if let known = requestIndex[key] {
+                index = known
+            } else {
+                let latency: Int
+                if let slot = latencyIndex[route] {
+                    latency = slot
+                } else {
+                    latency = requestLatency.count
+                    requestLatency.append(Histogram())
+                    latencyIndex[route] = latency
+                }
+                index = requestCounts.count
+                requestCounts.append(0)
+                requestSeries.append((key, latency))
+                requestIndex[key] = index
+            }
+            hint = (route, method, status, index)
+            return index
+        }
     }
 
     /// The key of each loop's shard.
@@ -83,14 +137,24 @@ public final class Metrics: @unchecked Sendable {
     /// Records a finished request.
     func request(route: String, method: String, status: Int, seconds: Double) {
         record { shard in
-            shard.requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
-            shard.requestLatency[route, default: Histogram()].observe(seconds)
+            let index = shard.series(route: route, method: method, status: status)
+            shard.requestCounts[index] += 1
+            shard.requestLatency[shard.requestSeries[index].latency].observe(seconds)
         }
     }
 
     /// Records an upstream call that got an HTTP answer.
     func upstream(method: String, seconds: Double) {
-        record { $0.upstreamLatency[method, default: Histogram()].observe(seconds) }
+        record { shard in
+            if shard.upstreamHint?.method == method {
+                shard.upstreamHint?.histogram.observe(seconds)
+            } else {
+                shard.flushUpstreamHint()
+                var histogram = Histogram()
+                histogram.observe(seconds)
+                shard.upstreamHint = (method, histogram)
+            }
+        }
     }
 
     /// Records an upstream failure by kind (`unreachable`, `timeout`, `closed`, `bad_response`, `circuit_open`).
@@ -118,8 +182,14 @@ public final class Metrics: @unchecked Sendable {
         var rateLimits: [String: Int] = [:]
         for shard in shards.withLock({ $0 }) {
             shard.lock.withLock {
-                requests.merge(shard.requests, uniquingKeysWith: +)
-                requestLatency.merge(shard.requestLatency, uniquingKeysWith: { $0.adding($1) })
+                for (index, series) in shard.requestSeries.enumerated() {
+                    requests[series.key, default: 0] += shard.requestCounts[index]
+                }
+                for (route, slot) in shard.latencyIndex {
+                    let h = shard.requestLatency[slot]
+                    requestLatency[route] = requestLatency[route].map { $0.adding(h) } ?? h
+                }
+                shard.flushUpstreamHint()
                 upstreamLatency.merge(shard.upstreamLatency, uniquingKeysWith: { $0.adding($1) })
                 upstreamErrors.merge(shard.upstreamErrors, uniquingKeysWith: +)
                 rateLimits.merge(shard.rateLimits, uniquingKeysWith: +)
