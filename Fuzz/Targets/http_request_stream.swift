@@ -152,7 +152,9 @@ private enum RequestStream {
         let lengths = request.headers.values("Content-Length")
         Fuzz.check(lengths.count <= 1, "a request with \(lengths.count) Content-Length lines was taken")
         let encodings = request.headers.values("Transfer-Encoding")
-        if let length = lengths.first {
+        // http-parser reads no body for CONNECT: what follows its head is the tunnel, and the connection ends
+        // after the answer (keep-alive is off for an upgrade), so a Content-Length there frames nothing.
+        if let length = lengths.first, method != "CONNECT" {
             Fuzz.check(encodings.isEmpty, "Content-Length with Transfer-Encoding was taken")
             Fuzz.check(Int(length) == request.body.count, "Content-Length \(length) but a body of \(request.body.count)")
         }

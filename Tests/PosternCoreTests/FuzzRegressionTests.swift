@@ -114,6 +114,22 @@ import Testing
         #expect(requests([Array("GET /ok HTTP/1.1\r\nX-A: \tx y\r\n\r\n".utf8)]).targets == ["/ok"])
     }
 
+    /// `http_request_stream-connect-with-length`: http-parser reads no body for a CONNECT (what follows is the
+    /// tunnel), so a Content-Length on one frames nothing; the request is handed over with keep-alive off, so the
+    /// connection ends after its answer and the bytes behind it are never read as a request.
+    @Test func connectEndsTheConnectionWhateverItsContentLength() throws {
+        let assembler = HTTPRequestAssembler(limits: ServerLimits(), peer: "192.0.2.7")
+        let bytes = Array("CONNECT example.com:443 HTTP/1.1\r\nContent-Length: 26\r\n\r\nGET /smuggled HTTP/1.1\r\n\r\n".utf8)
+        let (_, step) = bytes.withUnsafeBytes { assembler.parse($0.baseAddress!, count: $0.count) }  // not empty
+        guard case .request(let request, let keepAlive, _) = step else {
+            Issue.record("expected the CONNECT request, got \(step)")
+            return
+        }
+        #expect(request.method == .other("CONNECT"))
+        #expect(!keepAlive)
+        #expect(try stream("http_request_stream-connect-with-length").count > 0)
+    }
+
     /// `http_request_stream-space-before-colon`: `HEAD` with `Content-Length :3` and a body was taken (http-parser
     /// read the body; the framing rules saw no Content-Length). Whitespace in a header name is refused.
     @Test func whitespaceBeforeTheColonIsRefused() throws {
