@@ -52,7 +52,7 @@ final class RedisConnection: @unchecked Sendable {
     /// from the front. Only for the command timeout: hiredis owns the callbacks.
     private var inFlight: [RedisCall] = []
     private var inFlightHead = 0
-    private var resolving: ResolveRequest?
+    private var resolving: DNSLookup?
     private let ready = Atomic<Bool>(false)
     private let readyCount = Atomic<Int>(0)
     #if DEBUG
@@ -269,13 +269,34 @@ final class RedisConnection: @unchecked Sendable {
             return
         }
         state = .resolving
-        let request = ResolveRequest(connection: self, attempt: attempt)
+        let attempt = self.attempt
+        let request = DNSLookup { [weak self] chosen, error in
+            self?.resolved(chosen.flatMap(RedisConnection.numericText), attempt: attempt, error: chosen == nil ? error : "bad address")
+        }
         resolving = request
         request.start(dns: dns, host: endpoint.host)
     }
 
+    /// The numeric text of a resolved address (hiredis connects by host text), nil if it cannot be written.
+    private static func numericText(_ chosen: UnsafeMutablePointer<addrinfo>) -> String? {
+        guard let address = chosen.pointee.ai_addr else { return nil }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        let family = chosen.pointee.ai_family
+        let ok: Bool
+        if family == AF_INET {
+            ok = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
+                withUnsafePointer(to: sin.pointee.sin_addr) { evutil_inet_ntop(family, $0, &text, text.count) != nil }
+            }
+        } else {
+            ok = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
+                withUnsafePointer(to: sin6.pointee.sin6_addr) { evutil_inet_ntop(family, $0, &text, text.count) != nil }
+            }
+        }
+        return ok ? String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+    }
+
     /// The resolver's answer for `attempt` (loop thread): a numeric address, or nil when the name is unknown.
-    fileprivate func resolved(_ address: String?, attempt: Int, error: String) {
+    private func resolved(_ address: String?, attempt: Int, error: String) {
         guard state == .resolving, attempt == self.attempt else { return }
         resolving = nil
         guard let address else {
@@ -509,77 +530,6 @@ private func connectCallback(_ ac: UnsafePointer<redisAsyncContext>?, status: In
 private func disconnectCallback(_ ac: UnsafePointer<redisAsyncContext>?, status: Int32) {
     guard let ac, let data = ac.pointee.data else { return }
     Unmanaged<RedisConnection>.fromOpaque(data).takeUnretainedValue().disconnected(UnsafeMutablePointer(mutating: ac))
-}
-
-/// One host-name lookup through the loop's evdns resolver.
-private final class ResolveRequest {
-    let connection: RedisConnection
-    let attempt: Int
-    private var request: OpaquePointer?
-    private var done = false
-
-    init(connection: RedisConnection, attempt: Int) {
-        self.connection = connection
-        self.attempt = attempt
-    }
-
-    func start(dns: OpaquePointer, host: String) {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        // One-shot: passRetained here, one takeRetainedValue in the callback, which evdns runs exactly once
-        // (with the answer, an error, or EVUTIL_EAI_CANCEL after cancel()); possibly before evdns_getaddrinfo returns.
-        let arg = Unmanaged.passRetained(self).toOpaque()
-        let pending = evdns_getaddrinfo(dns, host, nil, &hints, { result, list, arg in
-            guard let arg else { return }
-            let request = Unmanaged<ResolveRequest>.fromOpaque(arg).takeRetainedValue()
-            request.finish(result, list)
-        }, arg)
-        if !done { request = pending }
-    }
-
-    /// Cancels the lookup; the callback still runs once (and is then ignored).
-    func cancel() {
-        guard !done, let request else { return }
-        self.request = nil
-        evdns_getaddrinfo_cancel(request)
-    }
-
-    private func finish(_ result: Int32, _ list: UnsafeMutablePointer<addrinfo>?) {
-        done = true
-        request = nil
-        defer { if let list { evutil_freeaddrinfo(list) } }
-        guard result == 0, let list else {
-            let error = result == EVUTIL_EAI_CANCEL ? "cancelled" : String(cString: evutil_gai_strerror(result))
-            connection.resolved(nil, attempt: attempt, error: error)
-            return
-        }
-        // IPv4 first: a name such as localhost often lists ::1 first, which a Redis bound to 127.0.0.1 refuses.
-        var chosen: UnsafeMutablePointer<addrinfo>?
-        var node: UnsafeMutablePointer<addrinfo>? = list
-        while let current = node {
-            if current.pointee.ai_family == AF_INET { chosen = current; break }
-            if chosen == nil && current.pointee.ai_family == AF_INET6 { chosen = current }
-            node = current.pointee.ai_next
-        }
-        guard let chosen, let address = chosen.pointee.ai_addr else {
-            connection.resolved(nil, attempt: attempt, error: "no address")
-            return
-        }
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        let family = chosen.pointee.ai_family
-        let ok: Bool
-        if family == AF_INET {
-            ok = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-                withUnsafePointer(to: sin.pointee.sin_addr) { evutil_inet_ntop(family, $0, &text, text.count) != nil }
-            }
-        } else {
-            ok = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
-                withUnsafePointer(to: sin6.pointee.sin6_addr) { evutil_inet_ntop(family, $0, &text, text.count) != nil }
-            }
-        }
-        connection.resolved(ok ? String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil, attempt: attempt, error: "bad address")
-    }
 }
 
 extension RedisReply {

@@ -41,7 +41,7 @@ final class UpstreamConnection: @unchecked Sendable {
     private var writeEvent: OpaquePointer?
     /// The call's deadline (created once, armed per request).
     private var timeoutEvent: OpaquePointer?
-    private var resolving: UpstreamResolve?
+    private var resolving: DNSLookup?
     private let parser: UpstreamResponseParser
     /// The serialized request (reused: no allocation once it has grown to the usual size).
     private var output: [UInt8] = []
@@ -168,13 +168,18 @@ final class UpstreamConnection: @unchecked Sendable {
             return
         }
         state = .resolving
-        let request = UpstreamResolve(connection: self, port: endpoint.port)
+        let port = endpoint.port
+        let request = DNSLookup { [weak self] chosen, error in
+            guard let self else { return }
+            let address = chosen.flatMap { c in c.pointee.ai_addr.map { SocketAddressValue(address: $0, length: c.pointee.ai_addrlen, port: port) } }
+            self.resolved(address, error: error)
+        }
         resolving = request
         request.start(dns: dns, host: endpoint.host)
     }
 
     /// The resolver's answer (nil: the name is unknown).
-    fileprivate func resolved(_ address: SocketAddressValue?, error: String) {
+    private func resolved(_ address: SocketAddressValue?, error: String) {
         guard state == .resolving else { return }
         resolving = nil
         state = .closed
@@ -534,64 +539,5 @@ struct SocketAddressValue {
         withUnsafePointer(to: storage) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
         }
-    }
-}
-
-/// One host-name lookup for an upstream connection, through the loop's evdns resolver.
-private final class UpstreamResolve {
-    private weak var connection: UpstreamConnection?
-    private let port: UInt16
-    private var request: OpaquePointer?
-    private var done = false
-
-    init(connection: UpstreamConnection, port: UInt16) {
-        self.connection = connection
-        self.port = port
-    }
-
-    func start(dns: OpaquePointer, host: String) {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        // One-shot: passRetained here, one takeRetainedValue in the callback, which evdns runs exactly once
-        // (with the answer, an error, or EVUTIL_EAI_CANCEL after cancel()); possibly before evdns_getaddrinfo returns.
-        let arg = Unmanaged.passRetained(self).toOpaque()
-        let pending = evdns_getaddrinfo(dns, host, nil, &hints, { result, list, arg in
-            guard let arg else { return }
-            Unmanaged<UpstreamResolve>.fromOpaque(arg).takeRetainedValue().finish(result, list)
-        }, arg)
-        if !done { request = pending }
-    }
-
-    /// Cancels the lookup; the callback still runs once (and is then ignored).
-    func cancel() {
-        connection = nil
-        guard !done, let request else { return }
-        self.request = nil
-        evdns_getaddrinfo_cancel(request)
-    }
-
-    private func finish(_ result: Int32, _ list: UnsafeMutablePointer<addrinfo>?) {
-        done = true
-        request = nil
-        defer { if let list { evutil_freeaddrinfo(list) } }
-        guard let connection else { return }
-        guard result == 0, let list else {
-            connection.resolved(nil, error: String(cString: evutil_gai_strerror(result)))
-            return
-        }
-        // IPv4 first: a name such as localhost often lists ::1 first, which a server bound to 127.0.0.1 refuses.
-        var chosen: UnsafeMutablePointer<addrinfo>?
-        var node: UnsafeMutablePointer<addrinfo>? = list
-        while let current = node {
-            if current.pointee.ai_family == AF_INET { chosen = current; break }
-            if chosen == nil && current.pointee.ai_family == AF_INET6 { chosen = current }
-            node = current.pointee.ai_next
-        }
-        guard let chosen, let address = chosen.pointee.ai_addr else {
-            connection.resolved(nil, error: "no address")
-            return
-        }
-        connection.resolved(SocketAddressValue(address: address, length: chosen.pointee.ai_addrlen, port: port), error: "")
     }
 }
