@@ -33,3 +33,9 @@ let package = Package(
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
 }
+
+// Release builds skip the runtime exclusivity checks (about 2 % of a request's CPU in `swift_beginAccess`):
+// the compile-time checks stay, and debug builds (every test) keep the runtime ones.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+}
