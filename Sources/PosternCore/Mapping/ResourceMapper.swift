@@ -2,54 +2,71 @@ import Foundation
 
 /// Translates between one resource and its Directus collection (docs/api.md, Resources), with no I/O.
 ///
-/// Built once per resource at start-up; every lookup table is precomputed.
+/// Built once per resource at start-up; every lookup table is precomputed. The tables live in one shared,
+/// immutable object: a mapper is handed along every request of its resource, and copying it then costs
+/// two retains (the tables and the renderer) instead of one per table, string and array.
 public struct ResourceMapper: Sendable {
+    /// The precomputed, immutable part of a mapper (shared by every copy).
+    private final class Tables: Sendable {
+        let resource: ResourceConfig
+        let directusFieldList: String
+        let upstreamCollectionPath: String
+        let searchDirectusFields: [String]
+        let defaultListQuery: [(String, String)]
+        let table: FieldTable
+        let resourceNameByDirectus: [String: String]
+
+        init(_ resource: ResourceConfig, _ table: FieldTable) {
+            self.resource = resource
+            self.table = table
+            var seen = Set<String>()
+            var csv: [String] = []
+            for name in table.fields.map(\.directusName) + [resource.owner].compactMap({ $0 }) where seen.insert(name).inserted {
+                csv.append(name)
+            }
+            let fieldList = csv.joined(separator: ",")
+            self.directusFieldList = fieldList
+            self.upstreamCollectionPath = "/items/" + QueryString.encode(resource.collection, encodingDots: true)
+            self.searchDirectusFields = resource.effectiveSearchFields.compactMap { resource.directusField($0) }
+            let limit = min(max(1, resource.defaultLimit), max(1, resource.maxLimit))
+            self.defaultListQuery = [("fields", fieldList), ("limit", String(limit)), ("offset", "0"), ("meta", "filter_count")]
+            var byDirectus: [String: String] = [:]
+            for field in table.fields where byDirectus[field.directusName] == nil {
+                byDirectus[field.directusName] = field.resourceName
+            }
+            self.resourceNameByDirectus = byDirectus
+        }
+    }
+
+    private let tables: Tables
+
     /// The resource this mapper serves.
-    public let resource: ResourceConfig
+    public var resource: ResourceConfig { tables.resource }
     /// Renders Directus answers as resource bodies: the single-pass `JSONTranscoder` (`JSONValueRenderer`
     /// is the reference it is tested against).
     public var renderer: any ResourceRenderer
     /// The `fields` CSV for Directus reads: every mapped Directus field, then the owner field if unmapped.
-    public let directusFieldList: String
+    public var directusFieldList: String { tables.directusFieldList }
     /// `/items/<collection>`, the collection percent-encoded.
-    public let upstreamCollectionPath: String
+    public var upstreamCollectionPath: String { tables.upstreamCollectionPath }
     /// The Directus fields `search` looks in (the resource's search fields, mapped), in config order.
-    public let searchDirectusFields: [String]
+    public var searchDirectusFields: [String] { tables.searchDirectusFields }
     /// The Directus query of a list without any list parameter (`listQuery` of an empty query), built once:
     /// a plain `GET /api/v1/R` allocates no query.
-    let defaultListQuery: [(String, String)]
-
+    var defaultListQuery: [(String, String)] { tables.defaultListQuery }
     /// The precomputed field tables.
-    let table: FieldTable
-    /// Directus field name → resource field name (first mapping wins).
-    private let resourceNameByDirectus: [String: String]
+    var table: FieldTable { tables.table }
 
     /// Builds the mapper and its tables for `resource`.
     public init(_ resource: ResourceConfig) {
         let table = FieldTable(resource)
-        self.resource = resource
-        self.table = table
+        self.tables = Tables(resource, table)
         self.renderer = JSONTranscoder(table: table, name: resource.name)
-        var seen = Set<String>()
-        var csv: [String] = []
-        for name in table.fields.map(\.directusName) + [resource.owner].compactMap({ $0 }) where seen.insert(name).inserted {
-            csv.append(name)
-        }
-        self.directusFieldList = csv.joined(separator: ",")
-        self.upstreamCollectionPath = "/items/" + QueryString.encode(resource.collection, encodingDots: true)
-        self.searchDirectusFields = resource.effectiveSearchFields.compactMap { resource.directusField($0) }
-        let limit = min(max(1, resource.defaultLimit), max(1, resource.maxLimit))
-        self.defaultListQuery = [("fields", directusFieldList), ("limit", String(limit)), ("offset", "0"), ("meta", "filter_count")]
-        var byDirectus: [String: String] = [:]
-        for field in table.fields where byDirectus[field.directusName] == nil {
-            byDirectus[field.directusName] = field.resourceName
-        }
-        self.resourceNameByDirectus = byDirectus
     }
 
     /// Directus field name → resource field name, for translating Directus validation errors (nil if unmapped).
     public func resourceFieldName(forDirectus field: String) -> String? {
-        resourceNameByDirectus[field]
+        tables.resourceNameByDirectus[field]
     }
 
     /// `/items/<collection>/<id>` with the id percent-encoded, so that no id can leave the collection.
