@@ -200,18 +200,26 @@ struct TranscodePass {
                 let start = pos
                 let kind: JSONTokenKind
                 let flags: UInt8
-                if pos < end, p[pos] == UInt8(ascii: "\"") {
+                let b = pos < end ? p[pos] : 0
+                if b == UInt8(ascii: "\"") {
                     kind = .string
-                    flags = try scanString()
+                    flags = try scanStringInline()
+                } else if b &- 0x31 < 9 {
+                    kind = .number
+                    flags = try scanNumberInline()
                 } else {
                     (kind, flags) = try scanValue()
                 }
                 if name >= 0 {
-                    let entry = plan.names[name]
-                    for k in entry.firstIndex..<(entry.firstIndex &+ entry.indexCount) {
-                        let index = plan.fieldIndices[k]
-                        if slots[index].start < 0 {
-                            slots[index] = TranscoderSlot(start: start, end: pos, kind: kind, flags: flags)
+                    let slot = TranscoderSlot(start: start, end: pos, kind: kind, flags: flags)
+                    let field = plan.onlyField[name]
+                    if field >= 0 {
+                        if slots[field].start < 0 { slots[field] = slot }
+                    } else {
+                        let entry = plan.names[name]
+                        for k in entry.firstIndex..<(entry.firstIndex &+ entry.indexCount) {
+                            let index = plan.fieldIndices[k]
+                            if slots[index].start < 0 { slots[index] = slot }
                         }
                     }
                 }
@@ -387,38 +395,88 @@ struct TranscodePass {
 
     /// The string at `pos` (its opening quote): validated and skipped; returns its `JSONTokenFlags`.
     ///
-    /// Plain ASCII goes eight bytes at a time (`JSONWord.special` finds the first `"`, `\`, control
-    /// byte or byte above 0x7F of a word); escapes and UTF-8 sequences are checked byte by byte, and
-    /// the last bytes of the input (fewer than eight) one at a time, so that no read passes `end`.
+    /// Plain ASCII goes sixteen bytes at a time (`JSONWord.specials` finds the first `"`, `\`,
+    /// control byte or byte above 0x7F of a block), then eight (`JSONWord.special`) in the last
+    /// sixteen bytes of the input; escapes and UTF-8 sequences are checked byte by byte, and the last
+    /// bytes of the input (fewer than eight) one at a time, so that no read passes `end`.
     mutating func scanString() throws(GatewayError) -> UInt8 {
-        pos &+= 1
-        var flags: UInt8 = 0
+        try scanStringRest(pos &+ 1, flags: 0)
+    }
+
+    /// `scanString` for an item's values, inlined into the item loop: plain ASCII strings (the
+    /// common case) end here; at the first escape, control byte, byte above 0x7F, or within the last
+    /// sixteen bytes of the input, `scanStringRest` goes on from there.
+    @inline(__always)
+    mutating func scanStringInline() throws(GatewayError) -> UInt8 {
+        var i = pos &+ 1
+        while i &+ 16 <= end {
+            let specials = JSONWord.specials(JSONWord.load16(p + i))
+            if specials.low | specials.high == 0 {
+                i &+= 16
+                continue
+            }
+            i &+= JSONWord.firstFlagged(specials)
+            if p[i] == UInt8(ascii: "\"") {
+                pos = i &+ 1
+                return 0
+            }
+            break
+        }
+        return try scanStringRest(i, flags: 0)
+    }
+
+    /// The rest of a string whose content before `from` was scanned already with `flags`.
+    @inline(never)
+    mutating func scanStringRest(_ from: Int, flags scanned: UInt8) throws(GatewayError) -> UInt8 {
+        // The cursor lives in a local (a register) and is stored to `pos` only around the rare calls.
+        let p = self.p
+        let end = self.end
+        var i = from
+        var flags = scanned
         while true {
-            while pos &+ 8 <= end {
-                let special = JSONWord.special(JSONWord.load(p + pos))
-                if special == 0 {
-                    pos &+= 8
+            if i &+ 16 <= end {
+                // The plain case adds a constant: the next load does not wait for this block's test.
+                let specials = JSONWord.specials(JSONWord.load16(p + i))
+                if specials.low | specials.high == 0 {
+                    i &+= 16
                     continue
                 }
-                pos &+= special.trailingZeroBitCount &>> 3
-                break
+                i &+= JSONWord.firstFlagged(specials)
+            } else {
+                while i &+ 8 <= end {
+                    let special = JSONWord.special(JSONWord.load(p + i))
+                    if special == 0 {
+                        i &+= 8
+                        continue
+                    }
+                    i &+= special.trailingZeroBitCount &>> 3
+                    break
+                }
             }
-            guard pos < end else { throw fail("unterminated string") }
-            let b = p[pos]
+            guard i < end else {
+                pos = i
+                throw fail("unterminated string")
+            }
+            let b = p[i]
             if b == UInt8(ascii: "\"") {
-                pos &+= 1
+                pos = i &+ 1
                 return flags
             }
             if b == UInt8(ascii: "\\") {
                 flags |= JSONTokenFlags.escaped
+                pos = i
                 try scanEscape()
+                i = pos
             } else if b < 0x20 {
+                pos = i
                 throw fail("control character in string")
             } else if b < 0x80 {
-                pos &+= 1
+                i &+= 1
             } else {
                 flags |= JSONTokenFlags.nonASCII
+                pos = i
                 try scanUTF8(b)
+                i = pos
             }
         }
     }
@@ -495,6 +553,22 @@ struct TranscodePass {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): return UInt32(b &- 55)
         default: return nil
         }
+    }
+
+    /// `scanNumber` for an item's values, inlined into the item loop: a positive integer of at most
+    /// 18 digits (the common id or count) ends here; anything else is scanned again by `scanNumber`.
+    @inline(__always)
+    mutating func scanNumberInline() throws(GatewayError) -> UInt8 {
+        var i = pos &+ 1
+        while i < end, p[i] &- 0x30 < 10 { i &+= 1 }
+        if i &- pos <= 18, i < end {
+            let b = p[i]
+            if b != UInt8(ascii: "."), b != UInt8(ascii: "e"), b != UInt8(ascii: "E") {
+                pos = i
+                return JSONTokenFlags.plainInteger
+            }
+        }
+        return try scanNumber()
     }
 
     /// The number at `pos`: RFC 8259 grammar, and (like the reference) one that reads as an infinite

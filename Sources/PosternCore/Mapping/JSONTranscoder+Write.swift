@@ -36,10 +36,9 @@ extension TranscodePass {
     /// `,"<resourceName>":` (no comma before the first).
     @inline(__always)
     private mutating func writeKey(_ field: TranscoderField, _ first: inout Bool) {
-        out.reserve(field.keyCount + 1)
-        if !first { out.appendReserved(UInt8(ascii: ",")) }
+        if !first { out.append(UInt8(ascii: ",")) }
         first = false
-        out.append(plan.keyBytes + field.keyStart, field.keyCount)
+        out.appendBlocks(plan.keyBytes + field.keyStart, field.keyCount)
     }
 
     /// The key: a non-empty string as it is, an integral number in decimal, in quotes.
@@ -90,7 +89,7 @@ extension TranscodePass {
         switch slot.kind {
         case .string: writeString(slot.start, slot.end, slot.flags)
         case .number: writeNumber(slot.start, slot.end, plain: slot.flags & JSONTokenFlags.plainInteger != 0)
-        case .bool, .null: out.append(p + slot.start, slot.end - slot.start)
+        case .bool, .null: appendToken(slot.start, slot.end)
         case .object, .array: writeCompact(slot.start, slot.end)
         }
     }
@@ -117,7 +116,7 @@ extension TranscodePass {
             if end - start == 2, p[start] == UInt8(ascii: "-"), p[start + 1] == UInt8(ascii: "0") {
                 out.append(UInt8(ascii: "0"))
             } else {
-                out.append(p + start, end - start)
+                appendToken(start, end)
             }
             return
         }
@@ -133,9 +132,20 @@ extension TranscodePass {
     @inline(__always)
     private mutating func writeString(_ start: Int, _ end: Int, _ flags: UInt8) {
         if flags & JSONTokenFlags.escaped == 0 {
-            out.append(p + start, end - start)
+            appendToken(start, end)
         } else {
             _ = writeEscapedString(start)
+        }
+    }
+
+    /// Copies the input bytes `start..<end` as they are: by blocks (`TranscoderOutput.appendBlocks`)
+    /// when fifteen more bytes of input follow them, else exactly.
+    @inline(__always)
+    private mutating func appendToken(_ start: Int, _ end: Int) {
+        if end &+ 15 <= self.end {
+            out.appendBlocks(p + start, end &- start)
+        } else {
+            out.append(p + start, end &- start)
         }
     }
 

@@ -136,7 +136,7 @@ final class TranscoderPlan: @unchecked Sendable {
     let fieldCount: Int
     /// The mapped fields in config (output) order.
     let fields: UnsafeMutablePointer<TranscoderField>
-    /// `"<resourceName>":` of every field, back to back.
+    /// `"<resourceName>":` of every field, back to back, then sixteen bytes of padding.
     let keyBytes: UnsafeMutablePointer<UInt8>
     /// Number of distinct Directus names.
     let nameCount: Int
@@ -148,6 +148,8 @@ final class TranscoderPlan: @unchecked Sendable {
     let nameWords: UnsafeMutablePointer<UInt64>
     /// Field indices of every name, back to back.
     let fieldIndices: UnsafeMutablePointer<Int>
+    /// For every name, the one field it feeds, or -1 when it feeds several (see `fieldIndices`).
+    let onlyField: UnsafeMutablePointer<Int>
     /// True when every Directus name is ASCII, so that an ASCII key matches by its bytes alone.
     let namesAreASCII: Bool
     /// `{"<name>":[` as UTF-8.
@@ -166,8 +168,10 @@ final class TranscoderPlan: @unchecked Sendable {
         fieldCount = table.fields.count
         fields = .allocate(capacity: max(fieldCount, 1))
         let keys = table.fields.flatMap(\.keyBytes)
-        keyBytes = .allocate(capacity: max(keys.count, 1))
+        // Sixteen zero bytes of padding, so that `TranscoderOutput.appendBlocks` can copy any key.
+        keyBytes = .allocate(capacity: keys.count + 16)
         keyBytes.initialize(from: keys, count: keys.count)
+        (keyBytes + keys.count).initialize(repeating: 0, count: 16)
         var offset = 0
         for (i, field) in table.fields.enumerated() {
             (fields + i).initialize(to: TranscoderField(keyStart: offset, keyCount: field.keyBytes.count,
@@ -197,6 +201,11 @@ final class TranscoderPlan: @unchecked Sendable {
             byteOffset += count
             indexOffset += indexCount
         }
+        onlyField = .allocate(capacity: max(nameCount, 1))
+        for (i, name) in distinct.enumerated() {
+            let indices = table.indicesByDirectusName[name] ?? []
+            (onlyField + i).initialize(to: indices.count == 1 ? indices[0] : -1)
+        }
         namesAreASCII = allNameBytes.allSatisfy { $0 < 0x80 }
         nameWords = .allocate(capacity: max(2 * nameCount, 1))
         for (i, name) in distinct.enumerated() {
@@ -216,5 +225,6 @@ final class TranscoderPlan: @unchecked Sendable {
         nameBytes.deallocate()
         fieldIndices.deallocate()
         nameWords.deallocate()
+        onlyField.deallocate()
     }
 }
