@@ -196,7 +196,6 @@ struct TranscodePass {
                 guard pos < end, p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
                 let name = try memberKey(member)
                 member &+= 1
-                try colon()
                 let start = pos
                 let kind: JSONTokenKind
                 let flags: UInt8
@@ -230,38 +229,47 @@ struct TranscodePass {
         try writeItem()
     }
 
-    /// The key of member `member` of an item, at `pos` (its opening quote): its index in
-    /// `plan.names`, or -1 for an unmapped key.
+    /// The key of member `member` of an item, at `pos` (its opening quote), and the `:` after it
+    /// (with the whitespace around it): its index in `plan.names`, or -1 for an unmapped key.
     ///
-    /// Directus writes every item's keys in the same order, so the key token found at the same member
-    /// of an earlier item is tried first: when the next bytes are that token, the key is that one
-    /// (a plain ASCII token ends at its own closing quote, so equal bytes are an equal, valid key).
+    /// Directus writes every item's keys in the same order, so the `"key":` token found at the same
+    /// member of an earlier item is tried first, as two masked words: when the next bytes are that
+    /// token, the key is that one (a plain ASCII token ends at its own closing quote, so equal bytes
+    /// are an equal, valid key, and its `:` is there).
     @inline(__always)
     private mutating func memberKey(_ member: Int) throws(GatewayError) -> Int {
-        let remembered = member < KeyPrediction.capacity
-        if remembered, pos &+ 16 <= end {
+        if member < KeyPrediction.capacity, pos &+ 16 <= end {
             let guess = predictions[member]
-            if guess.length > 0 {
-                let first = JSONWord.load(p + pos)
-                let second = JSONWord.load(p + pos + 8)
-                if JSONWord.prefix(first, guess.length) == guess.first,
-                   JSONWord.prefix(second, guess.length &- 8) == guess.second {
-                    pos &+= guess.length
-                    return guess.name
-                }
+            let first = JSONWord.load(p + pos)
+            let second = JSONWord.load(p + pos + 8)
+            if (first ^ guess.first) & guess.firstMask | (second ^ guess.second) & guess.secondMask == 0 {
+                pos &+= guess.length
+                skipSpace()
+                return guess.name
             }
         }
+        return try memberKeyMiss(member)
+    }
+
+    /// `memberKey` when the prediction fails: the key is scanned and looked up, and remembered for
+    /// the next items when it is plain ASCII and its `"key":` fits sixteen bytes.
+    @inline(never)
+    private mutating func memberKeyMiss(_ member: Int) throws(GatewayError) -> Int {
         let keyStart = pos
         let keyFlags = try scanString()
         let name = Self.lookUpName(p, end, plan, keyStart, pos, keyFlags)
-        if remembered {
-            let length = pos &- keyStart
-            if keyFlags == 0, length <= 16, keyStart &+ 16 <= end {
+        let keyEnd = pos
+        try colon()
+        if member < KeyPrediction.capacity {
+            let length = keyEnd &+ 1 &- keyStart
+            if keyFlags == 0, length <= 16, keyStart &+ 16 <= end, p[keyEnd] == UInt8(ascii: ":") {
                 predictions[member] = KeyPrediction(
-                    length: length, first: JSONWord.prefix(JSONWord.load(p + keyStart), length),
-                    second: JSONWord.prefix(JSONWord.load(p + keyStart + 8), length &- 8), name: name)
+                    first: JSONWord.prefix(JSONWord.load(p + keyStart), length),
+                    second: JSONWord.prefix(JSONWord.load(p + keyStart + 8), length &- 8),
+                    firstMask: JSONWord.prefix(~0, length), secondMask: JSONWord.prefix(~0, length &- 8),
+                    length: length, name: name)
             } else {
-                predictions[member].length = 0
+                predictions[member] = .none
             }
         }
         return name

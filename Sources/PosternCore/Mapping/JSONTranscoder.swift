@@ -60,8 +60,7 @@ public struct JSONTranscoder: ResourceRenderer {
             withUnsafeTemporaryAllocation(of: KeyPrediction.self, capacity: KeyPrediction.capacity) { guesses in
                 // Temporary allocations of capacity ≥ 1 always have a base address.
                 let predictions = guesses.baseAddress!
-                predictions.initialize(repeating: KeyPrediction(length: 0, first: 0, second: 0, name: -1),
-                                       count: KeyPrediction.capacity)
+                predictions.initialize(repeating: .none, count: KeyPrediction.capacity)
                 var pass = TranscodePass(bytes: bytes, count: count, plan: plan, slots: slots.baseAddress!,
                                          predictions: predictions)
                 do throws(GatewayError) {

@@ -99,17 +99,23 @@ extension TranscoderPlan {
     }
 }
 
-/// A key token seen at one member position of an item, remembered for the next items.
+/// A `"key":` token seen at one member position of an item, remembered for the next items.
 struct KeyPrediction {
     /// Member positions remembered per item.
     static let capacity = 16
+    /// Nothing remembered: a first byte of 0 is expected, and a key token starts with `"`.
+    static let none = KeyPrediction(first: 0, second: 0, firstMask: 0xFF, secondMask: 0, length: 0, name: -1)
 
-    /// The token's length, quotes included (at most 16); 0 for nothing remembered.
-    var length: Int
     /// The token's first eight bytes (zero-padded).
     var first: UInt64
     /// The token's bytes 8..<16 (zero-padded).
     var second: UInt64
-    /// What the token resolved to: its index in `TranscoderPlan.names`, or -1.
+    /// The bytes of `first` that belong to the token.
+    var firstMask: UInt64
+    /// The bytes of `second` that belong to the token.
+    var secondMask: UInt64
+    /// The token's length, quotes and colon included (at most 16).
+    var length: Int
+    /// What the key resolved to: its index in `TranscoderPlan.names`, or -1.
     var name: Int
 }
