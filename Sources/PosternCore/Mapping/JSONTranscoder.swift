@@ -77,7 +77,7 @@ public struct JSONTranscoder: ResourceRenderer {
 
 /// One mapped field as the transcoder reads it: where its `"<name>":` bytes are, and how it renders.
 struct TranscoderField {
-    /// Offset of `"<resourceName>":` in `TranscoderPlan.keyBytes`.
+    /// Offset of `"<resourceName>":` in `TranscoderPlan.keyBytes` (a comma precedes it).
     var keyStart: Int
     /// Length of `"<resourceName>":`.
     var keyCount: Int
@@ -135,7 +135,7 @@ final class TranscoderPlan: @unchecked Sendable {
     let fieldCount: Int
     /// The mapped fields in config (output) order.
     let fields: UnsafeMutablePointer<TranscoderField>
-    /// `"<resourceName>":` of every field, back to back, then sixteen bytes of padding.
+    /// `,"<resourceName>":` of every field, back to back, then sixteen bytes of padding.
     let keyBytes: UnsafeMutablePointer<UInt8>
     /// Number of distinct Directus names.
     let nameCount: Int
@@ -166,16 +166,17 @@ final class TranscoderPlan: @unchecked Sendable {
 
         fieldCount = table.fields.count
         fields = .allocate(capacity: max(fieldCount, 1))
-        let keys = table.fields.flatMap(\.keyBytes)
-        // Sixteen zero bytes of padding, so that `TranscoderOutput.appendBlocks` can copy any key.
+        // Every key behind a comma; sixteen zero bytes of padding, so that
+        // `TranscoderOutput.appendBlocks` can copy any key.
+        let keys = table.fields.flatMap { [UInt8(ascii: ",")] + $0.keyBytes }
         keyBytes = .allocate(capacity: keys.count + 16)
         keyBytes.initialize(from: keys, count: keys.count)
         (keyBytes + keys.count).initialize(repeating: 0, count: 16)
         var offset = 0
         for (i, field) in table.fields.enumerated() {
-            (fields + i).initialize(to: TranscoderField(keyStart: offset, keyCount: field.keyBytes.count,
+            (fields + i).initialize(to: TranscoderField(keyStart: offset + 1, keyCount: field.keyBytes.count,
                                                         isID: field.isID, isRequired: field.isRequired))
-            offset += field.keyBytes.count
+            offset += 1 + field.keyBytes.count
         }
 
         // Distinct Directus names in first-use order (the order does not matter for lookups).
