@@ -29,6 +29,7 @@ import Testing
             for byte in 0...255 {
                 var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 16)
                 bytes[lane] = UInt8(byte)
+                // A non-empty array always has a base address.
                 let specials = bytes.withUnsafeBufferPointer { JSONWord.specials(JSONWord.load16($0.baseAddress!)) }
                 let special = byte == 0x22 || byte == 0x5C || byte < 0x20 || byte > 0x7F
                 #expect((specials.low | specials.high == 0) == !special, "byte \(byte) in lane \(lane)")
@@ -42,6 +43,7 @@ import Testing
             var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 16)
             bytes[first] = 0x22
             bytes[15] = 0x5C
+            // A non-empty array always has a base address.
             let specials = bytes.withUnsafeBufferPointer { JSONWord.specials(JSONWord.load16($0.baseAddress!)) }
             #expect(JSONWord.firstFlagged(specials) == first)
         }

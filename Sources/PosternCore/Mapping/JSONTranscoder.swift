@@ -12,9 +12,10 @@ import Foundation
 /// value, so that they follow the reference's rules exactly.
 ///
 /// The common shapes take fast paths that never read past the answer: plain ASCII in strings is
-/// scanned eight bytes at a time (`JSONWord`), keys are matched by length and 16-byte words, and each
+/// scanned sixteen bytes at a time (`JSONWord`), keys are matched by length and 16-byte words, each
 /// item's `"key":` bytes are first compared with those at the same member of the previous item
-/// (`KeyPrediction`). Per render it allocates the output buffer and `Data`'s own storage object only.
+/// (`KeyPrediction`), and unescaped strings and plain numbers are copied to the output sixteen bytes
+/// at a time. Per render it allocates the output buffer and `Data`'s own storage object only.
 public struct JSONTranscoder: ResourceRenderer {
     /// The resource's field tables, flattened for the byte scanner.
     let plan: TranscoderPlan
