@@ -55,6 +55,24 @@ struct TranscoderOutput {
         count &+= n
     }
 
+    /// Appends `n` bytes from `source`, which has at least `n + 15` readable bytes, sixteen at a time:
+    /// one block store for a key or a short value, no call and no branch on the exact length. Up to
+    /// fifteen bytes past the `n` are written too, inside the reserved room; what is appended next
+    /// overwrites them, and `finish()` never includes them.
+    @inline(__always)
+    mutating func appendBlocks(_ source: UnsafePointer<UInt8>, _ n: Int) {
+        reserve(n &+ 16)
+        let from = UnsafeRawPointer(source)
+        let to = UnsafeMutableRawPointer(base + count)
+        var k = 0
+        repeat {
+            to.storeBytes(of: from.loadUnaligned(fromByteOffset: k, as: SIMD16<UInt8>.self), toByteOffset: k,
+                          as: SIMD16<UInt8>.self)
+            k &+= 16
+        } while k < n
+        count &+= n
+    }
+
     /// Copies `n` bytes: short runs (keys, ids, short values) as a few overlapping words inline, which
     /// reads and writes only the `n` bytes themselves; longer ones with `memcpy`.
     @inline(__always)

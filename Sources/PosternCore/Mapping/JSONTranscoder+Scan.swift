@@ -196,22 +196,29 @@ struct TranscodePass {
                 guard pos < end, p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
                 let name = try memberKey(member)
                 member &+= 1
-                try colon()
                 let start = pos
                 let kind: JSONTokenKind
                 let flags: UInt8
-                if pos < end, p[pos] == UInt8(ascii: "\"") {
+                let b = pos < end ? p[pos] : 0
+                if b == UInt8(ascii: "\"") {
                     kind = .string
-                    flags = try scanString()
+                    flags = try scanStringInline()
+                } else if b &- 0x31 < 9 {
+                    kind = .number
+                    flags = try scanNumberInline()
                 } else {
                     (kind, flags) = try scanValue()
                 }
                 if name >= 0 {
-                    let entry = plan.names[name]
-                    for k in entry.firstIndex..<(entry.firstIndex &+ entry.indexCount) {
-                        let index = plan.fieldIndices[k]
-                        if slots[index].start < 0 {
-                            slots[index] = TranscoderSlot(start: start, end: pos, kind: kind, flags: flags)
+                    let slot = TranscoderSlot(start: start, end: pos, kind: kind, flags: flags)
+                    let field = plan.onlyField[name]
+                    if field >= 0 {
+                        if slots[field].start < 0 { slots[field] = slot }
+                    } else {
+                        let entry = plan.names[name]
+                        for k in entry.firstIndex..<(entry.firstIndex &+ entry.indexCount) {
+                            let index = plan.fieldIndices[k]
+                            if slots[index].start < 0 { slots[index] = slot }
                         }
                     }
                 }
@@ -222,38 +229,47 @@ struct TranscodePass {
         try writeItem()
     }
 
-    /// The key of member `member` of an item, at `pos` (its opening quote): its index in
-    /// `plan.names`, or -1 for an unmapped key.
+    /// The key of member `member` of an item, at `pos` (its opening quote), and the `:` after it
+    /// (with the whitespace around it): its index in `plan.names`, or -1 for an unmapped key.
     ///
-    /// Directus writes every item's keys in the same order, so the key token found at the same member
-    /// of an earlier item is tried first: when the next bytes are that token, the key is that one
-    /// (a plain ASCII token ends at its own closing quote, so equal bytes are an equal, valid key).
+    /// Directus writes every item's keys in the same order, so the `"key":` token found at the same
+    /// member of an earlier item is tried first, as two masked words: when the next bytes are that
+    /// token, the key is that one (a plain ASCII token ends at its own closing quote, so equal bytes
+    /// are an equal, valid key, and its `:` is there).
     @inline(__always)
     private mutating func memberKey(_ member: Int) throws(GatewayError) -> Int {
-        let remembered = member < KeyPrediction.capacity
-        if remembered, pos &+ 16 <= end {
+        if member < KeyPrediction.capacity, pos &+ 16 <= end {
             let guess = predictions[member]
-            if guess.length > 0 {
-                let first = JSONWord.load(p + pos)
-                let second = JSONWord.load(p + pos + 8)
-                if JSONWord.prefix(first, guess.length) == guess.first,
-                   JSONWord.prefix(second, guess.length &- 8) == guess.second {
-                    pos &+= guess.length
-                    return guess.name
-                }
+            let first = JSONWord.load(p + pos)
+            let second = JSONWord.load(p + pos + 8)
+            if (first ^ guess.first) & guess.firstMask | (second ^ guess.second) & guess.secondMask == 0 {
+                pos &+= guess.length
+                skipSpace()
+                return guess.name
             }
         }
+        return try memberKeyMiss(member)
+    }
+
+    /// `memberKey` when the prediction fails: the key is scanned and looked up, and remembered for
+    /// the next items when it is plain ASCII and its `"key":` fits sixteen bytes.
+    @inline(never)
+    private mutating func memberKeyMiss(_ member: Int) throws(GatewayError) -> Int {
         let keyStart = pos
         let keyFlags = try scanString()
         let name = Self.lookUpName(p, end, plan, keyStart, pos, keyFlags)
-        if remembered {
-            let length = pos &- keyStart
-            if keyFlags == 0, length <= 16, keyStart &+ 16 <= end {
+        let keyEnd = pos
+        try colon()
+        if member < KeyPrediction.capacity {
+            let length = keyEnd &+ 1 &- keyStart
+            if keyFlags == 0, length <= 16, keyStart &+ 16 <= end, p[keyEnd] == UInt8(ascii: ":") {
                 predictions[member] = KeyPrediction(
-                    length: length, first: JSONWord.prefix(JSONWord.load(p + keyStart), length),
-                    second: JSONWord.prefix(JSONWord.load(p + keyStart + 8), length &- 8), name: name)
+                    first: JSONWord.prefix(JSONWord.load(p + keyStart), length),
+                    second: JSONWord.prefix(JSONWord.load(p + keyStart + 8), length &- 8),
+                    firstMask: JSONWord.prefix(~0, length), secondMask: JSONWord.prefix(~0, length &- 8),
+                    length: length, name: name)
             } else {
-                predictions[member].length = 0
+                predictions[member] = .none
             }
         }
         return name
@@ -387,38 +403,88 @@ struct TranscodePass {
 
     /// The string at `pos` (its opening quote): validated and skipped; returns its `JSONTokenFlags`.
     ///
-    /// Plain ASCII goes eight bytes at a time (`JSONWord.special` finds the first `"`, `\`, control
-    /// byte or byte above 0x7F of a word); escapes and UTF-8 sequences are checked byte by byte, and
-    /// the last bytes of the input (fewer than eight) one at a time, so that no read passes `end`.
+    /// Plain ASCII goes sixteen bytes at a time (`JSONWord.specials` finds the first `"`, `\`,
+    /// control byte or byte above 0x7F of a block), then eight (`JSONWord.special`) in the last
+    /// sixteen bytes of the input; escapes and UTF-8 sequences are checked byte by byte, and the last
+    /// bytes of the input (fewer than eight) one at a time, so that no read passes `end`.
     mutating func scanString() throws(GatewayError) -> UInt8 {
-        pos &+= 1
-        var flags: UInt8 = 0
+        try scanStringRest(pos &+ 1, flags: 0)
+    }
+
+    /// `scanString` for an item's values, inlined into the item loop: plain ASCII strings (the
+    /// common case) end here; at the first escape, control byte, byte above 0x7F, or within the last
+    /// sixteen bytes of the input, `scanStringRest` goes on from there.
+    @inline(__always)
+    mutating func scanStringInline() throws(GatewayError) -> UInt8 {
+        var i = pos &+ 1
+        while i &+ 16 <= end {
+            let specials = JSONWord.specials(JSONWord.load16(p + i))
+            if specials.low | specials.high == 0 {
+                i &+= 16
+                continue
+            }
+            i &+= JSONWord.firstFlagged(specials)
+            if p[i] == UInt8(ascii: "\"") {
+                pos = i &+ 1
+                return 0
+            }
+            break
+        }
+        return try scanStringRest(i, flags: 0)
+    }
+
+    /// The rest of a string whose content before `from` was scanned already with `flags`.
+    @inline(never)
+    mutating func scanStringRest(_ from: Int, flags scanned: UInt8) throws(GatewayError) -> UInt8 {
+        // The cursor lives in a local (a register) and is stored to `pos` only around the rare calls.
+        let p = self.p
+        let end = self.end
+        var i = from
+        var flags = scanned
         while true {
-            while pos &+ 8 <= end {
-                let special = JSONWord.special(JSONWord.load(p + pos))
-                if special == 0 {
-                    pos &+= 8
+            if i &+ 16 <= end {
+                // The plain case adds a constant: the next load does not wait for this block's test.
+                let specials = JSONWord.specials(JSONWord.load16(p + i))
+                if specials.low | specials.high == 0 {
+                    i &+= 16
                     continue
                 }
-                pos &+= special.trailingZeroBitCount &>> 3
-                break
+                i &+= JSONWord.firstFlagged(specials)
+            } else {
+                while i &+ 8 <= end {
+                    let special = JSONWord.special(JSONWord.load(p + i))
+                    if special == 0 {
+                        i &+= 8
+                        continue
+                    }
+                    i &+= special.trailingZeroBitCount &>> 3
+                    break
+                }
             }
-            guard pos < end else { throw fail("unterminated string") }
-            let b = p[pos]
+            guard i < end else {
+                pos = i
+                throw fail("unterminated string")
+            }
+            let b = p[i]
             if b == UInt8(ascii: "\"") {
-                pos &+= 1
+                pos = i &+ 1
                 return flags
             }
             if b == UInt8(ascii: "\\") {
                 flags |= JSONTokenFlags.escaped
+                pos = i
                 try scanEscape()
+                i = pos
             } else if b < 0x20 {
+                pos = i
                 throw fail("control character in string")
             } else if b < 0x80 {
-                pos &+= 1
+                i &+= 1
             } else {
                 flags |= JSONTokenFlags.nonASCII
+                pos = i
                 try scanUTF8(b)
+                i = pos
             }
         }
     }
@@ -495,6 +561,22 @@ struct TranscodePass {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): return UInt32(b &- 55)
         default: return nil
         }
+    }
+
+    /// `scanNumber` for an item's values, inlined into the item loop: a positive integer of at most
+    /// 18 digits (the common id or count) ends here; anything else is scanned again by `scanNumber`.
+    @inline(__always)
+    mutating func scanNumberInline() throws(GatewayError) -> UInt8 {
+        var i = pos &+ 1
+        while i < end, p[i] &- 0x30 < 10 { i &+= 1 }
+        if i &- pos <= 18, i < end {
+            let b = p[i]
+            if b != UInt8(ascii: "."), b != UInt8(ascii: "e"), b != UInt8(ascii: "E") {
+                pos = i
+                return JSONTokenFlags.plainInteger
+            }
+        }
+        return try scanNumber()
     }
 
     /// The number at `pos`: RFC 8259 grammar, and (like the reference) one that reads as an infinite

@@ -11,6 +11,22 @@ extension TranscodePass {
         for i in 0..<plan.fieldCount {
             let field = fields[i]
             let slot = slots[i]
+            // The common shapes first, inline: a string without escapes (a non-empty one for the
+            // id) is copied as it is; a non-negative plain integer id or required field in quotes.
+            if slot.kind == .string, slot.start >= 0, slot.flags & JSONTokenFlags.escaped == 0,
+               !field.isID || slot.end &- slot.start > 2 {
+                writeKey(field, &first)
+                appendToken(slot.start, slot.end)
+                continue
+            }
+            if slot.kind == .number, slot.start >= 0, slot.flags & JSONTokenFlags.plainInteger != 0,
+               field.isID || field.isRequired, p[slot.start] != UInt8(ascii: "-") {
+                writeKey(field, &first)
+                out.append(UInt8(ascii: "\""))
+                appendToken(slot.start, slot.end)
+                out.append(UInt8(ascii: "\""))
+                continue
+            }
             let present = slot.start >= 0 && slot.kind != .null
             if field.isID {
                 guard present else { throw .upstreamError("item has no usable id: missing or null") }
@@ -36,10 +52,9 @@ extension TranscodePass {
     /// `,"<resourceName>":` (no comma before the first).
     @inline(__always)
     private mutating func writeKey(_ field: TranscoderField, _ first: inout Bool) {
-        out.reserve(field.keyCount + 1)
-        if !first { out.appendReserved(UInt8(ascii: ",")) }
+        let comma = first ? 0 : 1
         first = false
-        out.append(plan.keyBytes + field.keyStart, field.keyCount)
+        out.appendBlocks(plan.keyBytes + (field.keyStart &- comma), field.keyCount &+ comma)
     }
 
     /// The key: a non-empty string as it is, an integral number in decimal, in quotes.
@@ -90,7 +105,7 @@ extension TranscodePass {
         switch slot.kind {
         case .string: writeString(slot.start, slot.end, slot.flags)
         case .number: writeNumber(slot.start, slot.end, plain: slot.flags & JSONTokenFlags.plainInteger != 0)
-        case .bool, .null: out.append(p + slot.start, slot.end - slot.start)
+        case .bool, .null: appendToken(slot.start, slot.end)
         case .object, .array: writeCompact(slot.start, slot.end)
         }
     }
@@ -117,7 +132,7 @@ extension TranscodePass {
             if end - start == 2, p[start] == UInt8(ascii: "-"), p[start + 1] == UInt8(ascii: "0") {
                 out.append(UInt8(ascii: "0"))
             } else {
-                out.append(p + start, end - start)
+                appendToken(start, end)
             }
             return
         }
@@ -133,9 +148,20 @@ extension TranscodePass {
     @inline(__always)
     private mutating func writeString(_ start: Int, _ end: Int, _ flags: UInt8) {
         if flags & JSONTokenFlags.escaped == 0 {
-            out.append(p + start, end - start)
+            appendToken(start, end)
         } else {
             _ = writeEscapedString(start)
+        }
+    }
+
+    /// Copies the input bytes `start..<end` as they are: by blocks (`TranscoderOutput.appendBlocks`)
+    /// when fifteen more bytes of input follow them, else exactly.
+    @inline(__always)
+    mutating func appendToken(_ start: Int, _ end: Int) {
+        if end &+ 15 <= self.end {
+            out.appendBlocks(p + start, end &- start)
+        } else {
+            out.append(p + start, end &- start)
         }
     }
 

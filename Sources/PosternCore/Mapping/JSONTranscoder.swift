@@ -12,9 +12,10 @@ import Foundation
 /// value, so that they follow the reference's rules exactly.
 ///
 /// The common shapes take fast paths that never read past the answer: plain ASCII in strings is
-/// scanned eight bytes at a time (`JSONWord`), keys are matched by length and 16-byte words, and each
+/// scanned sixteen bytes at a time (`JSONWord`), keys are matched by length and 16-byte words, each
 /// item's `"key":` bytes are first compared with those at the same member of the previous item
-/// (`KeyPrediction`). Per render it allocates the output buffer and `Data`'s own storage object only.
+/// (`KeyPrediction`), and unescaped strings and plain numbers are copied to the output sixteen bytes
+/// at a time. Per render it allocates the output buffer and `Data`'s own storage object only.
 public struct JSONTranscoder: ResourceRenderer {
     /// The resource's field tables, flattened for the byte scanner.
     let plan: TranscoderPlan
@@ -60,8 +61,7 @@ public struct JSONTranscoder: ResourceRenderer {
             withUnsafeTemporaryAllocation(of: KeyPrediction.self, capacity: KeyPrediction.capacity) { guesses in
                 // Temporary allocations of capacity ≥ 1 always have a base address.
                 let predictions = guesses.baseAddress!
-                predictions.initialize(repeating: KeyPrediction(length: 0, first: 0, second: 0, name: -1),
-                                       count: KeyPrediction.capacity)
+                predictions.initialize(repeating: .none, count: KeyPrediction.capacity)
                 var pass = TranscodePass(bytes: bytes, count: count, plan: plan, slots: slots.baseAddress!,
                                          predictions: predictions)
                 do throws(GatewayError) {
@@ -78,7 +78,7 @@ public struct JSONTranscoder: ResourceRenderer {
 
 /// One mapped field as the transcoder reads it: where its `"<name>":` bytes are, and how it renders.
 struct TranscoderField {
-    /// Offset of `"<resourceName>":` in `TranscoderPlan.keyBytes`.
+    /// Offset of `"<resourceName>":` in `TranscoderPlan.keyBytes` (a comma precedes it).
     var keyStart: Int
     /// Length of `"<resourceName>":`.
     var keyCount: Int
@@ -136,7 +136,7 @@ final class TranscoderPlan: @unchecked Sendable {
     let fieldCount: Int
     /// The mapped fields in config (output) order.
     let fields: UnsafeMutablePointer<TranscoderField>
-    /// `"<resourceName>":` of every field, back to back.
+    /// `,"<resourceName>":` of every field, back to back, then sixteen bytes of padding.
     let keyBytes: UnsafeMutablePointer<UInt8>
     /// Number of distinct Directus names.
     let nameCount: Int
@@ -148,6 +148,8 @@ final class TranscoderPlan: @unchecked Sendable {
     let nameWords: UnsafeMutablePointer<UInt64>
     /// Field indices of every name, back to back.
     let fieldIndices: UnsafeMutablePointer<Int>
+    /// For every name, the one field it feeds, or -1 when it feeds several (see `fieldIndices`).
+    let onlyField: UnsafeMutablePointer<Int>
     /// True when every Directus name is ASCII, so that an ASCII key matches by its bytes alone.
     let namesAreASCII: Bool
     /// `{"<name>":[` as UTF-8.
@@ -165,14 +167,17 @@ final class TranscoderPlan: @unchecked Sendable {
 
         fieldCount = table.fields.count
         fields = .allocate(capacity: max(fieldCount, 1))
-        let keys = table.fields.flatMap(\.keyBytes)
-        keyBytes = .allocate(capacity: max(keys.count, 1))
+        // Every key behind a comma; sixteen zero bytes of padding, so that
+        // `TranscoderOutput.appendBlocks` can copy any key.
+        let keys = table.fields.flatMap { [UInt8(ascii: ",")] + $0.keyBytes }
+        keyBytes = .allocate(capacity: keys.count + 16)
         keyBytes.initialize(from: keys, count: keys.count)
+        (keyBytes + keys.count).initialize(repeating: 0, count: 16)
         var offset = 0
         for (i, field) in table.fields.enumerated() {
-            (fields + i).initialize(to: TranscoderField(keyStart: offset, keyCount: field.keyBytes.count,
+            (fields + i).initialize(to: TranscoderField(keyStart: offset + 1, keyCount: field.keyBytes.count,
                                                         isID: field.isID, isRequired: field.isRequired))
-            offset += field.keyBytes.count
+            offset += 1 + field.keyBytes.count
         }
 
         // Distinct Directus names in first-use order (the order does not matter for lookups).
@@ -197,6 +202,11 @@ final class TranscoderPlan: @unchecked Sendable {
             byteOffset += count
             indexOffset += indexCount
         }
+        onlyField = .allocate(capacity: max(nameCount, 1))
+        for (i, name) in distinct.enumerated() {
+            let indices = table.indicesByDirectusName[name] ?? []
+            (onlyField + i).initialize(to: indices.count == 1 ? indices[0] : -1)
+        }
         namesAreASCII = allNameBytes.allSatisfy { $0 < 0x80 }
         nameWords = .allocate(capacity: max(2 * nameCount, 1))
         for (i, name) in distinct.enumerated() {
@@ -216,5 +226,6 @@ final class TranscoderPlan: @unchecked Sendable {
         nameBytes.deallocate()
         fieldIndices.deallocate()
         nameWords.deallocate()
+        onlyField.deallocate()
     }
 }

@@ -28,6 +28,35 @@ enum JSONWord {
         return ((quote &- ones) | (backslash &- ones) | (w &- ones &* 0x20) | w) & high
     }
 
+    /// Sixteen bytes at `at` (the caller keeps `at + 16` within the input).
+    @inline(__always)
+    static func load16(_ at: UnsafePointer<UInt8>) -> SIMD16<UInt8> {
+        UnsafeRawPointer(at).loadUnaligned(as: SIMD16<UInt8>.self)
+    }
+
+    /// The bytes of `v` that end a plain ASCII run inside a string (as `special`), as two words with
+    /// the high bit of each such byte set; both are 0 when the sixteen bytes are plain.
+    ///
+    /// The same tests as `special`, lane by lane: lanes do not borrow from each other, so every flag
+    /// is exact. Written with wrapping arithmetic only (no vector comparisons), which the compiler
+    /// turns into a handful of SSE2 instructions.
+    @inline(__always)
+    static func specials(_ v: SIMD16<UInt8>) -> (low: UInt64, high: UInt64) {
+        let one = SIMD16<UInt8>(repeating: 1)
+        let flags = (((v ^ SIMD16(repeating: 0x22)) &- one) | ((v ^ SIMD16(repeating: 0x5C)) &- one)
+            | (v &- SIMD16(repeating: 0x20)) | v) & SIMD16(repeating: 0x80)
+        let words = unsafeBitCast(flags, to: SIMD2<UInt64>.self)
+        return (UInt64(littleEndian: words[0]), UInt64(littleEndian: words[1]))
+    }
+
+    /// The index of the first flagged byte of `specials` (at least one byte is flagged).
+    @inline(__always)
+    static func firstFlagged(_ specials: (low: UInt64, high: UInt64)) -> Int {
+        // Branch-free: 64 zero bits in the low half add the high half's count.
+        let lowZeros = specials.low.trailingZeroBitCount
+        return (lowZeros &+ (lowZeros == 64 ? specials.high.trailingZeroBitCount : 0)) &>> 3
+    }
+
     /// The low `n` bytes of `w` (none when `n` ≤ 0, all when `n` ≥ 8), the others zero.
     @inline(__always)
     static func prefix(_ w: UInt64, _ n: Int) -> UInt64 {
@@ -70,17 +99,23 @@ extension TranscoderPlan {
     }
 }
 
-/// A key token seen at one member position of an item, remembered for the next items.
+/// A `"key":` token seen at one member position of an item, remembered for the next items.
 struct KeyPrediction {
     /// Member positions remembered per item.
     static let capacity = 16
+    /// Nothing remembered: a first byte of 0 is expected, and a key token starts with `"`.
+    static let none = KeyPrediction(first: 0, second: 0, firstMask: 0xFF, secondMask: 0, length: 0, name: -1)
 
-    /// The token's length, quotes included (at most 16); 0 for nothing remembered.
-    var length: Int
     /// The token's first eight bytes (zero-padded).
     var first: UInt64
     /// The token's bytes 8..<16 (zero-padded).
     var second: UInt64
-    /// What the token resolved to: its index in `TranscoderPlan.names`, or -1.
+    /// The bytes of `first` that belong to the token.
+    var firstMask: UInt64
+    /// The bytes of `second` that belong to the token.
+    var secondMask: UInt64
+    /// The token's length, quotes and colon included (at most 16).
+    var length: Int
+    /// What the key resolved to: its index in `TranscoderPlan.names`, or -1.
     var name: Int
 }
