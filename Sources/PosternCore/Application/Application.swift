@@ -136,7 +136,8 @@ public final class Application: @unchecked Sendable {
         let gateway = self.gateway
         let group = self.group ?? EventLoopGroup(count: config.effectiveWorkers)
         self.group = group
-        let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) }) { request in
+        let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) },
+                                immediate: { gateway.handleImmediately($0) }) { request in
             await gateway.handle(request)
         }
         do {

@@ -35,16 +35,18 @@ public struct AuthenticationMiddleware: Middleware {
 
     /// `authenticate` without an `await` when it needs none: true when done (no token on a route where one is
     /// optional, or the token's session live in the session cache with no per-token limit to claim); false
-    /// when `authenticate` must run. Not inlined: it keeps its work off the caller's async frame.
+    /// when `authenticate` must run. `trace` is the request's (`RequestTrace.current` in a task). Not inlined: it
+    /// keeps its work off the caller's async frame.
     @inline(never)
-    func authenticateFromCache(_ request: HTTPRequest, context: inout RequestContext) throws(GatewayError) -> Bool {
+    func authenticateFromCache(_ request: HTTPRequest, context: inout RequestContext,
+                               trace: @autoclosure () -> RequestTrace?) throws(GatewayError) -> Bool {
         guard let header = request.headers["Authorization"], let token = AuthenticationMiddleware.bearerRange(header) else {
             if required { throw .unauthorized("missing bearer token") }
             return true
         }
         // The token is looked up in place (no copy of it); `authenticate` copies it when it must run.
         guard !rateLimits.limitsRequestsPerToken, let session = sessions.cachedLiveSession(token: header[token]) else { return false }
-        RequestTrace.current?.userID = session.userID
+        trace()?.userID = session.userID
         context.session = session
         return true
     }

@@ -40,6 +40,25 @@ struct EdgeStages: Sendable {
         return response
     }
 
+    /// `respond(to:context:endpoint:)`'s answer when `endpoint` gives it without suspending
+    /// (`Endpoint.respondImmediately`), with the same edge stages around it; nil when `respond` must run.
+    func respondImmediately(to request: HTTPRequest, context: inout RequestContext, endpoint: Endpoint) -> HTTPResponse? {
+        let trace = log.logsAccess ? RequestTrace() : nil
+        var response: HTTPResponse
+        if let answer = answerAtTheEdge(request, context) {
+            response = answer
+        } else {
+            do throws(GatewayError) {
+                guard let answer = try endpoint.respondImmediately(to: request, context: &context, trace: trace) else { return nil }
+                response = answer
+            } catch {
+                response = rendered(error, context)
+            }
+        }
+        finish(&response, request, context, trace)
+        return response
+    }
+
     /// The answer of a request the edge answers itself: 414 for a request target over `maxTargetBytes`, and
     /// CORS preflights. (Synchronous and not inlined, like `finish`: what they build stays off the async frame.)
     @inline(never)
