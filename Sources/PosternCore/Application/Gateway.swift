@@ -18,6 +18,8 @@ public final class Gateway: Sendable {
     let cache: MicroCache
     /// `limits.max_body_bytes` (named in the 413 the server gives for a body above its ceiling).
     private let maxBodyBytes: Int
+    /// Whether `handleImmediately` can ever answer (some resource is cached); when not, the server need not try it.
+    public let answersImmediately: Bool
 
     /// Builds the pipeline. `metrics`, `rateLimits` and the cache are process-wide (shared by every loop);
     /// `invalidations` carries cache invalidations (in-process unless given).
@@ -27,6 +29,7 @@ public final class Gateway: Sendable {
         self.sessions = sessions
         self.metrics = metrics
         maxBodyBytes = config.limits.maxBodyBytes
+        answersImmediately = config.resources.contains { $0.cache.ttlMs > 0 }
         self.log = log
         let schema = SchemaWatch(log: log)
         self.schema = schema

@@ -60,6 +60,37 @@ public struct AuthenticationMiddleware: Middleware {
 
     /// Where the token of an `Authorization: Bearer <token>` header is (see `bearer`), found without a copy.
     static func bearerRange(_ header: String) -> Range<String.Index>? {
+        // A native string's bytes are scanned in place (byte offsets); others through their UTF-8 view.
+        let offsets: Range<Int>?? = header.utf8.withContiguousStorageIfAvailable { bearerOffsets($0) }
+        guard let offsets else { return bearerRangeOfView(header) }
+        guard let offsets else { return nil }
+        let utf8 = header.utf8
+        let start = utf8.index(utf8.startIndex, offsetBy: offsets.lowerBound)
+        return start..<utf8.index(start, offsetBy: offsets.count)
+    }
+
+    /// `bearerRange` over bytes: the token's byte offsets.
+    static func bearerOffsets(_ bytes: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
+        let space = UInt8(ascii: " ")
+        var i = 0
+        let end = bytes.count
+        while i != end && bytes[i] == space { i += 1 }
+        for expected in "bearer".utf8 {
+            guard i != end, bytes[i] | 0x20 == expected else { return nil }
+            i += 1
+        }
+        guard i != end, bytes[i] == space else { return nil }
+        while i != end && bytes[i] == space { i += 1 }
+        let start = i
+        while i != end && bytes[i] != space { i += 1 }
+        let tokenEnd = i
+        while i != end && bytes[i] == space { i += 1 }
+        guard start != tokenEnd, i == end else { return nil }
+        return start..<tokenEnd
+    }
+
+    /// `bearerRange` through the UTF-8 view (a string without contiguous UTF-8 storage).
+    static func bearerRangeOfView(_ header: String) -> Range<String.Index>? {
         let utf8 = header.utf8
         let space = UInt8(ascii: " ")
         var i = utf8.startIndex

@@ -1,8 +1,10 @@
 /// What one cached answer is filed under: the resource, the translated upstream call, and who may share it
 /// (docs/api.md, Micro-cache).
 ///
-/// The parts are kept as they are (the upstream path, its query pairs, the user or role id) and hashed and
-/// compared part by part: building a key allocates nothing, where joining them into one text would.
+/// The parts are kept as they are (the upstream path, its query pairs, the user or role id) and compared part by
+/// part: building a key allocates nothing, where joining them into one text would. They are hashed once, when
+/// the key is built, with the process's seeded hasher (as a `Dictionary` would: the query is the caller's, so the
+/// hash must stay unpredictable); the shard choice and the shard's table both use that value.
 public struct CacheKey: Hashable, Sendable {
     /// Who shares an answer.
     enum Audience: Hashable, Sendable {
@@ -61,6 +63,8 @@ public struct CacheKey: Hashable, Sendable {
     private let query: [(String, String)]
     /// Who shares the answer.
     let sharedBy: Audience
+    /// The seeded hash of every part (`hashParts`), computed once.
+    let digest: Int
 
     /// Builds a key from its parts; `upstream` is the whole upstream call as text.
     public init(resource: String, upstream: String, audience: String) {
@@ -79,6 +83,9 @@ public struct CacheKey: Hashable, Sendable {
         self.path = path
         self.query = query
         self.sharedBy = sharedBy
+        var hasher = Hasher()
+        CacheKey.hashParts(resource: resource, path: path, query: query, sharedBy: sharedBy, into: &hasher)
+        digest = hasher.finalize()
     }
 
     /// The upstream path and query as one text, each query item length-prefixed (for logs and tests).
@@ -100,7 +107,8 @@ public struct CacheKey: Hashable, Sendable {
     }
 
     /// Hashes every part (the query's item count first, so that items cannot shift between keys).
-    public func hash(into hasher: inout Hasher) {
+    private static func hashParts(resource: String, path: String, query: [(String, String)], sharedBy: Audience,
+                                  into hasher: inout Hasher) {
         hasher.combine(resource)
         hasher.combine(path)
         hasher.combine(query.count)
@@ -111,9 +119,14 @@ public struct CacheKey: Hashable, Sendable {
         hasher.combine(sharedBy)
     }
 
-    /// Keys are equal when every part is.
+    /// Feeds the parts' hash, computed when the key was built.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(digest)
+    }
+
+    /// Keys are equal when every part is (keys of different hashes differ: decided without reading a part).
     public static func == (lhs: CacheKey, rhs: CacheKey) -> Bool {
-        lhs.resource == rhs.resource && lhs.path == rhs.path && lhs.sharedBy == rhs.sharedBy
+        lhs.digest == rhs.digest && lhs.resource == rhs.resource && lhs.path == rhs.path && lhs.sharedBy == rhs.sharedBy
             && lhs.query.count == rhs.query.count
             && zip(lhs.query, rhs.query).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
     }

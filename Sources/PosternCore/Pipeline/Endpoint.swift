@@ -24,6 +24,9 @@ final class Endpoint: Responder {
     let handler: Handler
     /// The handler's answer when it is ready without suspending (tried by `respondImmediately`).
     let immediate: ImmediateHandler?
+    /// `policy`'s decision, called through its closure: the stage is read in place there, where calling it
+    /// through the optional property copies it (a retain of each of its parts) on every request.
+    private let decide: (@Sendable (inout RequestContext) throws(GatewayError) -> Bool)?
 
     /// An endpoint of `handler` behind the given stages; `immediate`, when given, answers what it can without
     /// suspending, exactly as `handler` would.
@@ -36,6 +39,11 @@ final class Endpoint: Responder {
         self.requirement = requirement
         self.itemID = itemID
         self.policy = policy
+        if let policy {
+            decide = { (context: inout RequestContext) throws(GatewayError) -> Bool in try policy.decide(&context) }
+        } else {
+            decide = nil
+        }
         self.handler = handler
     }
 
@@ -82,7 +90,7 @@ final class Endpoint: Responder {
     private func checkAfterAuthentication(_ context: inout RequestContext) throws(GatewayError) -> Bool {
         try requirement?.check(context)
         try itemID?.check(context)
-        guard let policy else { return false }
-        return try policy.decide(&context)
+        guard let decide else { return false }
+        return try decide(&context)
     }
 }
