@@ -106,7 +106,8 @@ struct RouteTable: Sendable {
     static func resourceRoutes(_ resource: ResourceConfig, _ stages: Stages) -> [Route] {
         let mapper = ResourceMapper(resource)
         let handlers = ResourceHandlers(mapper: mapper, items: stages.items, schema: stages.schema,
-                                        cache: ResourceCache(resource, cache: stages.cache, invalidations: stages.invalidations))
+                                        cache: ResourceCache(resource, cache: stages.cache, invalidations: stages.invalidations,
+                                                             plainList: (mapper.upstreamCollectionPath, mapper.defaultListQuery)))
         func rule(_ action: ResourceAction) -> PermissionRule { resource.permissions[action] ?? .nobody }
         func policy(_ action: ResourceAction) -> PolicyMiddleware {
             PolicyMiddleware(action: action, rule: rule(action), mapper: mapper, items: stages.items)

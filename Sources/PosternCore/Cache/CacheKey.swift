@@ -30,14 +30,15 @@ public struct CacheKey: Hashable, Sendable {
         /// The audience of a caller: anonymous callers share one; `role` scope shares by Directus role unless
         /// `perUser` (an owner-narrowed list) or the session has no known role.
         init(session: Session?, scope: CacheScope, perUser: Bool) {
-            guard let session else {
+            // Through the optional's fields: binding the session would copy it (a retain of each of its parts).
+            guard let userID = session?.userID else {
                 self = .anonymous
                 return
             }
-            if scope == .role, !perUser, let role = session.role {
+            if scope == .role, !perUser, let role = session?.role {
                 self = .role(role)
             } else {
-                self = .user(session.userID)
+                self = .user(userID)
             }
         }
 
@@ -84,8 +85,50 @@ public struct CacheKey: Hashable, Sendable {
         self.query = query
         self.sharedBy = sharedBy
         var hasher = Hasher()
-        CacheKey.hashParts(resource: resource, path: path, query: query, sharedBy: sharedBy, into: &hasher)
+        CacheKey.hashUpstream(resource: resource, path: path, query: query, into: &hasher)
+        hasher.combine(sharedBy)
         digest = hasher.finalize()
+    }
+
+    /// The key of `prefix`'s upstream call for an audience: the prefix's hash state taken on (the same value as
+    /// hashing every part again).
+    init(_ prefix: Prefix, sharedBy: Audience) {
+        resource = prefix.resource
+        path = prefix.path
+        query = prefix.query
+        self.sharedBy = sharedBy
+        var hasher = prefix.hasher
+        hasher.combine(sharedBy)
+        digest = hasher.finalize()
+    }
+
+    /// A resource, upstream path and query that many keys share (e.g. a list without parameters), with the hash
+    /// state of those parts computed once.
+    struct Prefix: @unchecked Sendable {  // Hasher is a plain value (its seed is per process).
+        /// The resource name.
+        let resource: String
+        /// The upstream path.
+        let path: String
+        /// The upstream query pairs.
+        let query: [(String, String)]
+        /// The seeded hasher after the parts above.
+        fileprivate let hasher: Hasher
+
+        /// The prefix of `resource`'s call to `path` with `query`.
+        init(resource: String, path: String, query: [(String, String)]) {
+            self.resource = resource
+            self.path = path
+            self.query = query
+            var hasher = Hasher()
+            CacheKey.hashUpstream(resource: resource, path: path, query: query, into: &hasher)
+            self.hasher = hasher
+        }
+
+        /// True when `path` and `query` are this prefix's (a string of the same storage compares at once).
+        func matches(path: String, query: [(String, String)]) -> Bool {
+            path == self.path && query.count == self.query.count
+                && zip(query, self.query).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        }
     }
 
     /// The upstream path and query as one text, each query item length-prefixed (for logs and tests).
@@ -106,9 +149,8 @@ public struct CacheKey: Hashable, Sendable {
         Audience(session: session, scope: scope, perUser: perUser).description
     }
 
-    /// Hashes every part (the query's item count first, so that items cannot shift between keys).
-    private static func hashParts(resource: String, path: String, query: [(String, String)], sharedBy: Audience,
-                                  into hasher: inout Hasher) {
+    /// Hashes the parts before the audience (the query's item count first, so that items cannot shift between keys).
+    private static func hashUpstream(resource: String, path: String, query: [(String, String)], into hasher: inout Hasher) {
         hasher.combine(resource)
         hasher.combine(path)
         hasher.combine(query.count)
@@ -116,7 +158,6 @@ public struct CacheKey: Hashable, Sendable {
             hasher.combine(name)
             hasher.combine(value)
         }
-        hasher.combine(sharedBy)
     }
 
     /// Feeds the parts' hash, computed when the key was built.
