@@ -17,6 +17,12 @@ import Testing
         #expect(AuthenticationMiddleware.bearer(nil) == nil)
     }
 
+    @Test func pathsUnderTheAPIAreRecognisedBytewiseLikeHasPrefix() {
+        for path in ["/api/", "/api/v1/books", "/api", "/apix/", "/API/v1", "", "/", "/healthz", "/api/é", "/ápi/", "x/api/"] {
+            #expect(EdgeStages.underAPI(path) == path.hasPrefix("/api/"), "\(path)")
+        }
+    }
+
     @Test func tokenDigestsAndPrefixesReadInPlaceMatchTheStringForms() {
         for token in ["pst_abc", "pst_" + String(repeating: "z", count: 80), "psr_abc", "pst", "", "PST_abc", "é_pst_"] {
             let bytes = Array(token.utf8)

@@ -109,7 +109,15 @@ struct EdgeStages: Sendable {
         response.headers.reserve(3)  // one copy at most (a cached answer's list is shared with the cache)
         response.headers.set("X-Request-Id", requestID)
         response.headers.set("X-Content-Type-Options", "nosniff")
-        if path.hasPrefix("/api/") { response.headers.set("Cache-Control", "no-store") }
+        if underAPI(path) { response.headers.set("Cache-Control", "no-store") }
+    }
+
+    /// True for a path under `/api/`, compared bytewise in place (`hasPrefix` compares Characters).
+    static func underAPI(_ path: String) -> Bool {
+        let inPlace: Bool? = path.utf8.withContiguousStorageIfAvailable { b in
+            b.count >= 5 && b[0] == 0x2F && b[1] == 0x61 && b[2] == 0x70 && b[3] == 0x69 && b[4] == 0x2F  // "/api/"
+        }
+        return inPlace ?? path.utf8.starts(with: "/api/".utf8)
     }
 }
 
