@@ -17,6 +17,37 @@ import Testing
         #expect(AuthenticationMiddleware.bearer(nil) == nil)
     }
 
+    @Test func pathsUnderTheAPIAreRecognisedBytewiseLikeHasPrefix() {
+        for path in ["/api/", "/api/v1/books", "/api", "/apix/", "/API/v1", "", "/", "/healthz", "/api/é", "/ápi/", "x/api/"] {
+            #expect(EdgeStages.underAPI(path) == path.hasPrefix("/api/"), "\(path)")
+        }
+    }
+
+    @Test func tokenDigestsAndPrefixesReadInPlaceMatchTheStringForms() {
+        for token in ["pst_abc", "pst_" + String(repeating: "z", count: 80), "psr_abc", "pst", "", "PST_abc", "é_pst_"] {
+            let bytes = Array(token.utf8)
+            let inPlace = bytes.withUnsafeBufferPointer { SessionManager.hasAccessTokenPrefix($0) }
+            #expect(inPlace == token.hasPrefix(Crypto.accessTokenPrefix), "\(token)")
+            let key = bytes.withUnsafeBytes { TokenKey(bytes: $0) }
+            #expect(key == TokenKey(token: token) && key.hex == Crypto.sha256Hex(token), "\(token)")
+        }
+    }
+
+    @Test func bearerTokensAreReadAlikeInPlaceAndThroughTheUTF8View() {
+        let headers = ["Bearer abc", "bEaReR   abc  ", "  Bearer abc", "Bearer", "Bearer ", "Bearerabc", "Bearer a b",
+                       "Basic abc", "Bearer\tabc", "Bearer é😀", "Bearer pst_" + String(repeating: "x", count: 60), "", "   "]
+        for header in headers {
+            let viaView = AuthenticationMiddleware.bearerRangeOfView(header).map { String(header[$0]) }
+            let inPlace = AuthenticationMiddleware.bearerRange(header).map { String(header[$0]) }
+            let offsets = Array(header.utf8).withUnsafeBufferPointer { AuthenticationMiddleware.bearerOffsets($0) }
+            let viaOffsets = offsets.map { String(decoding: Array(header.utf8)[$0], as: UTF8.self) }
+            #expect(inPlace == viaView && viaOffsets == viaView, "\(header)")
+        }
+        // A token in a longer (heap) header is found in place too.
+        let long = "Bearer pst_" + String(repeating: "y", count: 60)
+        #expect(AuthenticationMiddleware.bearer(long) == "pst_" + String(repeating: "y", count: 60))
+    }
+
     @Test func generatedRequestIDsAreDistinctSafeHex() {
         var seen = Set<String>()
         for _ in 0..<10_000 {

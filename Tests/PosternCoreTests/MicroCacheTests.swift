@@ -302,6 +302,42 @@ func waitUntil(_ what: String, _ condition: () -> Bool) async {
         #expect(one == CacheKey(resource: "books", path: "/items/posts", query: [("a", "b&c=d")], audience: "u:1"))
     }
 
+    @Test func keysBuiltApartFromEqualPartsAreOneDictionaryKey() {
+        // Each key's hash is computed once when built: equal parts built separately must hash alike.
+        let path = String("/items/" + "posts")
+        let one = CacheKey(resource: "books", path: path, query: [("limit", "20"), ("sort", "-id")], audience: "u:1")
+        let same = CacheKey(resource: "books", path: "/items/posts", query: [("limit", "2" + "0"), ("sort", "-id")], audience: "u:1")
+        #expect(one == same && one.hashValue == same.hashValue)
+        var table: [CacheKey: Int] = [one: 1]
+        table[same] = 2
+        #expect(table.count == 1 && table[one] == 2)
+        for other in [CacheKey(resource: "posts", path: path, query: [("limit", "20"), ("sort", "-id")], audience: "u:1"),
+                      CacheKey(resource: "books", path: path, query: [("limit", "20"), ("sort", "id")], audience: "u:1"),
+                      CacheKey(resource: "books", path: path, query: [("limit", "20")], audience: "u:1"),
+                      CacheKey(resource: "books", path: path, query: [("limit", "20"), ("sort", "-id")], audience: "u:2"),
+                      CacheKey(resource: "books", path: path, query: [("limit", "20"), ("sort", "-id")], audience: "r:1")] {
+            #expect(other != one)
+            table[other] = 3
+        }
+        #expect(table.count == 6)
+    }
+
+    @Test func keysFromASharedPrefixEqualKeysBuiltFromTheirParts() {
+        let query = [("fields", "id,title"), ("limit", "20"), ("offset", "0"), ("meta", "filter_count")]
+        let prefix = CacheKey.Prefix(resource: "books", path: "/items/posts", query: query)
+        for audience in [CacheKey.Audience.anonymous, .user("u1"), .role("r1"), .user("r1")] {
+            let fromPrefix = CacheKey(prefix, sharedBy: audience)
+            let fromParts = CacheKey(resource: "books", path: "/items/posts", query: query.map { ($0.0, String($0.1)) }, sharedBy: audience)
+            #expect(fromPrefix == fromParts && fromPrefix.hashValue == fromParts.hashValue)
+            #expect(fromPrefix.upstream == fromParts.upstream && fromPrefix.audience == fromParts.audience)
+        }
+        #expect(CacheKey(prefix, sharedBy: .user("u1")) != CacheKey(prefix, sharedBy: .user("u2")))
+        #expect(prefix.matches(path: "/items/posts", query: query.map { ($0.0, "" + $0.1) }))
+        #expect(!prefix.matches(path: "/items/posts", query: Array(query.dropLast())))
+        #expect(!prefix.matches(path: "/items/posts", query: query + [("filter[user_created][_eq]", "$CURRENT_USER")]))
+        #expect(!prefix.matches(path: "/items/notes", query: query))
+    }
+
     @Test func localBusDeliversBeforePublishReturns() {
         let bus = LocalInvalidationBus()
         let seen = LockedBox<[String]>([])

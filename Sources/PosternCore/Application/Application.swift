@@ -136,7 +136,9 @@ public final class Application: @unchecked Sendable {
         let gateway = self.gateway
         let group = self.group ?? EventLoopGroup(count: config.effectiveWorkers)
         self.group = group
-        let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) }) { request in
+        var immediate: ImmediateHTTPHandler?
+        if gateway.answersImmediately { immediate = { gateway.handleImmediately($0) } }
+        let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) }, immediate: immediate) { request in
             await gateway.handle(request)
         }
         do {

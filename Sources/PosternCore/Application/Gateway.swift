@@ -18,6 +18,8 @@ public final class Gateway: Sendable {
     let cache: MicroCache
     /// `limits.max_body_bytes` (named in the 413 the server gives for a body above its ceiling).
     private let maxBodyBytes: Int
+    /// Whether `handleImmediately` can ever answer (some resource is cached); when not, the server need not try it.
+    public let answersImmediately: Bool
 
     /// Builds the pipeline. `metrics`, `rateLimits` and the cache are process-wide (shared by every loop);
     /// `invalidations` carries cache invalidations (in-process unless given).
@@ -27,6 +29,7 @@ public final class Gateway: Sendable {
         self.sessions = sessions
         self.metrics = metrics
         maxBodyBytes = config.limits.maxBodyBytes
+        answersImmediately = config.resources.contains { $0.cache.ttlMs > 0 }
         self.log = log
         let schema = SchemaWatch(log: log)
         self.schema = schema
@@ -50,6 +53,17 @@ public final class Gateway: Sendable {
         await handle(request, router: routes.adminRouter)
     }
 
+    /// `handle`'s answer when it is ready without suspending (e.g. a fresh micro-cache answer for a cached
+    /// session: docs/api.md, Micro-cache), with the same stages, headers, metrics and access log; nil when
+    /// `handle` must answer. Tried first on every request of the public listener, on its loop thread.
+    public func handleImmediately(_ request: HTTPRequest) -> HTTPResponse? {
+        guard let match = routes.router.match(path: request.path) else { return nil }
+        let endpoint = match.route.responder(for: request.method)
+        guard endpoint.immediate != nil else { return nil }
+        var context = self.context(request, match)
+        return routes.edge.respondImmediately(to: request, context: &context, endpoint: endpoint)
+    }
+
     @inline(__always)  // one async frame per request, not two
     private func handle(_ request: HTTPRequest, router: Router) async -> HTTPResponse {
         var (context, endpoint) = route(request, router: router)
@@ -60,13 +74,19 @@ public final class Gateway: Sendable {
     /// Synchronous and not inlined: what routing builds stays off the async frame.
     @inline(never)
     private func route(_ request: HTTPRequest, router: Router) -> (RequestContext, Endpoint) {
+        guard let match = router.match(path: request.path) else { return (context(request, nil), routes.notFound) }
+        return (context(request, match), match.route.responder(for: request.method))
+    }
+
+    /// A new request's context: its id, the client's address, and what routing found.
+    private func context(_ request: HTTPRequest, _ match: RouteMatch?) -> RequestContext {
         var context = RequestContext(requestID: RequestID.accept(request.headers["X-Request-Id"]),
                                      clientIP: clientAddress.clientIP(request))
-        guard let match = router.match(path: request.path) else { return (context, routes.notFound) }
+        guard let match else { return context }
         context.routePattern = match.route.pattern
         context.resourceName = match.route.resource
         context.itemID = match.id
-        return (context, match.route.responder(for: request.method))
+        return context
     }
 
     /// The answer to a request the server refuses before any handler runs (bad framing or an oversized head →

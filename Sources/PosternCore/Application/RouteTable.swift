@@ -106,15 +106,20 @@ struct RouteTable: Sendable {
     static func resourceRoutes(_ resource: ResourceConfig, _ stages: Stages) -> [Route] {
         let mapper = ResourceMapper(resource)
         let handlers = ResourceHandlers(mapper: mapper, items: stages.items, schema: stages.schema,
-                                        cache: ResourceCache(resource, cache: stages.cache, invalidations: stages.invalidations))
+                                        cache: ResourceCache(resource, cache: stages.cache, invalidations: stages.invalidations,
+                                                             plainList: (mapper.upstreamCollectionPath, mapper.defaultListQuery)))
         func rule(_ action: ResourceAction) -> PermissionRule { resource.permissions[action] ?? .nobody }
         func policy(_ action: ResourceAction) -> PolicyMiddleware {
             PolicyMiddleware(action: action, rule: rule(action), mapper: mapper, items: stages.items)
         }
-        func guarded(_ action: ResourceAction, item: Bool, _ handler: @escaping Endpoint.Handler) -> Endpoint {
+        func guarded(_ action: ResourceAction, item: Bool, immediate: Endpoint.ImmediateHandler? = nil,
+                     _ handler: @escaping Endpoint.Handler) -> Endpoint {
             Endpoint(limit: stages.limit, authentication: rule(action) == .public ? stages.optionalAuth : stages.requiredAuth,
-                     itemID: item ? ItemIDMiddleware(mapper: mapper) : nil, policy: policy(action), handler: handler)
+                     itemID: item ? ItemIDMiddleware(mapper: mapper) : nil, policy: policy(action), immediate: immediate,
+                     handler: handler)
         }
+        // A cached resource's hits are answered on the loop thread, without a task (docs/api.md, Micro-cache).
+        let cached = handlers.cache.cache != nil
         let update = guarded(.update, item: true, handlers.update)
         // POST: authenticate (demanded up front unless create or update is public), parse the body once,
         // then the chosen action's requirement and policy.
@@ -128,11 +133,11 @@ struct RouteTable: Sendable {
         let name = resource.name
         return [
             Route("/api/v1/\(name)", resource: name, methods: [
-                (.get, guarded(.list, item: false, handlers.list)),
+                (.get, guarded(.list, item: false, immediate: cached ? handlers.storedList : nil, handlers.list)),
                 (.post, Endpoint(limit: stages.limit, authentication: postAuth, handler: createOrUpdate.respond)),
             ]),
             Route("/api/v1/\(name)/{id}", resource: name, methods: [
-                (.get, guarded(.read, item: true, handlers.read)),
+                (.get, guarded(.read, item: true, immediate: cached ? handlers.storedRead : nil, handlers.read)),
                 (.patch, update),
                 (.put, update),
                 (.delete, guarded(.delete, item: true, handlers.delete)),

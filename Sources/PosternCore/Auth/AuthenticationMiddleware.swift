@@ -35,16 +35,18 @@ public struct AuthenticationMiddleware: Middleware {
 
     /// `authenticate` without an `await` when it needs none: true when done (no token on a route where one is
     /// optional, or the token's session live in the session cache with no per-token limit to claim); false
-    /// when `authenticate` must run. Not inlined: it keeps its work off the caller's async frame.
+    /// when `authenticate` must run. `trace` is the request's (`RequestTrace.current` in a task). Not inlined: it
+    /// keeps its work off the caller's async frame.
     @inline(never)
-    func authenticateFromCache(_ request: HTTPRequest, context: inout RequestContext) throws(GatewayError) -> Bool {
+    func authenticateFromCache(_ request: HTTPRequest, context: inout RequestContext,
+                               trace: @autoclosure () -> RequestTrace?) throws(GatewayError) -> Bool {
         guard let header = request.headers["Authorization"], let token = AuthenticationMiddleware.bearerRange(header) else {
             if required { throw .unauthorized("missing bearer token") }
             return true
         }
         // The token is looked up in place (no copy of it); `authenticate` copies it when it must run.
         guard !rateLimits.limitsRequestsPerToken, let session = sessions.cachedLiveSession(token: header[token]) else { return false }
-        RequestTrace.current?.userID = session.userID
+        trace()?.userID = session.userID
         context.session = session
         return true
     }
@@ -58,6 +60,37 @@ public struct AuthenticationMiddleware: Middleware {
 
     /// Where the token of an `Authorization: Bearer <token>` header is (see `bearer`), found without a copy.
     static func bearerRange(_ header: String) -> Range<String.Index>? {
+        // A native string's bytes are scanned in place (byte offsets); others through their UTF-8 view.
+        let offsets: Range<Int>?? = header.utf8.withContiguousStorageIfAvailable { bearerOffsets($0) }
+        guard let offsets else { return bearerRangeOfView(header) }
+        guard let offsets else { return nil }
+        let utf8 = header.utf8
+        let start = utf8.index(utf8.startIndex, offsetBy: offsets.lowerBound)
+        return start..<utf8.index(start, offsetBy: offsets.count)
+    }
+
+    /// `bearerRange` over bytes: the token's byte offsets.
+    static func bearerOffsets(_ bytes: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
+        let space = UInt8(ascii: " ")
+        var i = 0
+        let end = bytes.count
+        while i != end && bytes[i] == space { i += 1 }
+        for expected in "bearer".utf8 {
+            guard i != end, bytes[i] | 0x20 == expected else { return nil }
+            i += 1
+        }
+        guard i != end, bytes[i] == space else { return nil }
+        while i != end && bytes[i] == space { i += 1 }
+        let start = i
+        while i != end && bytes[i] != space { i += 1 }
+        let tokenEnd = i
+        while i != end && bytes[i] == space { i += 1 }
+        guard start != tokenEnd, i == end else { return nil }
+        return start..<tokenEnd
+    }
+
+    /// `bearerRange` through the UTF-8 view (a string without contiguous UTF-8 storage).
+    static func bearerRangeOfView(_ header: String) -> Range<String.Index>? {
         let utf8 = header.utf8
         let space = UInt8(ascii: " ")
         var i = utf8.startIndex

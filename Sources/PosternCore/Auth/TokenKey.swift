@@ -28,6 +28,15 @@ struct TokenKey: Hashable, Sendable {
         self = key
     }
 
+    /// The digest of the bytes `token` (a token's UTF-8, read in place).
+    init(bytes token: UnsafeRawBufferPointer) {
+        var key = TokenKey(w0: 0, w1: 0, w2: 0, w3: 0)
+        withUnsafeMutableBytes(of: &key) { out in
+            _ = postern_sha256(token.baseAddress, token.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        }
+        self = key
+    }
+
     /// The key of a stored lower-case hex digest; nil if `hex` is not 64 hex digits.
     init?(hex: String) {
         var key = TokenKey(w0: 0, w1: 0, w2: 0, w3: 0)

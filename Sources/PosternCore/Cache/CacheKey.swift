@@ -1,8 +1,10 @@
 /// What one cached answer is filed under: the resource, the translated upstream call, and who may share it
 /// (docs/api.md, Micro-cache).
 ///
-/// The parts are kept as they are (the upstream path, its query pairs, the user or role id) and hashed and
-/// compared part by part: building a key allocates nothing, where joining them into one text would.
+/// The parts are kept as they are (the upstream path, its query pairs, the user or role id) and compared part by
+/// part: building a key allocates nothing, where joining them into one text would. They are hashed once, when
+/// the key is built, with the process's seeded hasher (as a `Dictionary` would: the query is the caller's, so the
+/// hash must stay unpredictable); the shard choice and the shard's table both use that value.
 public struct CacheKey: Hashable, Sendable {
     /// Who shares an answer.
     enum Audience: Hashable, Sendable {
@@ -28,14 +30,15 @@ public struct CacheKey: Hashable, Sendable {
         /// The audience of a caller: anonymous callers share one; `role` scope shares by Directus role unless
         /// `perUser` (an owner-narrowed list) or the session has no known role.
         init(session: Session?, scope: CacheScope, perUser: Bool) {
-            guard let session else {
+            // Through the optional's fields: binding the session would copy it (a retain of each of its parts).
+            guard let userID = session?.userID else {
                 self = .anonymous
                 return
             }
-            if scope == .role, !perUser, let role = session.role {
+            if scope == .role, !perUser, let role = session?.role {
                 self = .role(role)
             } else {
-                self = .user(session.userID)
+                self = .user(userID)
             }
         }
 
@@ -61,6 +64,8 @@ public struct CacheKey: Hashable, Sendable {
     private let query: [(String, String)]
     /// Who shares the answer.
     let sharedBy: Audience
+    /// The seeded hash of every part (`hashParts`), computed once.
+    let digest: Int
 
     /// Builds a key from its parts; `upstream` is the whole upstream call as text.
     public init(resource: String, upstream: String, audience: String) {
@@ -79,6 +84,51 @@ public struct CacheKey: Hashable, Sendable {
         self.path = path
         self.query = query
         self.sharedBy = sharedBy
+        var hasher = Hasher()
+        CacheKey.hashUpstream(resource: resource, path: path, query: query, into: &hasher)
+        hasher.combine(sharedBy)
+        digest = hasher.finalize()
+    }
+
+    /// The key of `prefix`'s upstream call for an audience: the prefix's hash state taken on (the same value as
+    /// hashing every part again).
+    init(_ prefix: Prefix, sharedBy: Audience) {
+        resource = prefix.resource
+        path = prefix.path
+        query = prefix.query
+        self.sharedBy = sharedBy
+        var hasher = prefix.hasher
+        hasher.combine(sharedBy)
+        digest = hasher.finalize()
+    }
+
+    /// A resource, upstream path and query that many keys share (e.g. a list without parameters), with the hash
+    /// state of those parts computed once.
+    struct Prefix: @unchecked Sendable {  // Hasher is a plain value (its seed is per process).
+        /// The resource name.
+        let resource: String
+        /// The upstream path.
+        let path: String
+        /// The upstream query pairs.
+        let query: [(String, String)]
+        /// The seeded hasher after the parts above.
+        fileprivate let hasher: Hasher
+
+        /// The prefix of `resource`'s call to `path` with `query`.
+        init(resource: String, path: String, query: [(String, String)]) {
+            self.resource = resource
+            self.path = path
+            self.query = query
+            var hasher = Hasher()
+            CacheKey.hashUpstream(resource: resource, path: path, query: query, into: &hasher)
+            self.hasher = hasher
+        }
+
+        /// True when `path` and `query` are this prefix's (a string of the same storage compares at once).
+        func matches(path: String, query: [(String, String)]) -> Bool {
+            path == self.path && query.count == self.query.count
+                && zip(query, self.query).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        }
     }
 
     /// The upstream path and query as one text, each query item length-prefixed (for logs and tests).
@@ -99,8 +149,8 @@ public struct CacheKey: Hashable, Sendable {
         Audience(session: session, scope: scope, perUser: perUser).description
     }
 
-    /// Hashes every part (the query's item count first, so that items cannot shift between keys).
-    public func hash(into hasher: inout Hasher) {
+    /// Hashes the parts before the audience (the query's item count first, so that items cannot shift between keys).
+    private static func hashUpstream(resource: String, path: String, query: [(String, String)], into hasher: inout Hasher) {
         hasher.combine(resource)
         hasher.combine(path)
         hasher.combine(query.count)
@@ -108,12 +158,16 @@ public struct CacheKey: Hashable, Sendable {
             hasher.combine(name)
             hasher.combine(value)
         }
-        hasher.combine(sharedBy)
     }
 
-    /// Keys are equal when every part is.
+    /// Feeds the parts' hash, computed when the key was built.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(digest)
+    }
+
+    /// Keys are equal when every part is (keys of different hashes differ: decided without reading a part).
     public static func == (lhs: CacheKey, rhs: CacheKey) -> Bool {
-        lhs.resource == rhs.resource && lhs.path == rhs.path && lhs.sharedBy == rhs.sharedBy
+        lhs.digest == rhs.digest && lhs.resource == rhs.resource && lhs.path == rhs.path && lhs.sharedBy == rhs.sharedBy
             && lhs.query.count == rhs.query.count
             && zip(lhs.query, rhs.query).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
     }

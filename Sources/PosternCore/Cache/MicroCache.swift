@@ -106,7 +106,7 @@ public final class MicroCache: @unchecked Sendable {
     /// `answer(_:collection:ttl:produce:)` with the collection's write counter already looked up.
     public func answer(_ key: CacheKey, generation: Generation, ttl: Duration,
                        produce: () async throws(GatewayError) -> HTTPResponse) async throws(GatewayError) -> (HTTPResponse, Outcome) {
-        let shard = shards[key.hashValue & shardMask]
+        let shard = shards[key.digest & shardMask]
         while true {
             switch shard.step(key, generation: generation.current) {
             case .hit(let response):
@@ -140,7 +140,7 @@ public final class MicroCache: @unchecked Sendable {
     /// The stored answer for `key` while fresh under `generation`'s current value (counted as a hit), else
     /// nil: the first look of `answer`, without an `await` (a hit needs no async frame).
     public func storedAnswer(_ key: CacheKey, generation: Generation) -> HTTPResponse? {
-        shards[key.hashValue & shardMask].stored(key, generation: generation.current)
+        shards[key.digest & shardMask].stored(key, generation: generation.current)
     }
 
     /// Drops every answer over `collection` (they are never served again) and stops reads already in flight

@@ -17,9 +17,14 @@ struct ResourceCache: Sendable {
     let scope: CacheScope
     /// Where writes announce that the collection changed.
     let invalidations: any CacheInvalidationBus
+    /// The upstream call of a list without parameters, hashed once (the usual list's key is built from it).
+    private let plainList: CacheKey.Prefix?
 
-    /// The view of `resource` over `cache`.
-    init(_ resource: ResourceConfig, cache: MicroCache, invalidations: any CacheInvalidationBus) {
+    /// The view of `resource` over `cache`; `plainList` is the upstream path and query of a list without
+    /// parameters, when known.
+    init(_ resource: ResourceConfig, cache: MicroCache, invalidations: any CacheInvalidationBus,
+         plainList: (path: String, query: [(String, String)])? = nil) {
+        self.plainList = plainList.map { CacheKey.Prefix(resource: resource.name, path: $0.path, query: $0.query) }
         self.cache = resource.cache.ttlMs > 0 ? cache : nil
         self.resource = resource.name
         self.collection = resource.collection
@@ -34,8 +39,9 @@ struct ResourceCache: Sendable {
     /// the caller's own items).
     func key(path: String, query: [(String, String)], session: Session?, perUser: Bool) -> CacheKey? {
         guard cache != nil else { return nil }
-        return CacheKey(resource: resource, path: path, query: query,
-                        sharedBy: CacheKey.Audience(session: session, scope: scope, perUser: perUser))
+        let audience = CacheKey.Audience(session: session, scope: scope, perUser: perUser)
+        if let plainList, plainList.matches(path: path, query: query) { return CacheKey(plainList, sharedBy: audience) }
+        return CacheKey(resource: resource, path: path, query: query, sharedBy: audience)
     }
 
     /// The fresh stored answer of `key` (with `X-Cache: HIT`), if any: checked before `respond`, so that a hit

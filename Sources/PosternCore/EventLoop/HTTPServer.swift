@@ -6,6 +6,10 @@ import Synchronization
 /// What a server does with each request: a plain async function of values.
 public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 
+/// An answer given at once, on the loop thread, without resuming a handler task; nil when the request needs the
+/// asynchronous handler (which then answers it as if this had not run).
+public typealias ImmediateHTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse?
+
 /// The answer to a request the server refuses itself (it closes the connection after it).
 public typealias RefusalRenderer = @Sendable (EdgeRefusal) -> HTTPResponse
 
@@ -38,18 +42,22 @@ public struct ServerStartError: Error, CustomStringConvertible, Sendable {
 public final class HTTPServer: @unchecked Sendable {
     private let group: EventLoopGroup
     private let handler: HTTPHandler
+    private let immediate: ImmediateHTTPHandler?
     private let refuse: RefusalRenderer
     private let limits: ServerLimits
     private var workers: [ServerWorker] = []
     /// The bound port (useful with port 0).
     public private(set) var port: UInt16 = 0
 
-    /// Creates a server over the loops of `group`; `refuse` renders the answers the server gives itself.
+    /// Creates a server over the loops of `group`; `refuse` renders the answers the server gives itself, and
+    /// `immediate` (when given) is tried first on every request: its answer is sent without running `handler`.
     public init(group: EventLoopGroup, limits: ServerLimits = ServerLimits(),
-                refuse: @escaping RefusalRenderer = EdgeRefusal.plainAnswer, handler: @escaping HTTPHandler) {
+                refuse: @escaping RefusalRenderer = EdgeRefusal.plainAnswer, immediate: ImmediateHTTPHandler? = nil,
+                handler: @escaping HTTPHandler) {
         self.group = group
         self.limits = limits
         self.refuse = refuse
+        self.immediate = immediate
         self.handler = handler
     }
 
@@ -58,7 +66,7 @@ public final class HTTPServer: @unchecked Sendable {
         var address = try SocketAddress(host: host, port: requested)
         try address.probeFree()
         for (i, loop) in group.loops.enumerated() {
-            let worker = ServerWorker(loop: loop, handler: handler, refuse: refuse, limits: limits)
+            let worker = ServerWorker(loop: loop, handler: handler, immediate: immediate, refuse: refuse, limits: limits)
             let bound = try worker.bind(address)
             if i == 0 {
                 address.port = bound
@@ -94,6 +102,8 @@ final class ServerWorker: @unchecked Sendable {
     /// The loop that owns the listener and every connection of this worker.
     let loop: EventLoop
     private let handler: HTTPHandler
+    /// Tried before `handler`: an answer that needs no suspension, given on the loop thread.
+    private let immediate: ImmediateHTTPHandler?
     /// Renders the answers the server gives itself.
     let refuse: RefusalRenderer
     private let limits: ServerLimits
@@ -112,9 +122,11 @@ final class ServerWorker: @unchecked Sendable {
     private var dateSecond = -1
 
     /// A worker for `loop` (not listening until `bind`).
-    init(loop: EventLoop, handler: @escaping HTTPHandler, refuse: @escaping RefusalRenderer, limits: ServerLimits) {
+    init(loop: EventLoop, handler: @escaping HTTPHandler, immediate: ImmediateHTTPHandler?, refuse: @escaping RefusalRenderer,
+         limits: ServerLimits) {
         self.loop = loop
         self.handler = handler
+        self.immediate = immediate
         self.refuse = refuse
         self.limits = limits
     }
@@ -142,13 +154,19 @@ final class ServerWorker: @unchecked Sendable {
         if conn.counted { connectionCount.subtract(1, ordering: .relaxed) }
     }
 
-    /// Starts the handler of a whole request on this loop; its answer goes back to `conn`.
+    /// Answers a whole request on this loop: at once when `immediate` can (no task resumed, no job queued),
+    /// else through the handler, whose answer goes back to `conn`.
     ///
     /// Handlers run in long-lived tasks, one request after another: a task's allocator keeps the slabs its
     /// async frames needed, so a reused task allocates nothing for them, where a new task per request
     /// mallocs a dozen slabs and the task itself (docs/architecture.md, One request's path). An idle task
     /// waits for its next request; when none is idle, a new one starts with the request.
     func handle(_ request: HTTPRequest, on conn: HTTPConnection) {
+        if let immediate, let response = immediate(request) {
+            // Answered before this returns: nothing is in flight meanwhile (a shutdown cannot see it).
+            conn.finish(response)
+            return
+        }
         inFlightCount.add(1, ordering: .relaxed)
         if let idle = idleRunners.popLast() {
             idle.resume(returning: RunnerJob(request: request, conn: conn))

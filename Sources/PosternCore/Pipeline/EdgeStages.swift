@@ -40,6 +40,25 @@ struct EdgeStages: Sendable {
         return response
     }
 
+    /// `respond(to:context:endpoint:)`'s answer when `endpoint` gives it without suspending
+    /// (`Endpoint.respondImmediately`), with the same edge stages around it; nil when `respond` must run.
+    func respondImmediately(to request: HTTPRequest, context: inout RequestContext, endpoint: Endpoint) -> HTTPResponse? {
+        let trace = log.logsAccess ? RequestTrace() : nil
+        var response: HTTPResponse
+        if let answer = answerAtTheEdge(request, context) {
+            response = answer
+        } else {
+            do throws(GatewayError) {
+                guard let answer = try endpoint.respondImmediately(to: request, context: &context, trace: trace) else { return nil }
+                response = answer
+            } catch {
+                response = rendered(error, context)
+            }
+        }
+        finish(&response, request, context, trace)
+        return response
+    }
+
     /// The answer of a request the edge answers itself: 414 for a request target over `maxTargetBytes`, and
     /// CORS preflights. (Synchronous and not inlined, like `finish`: what they build stays off the async frame.)
     @inline(never)
@@ -90,7 +109,15 @@ struct EdgeStages: Sendable {
         response.headers.reserve(3)  // one copy at most (a cached answer's list is shared with the cache)
         response.headers.set("X-Request-Id", requestID)
         response.headers.set("X-Content-Type-Options", "nosniff")
-        if path.hasPrefix("/api/") { response.headers.set("Cache-Control", "no-store") }
+        if underAPI(path) { response.headers.set("Cache-Control", "no-store") }
+    }
+
+    /// True for a path under `/api/`, compared bytewise in place (`hasPrefix` compares Characters).
+    static func underAPI(_ path: String) -> Bool {
+        let inPlace: Bool? = path.utf8.withContiguousStorageIfAvailable { b in
+            b.count >= 5 && b[0] == 0x2F && b[1] == 0x61 && b[2] == 0x70 && b[3] == 0x69 && b[4] == 0x2F  // "/api/"
+        }
+        return inPlace ?? path.utf8.starts(with: "/api/".utf8)
     }
 }
 
