@@ -27,46 +27,45 @@ public enum QueryString {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// `path?query`, the query built from `items` as `build` does, written into one string sized up front
-    /// (no intermediate buffer, no concatenation).
+    /// `path?query`, the query built from `items` as `build` does, percent-encoded in one pass straight into
+    /// one string (sized for the worst case, three bytes per input byte: no counting pass, no intermediate buffer).
     public static func target(path: String, query items: [(String, String)]) -> String {
-        var length = path.utf8.count + 1
-        for (name, value) in items { length += encodedCount(name) + encodedCount(value) + 2 }
-        return String(unsafeUninitializedCapacity: length) { out in
+        var capacity = path.utf8.count + 1
+        for (name, value) in items { capacity += 3 * (name.utf8.count + value.utf8.count) + 2 }
+        return String(unsafeUninitializedCapacity: capacity) { out in
+            // Non-nil: capacity > 0 (the `?` at least).
+            let base = out.baseAddress!
             var at = 0
-            func put(_ byte: UInt8) {
-                out[at] = byte
-                at += 1
-            }
             let hex: StaticString = "0123456789ABCDEF"
-            func putEncoded(_ text: String) {
-                for byte in text.utf8 {
-                    if isUnreserved(byte, encodingDots: false) {
-                        put(byte)
-                    } else {
-                        put(UInt8(ascii: "%"))
-                        put(hex.utf8Start[Int(byte >> 4)])
-                        put(hex.utf8Start[Int(byte & 0x0f)])
-                    }
+            func putEncoded(_ byte: UInt8) {
+                if isUnreserved(byte, encodingDots: false) {
+                    base[at] = byte
+                    at &+= 1
+                } else {
+                    base[at] = UInt8(ascii: "%")
+                    base[at &+ 1] = hex.utf8Start[Int(byte >> 4)]
+                    base[at &+ 2] = hex.utf8Start[Int(byte & 0x0f)]
+                    at &+= 3
                 }
             }
-            for byte in path.utf8 { put(byte) }
-            put(UInt8(ascii: "?"))
+            for byte in path.utf8 {
+                base[at] = byte
+                at &+= 1
+            }
+            base[at] = UInt8(ascii: "?")
+            at &+= 1
             for (i, (name, value)) in items.enumerated() {
-                if i > 0 { put(UInt8(ascii: "&")) }
-                putEncoded(name)
-                put(UInt8(ascii: "="))
-                putEncoded(value)
+                if i > 0 {
+                    base[at] = UInt8(ascii: "&")
+                    at &+= 1
+                }
+                for byte in name.utf8 { putEncoded(byte) }
+                base[at] = UInt8(ascii: "=")
+                at &+= 1
+                for byte in value.utf8 { putEncoded(byte) }
             }
             return at
         }
-    }
-
-    /// The length of `s` percent-encoded (dots kept).
-    private static func encodedCount(_ s: String) -> Int {
-        var count = 0
-        for byte in s.utf8 { count += isUnreserved(byte, encodingDots: false) ? 1 : 3 }
-        return count
     }
 
     /// True for the bytes the percent-encoder keeps as they are.
