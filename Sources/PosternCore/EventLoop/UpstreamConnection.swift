@@ -88,36 +88,47 @@ final class UpstreamConnection: @unchecked Sendable {
 
     /// Serializes `request` for the upstream: request line, `Host`, its headers, `Content-Length`, body.
     /// A header whose name or value holds CR, LF or NUL is not sent (it would split the request).
-    func prepare(_ request: UpstreamRequest, hostHeader: String) {
-        output.removeAll(keepingCapacity: true)
-        output.reserveCapacity(512 + request.body.count)
-        HeadBytes.append(request.method.description, to: &output)
-        output.append(0x20)
-        HeadBytes.append(endpoint.basePath, to: &output)
-        HeadBytes.append(request.target, to: &output)
-        output.append(contentsOf: HeadBytes.versionAndHost)
-        HeadBytes.append(hostHeader, to: &output)
-        output.append(contentsOf: HeadBytes.crlf)
+    /// `versionAndHost` is `" HTTP/1.1\r\nHost: <host>\r\n"`, built once by the pool.
+    func prepare(_ request: UpstreamRequest, versionAndHost: [UInt8]) {
+        // Built in a local array and put back: one exclusive access to `output` instead of one per append.
+        var out: [UInt8] = []
+        swap(&out, &output)
+        out.removeAll(keepingCapacity: true)
+        out.reserveCapacity(512 + request.body.count)
+        HeadBytes.append(request.method.description, to: &out)
+        out.append(0x20)
+        HeadBytes.append(endpoint.basePath, to: &out)
+        HeadBytes.append(request.target, to: &out)
+        out.append(contentsOf: versionAndHost)
         for (name, value) in request.headers where Self.safe(name) && Self.safe(value) {
-            HeadBytes.append(name, to: &output)
-            output.append(contentsOf: HeadBytes.colonSpace)
-            HeadBytes.append(value, to: &output)
-            output.append(contentsOf: HeadBytes.crlf)
+            HeadBytes.append(name, to: &out)
+            out.append(0x3A)
+            out.append(0x20)
+            HeadBytes.append(value, to: &out)
+            out.append(13)
+            out.append(10)
         }
         if !request.body.isEmpty || request.method == .post || request.method == .patch || request.method == .put {
-            output.append(contentsOf: HeadBytes.contentLength)
-            HeadBytes.appendDecimal(request.body.count, to: &output)
-            output.append(contentsOf: HeadBytes.crlf)
+            out.append(contentsOf: HeadBytes.contentLength)
+            HeadBytes.appendDecimal(request.body.count, to: &out)
+            out.append(13)
+            out.append(10)
         }
-        output.append(contentsOf: HeadBytes.crlf)
-        output.append(contentsOf: request.body)
+        out.append(13)
+        out.append(10)
+        if !request.body.isEmpty { out.append(contentsOf: request.body) }
+        swap(&out, &output)
     }
 
+    /// `" HTTP/1.1\r\nHost: <hostHeader>\r\n"`: what follows the target in every request to one upstream.
+    static func versionAndHost(_ hostHeader: String) -> [UInt8] {
+        HeadBytes.versionAndHost + Array(hostHeader.utf8) + HeadBytes.crlf
+    }
+
+    /// True when `text` holds no CR, LF or NUL (`strcspn` stops at the first of them, the terminator included).
     private static func safe(_ text: String) -> Bool {
-        let scanned: Bool? = text.utf8.withContiguousStorageIfAvailable { bytes in
-            !bytes.contains { $0 == 13 || $0 == 10 || $0 == 0 }
-        }
-        return scanned ?? !text.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
+        let length = text.utf8.count
+        return text.withCString { strcspn($0, "\r\n") } == length
     }
 
     /// Sends the prepared request and resumes `continuation` once, with the answer, a failure, or `.timeout`

@@ -35,9 +35,11 @@ final class UpstreamResponseParser {
     /// without `Connection: close`, and a body not delimited by the close).
     private(set) var keepAlive = false
     private var messageComplete = false
-    /// The header field being read (its name may arrive in several pieces).
-    private var fieldName: [UInt8] = []
-    private var fieldValue: [UInt8] = []
+    /// The header field being read (its name may arrive in several pieces), in buffers allocated once and
+    /// grown when a field is longer: raw memory, so appending is a copy without an array's uniqueness and
+    /// exclusivity checks.
+    private let fieldName = FieldBytes(capacity: 64)
+    private let fieldValue = FieldBytes(capacity: 64)
     private var inValue = false
     private var keepingValue = false
     /// The status line's code is not one of HTTP's (100–599): the answer is invalid.
@@ -53,8 +55,6 @@ final class UpstreamResponseParser {
         self.keptHeaders = keptHeaders
         parser = .allocate(capacity: 1)
         http_parser_init(parser, HTTP_RESPONSE)
-        fieldName.reserveCapacity(32)
-        fieldValue.reserveCapacity(32)
     }
 
     deinit { parser.deallocate() }
@@ -67,8 +67,8 @@ final class UpstreamResponseParser {
         body = Data()
         keepAlive = false
         messageComplete = false
-        fieldName.removeAll(keepingCapacity: true)
-        fieldValue.removeAll(keepingCapacity: true)
+        fieldName.count = 0
+        fieldValue.count = 0
         inValue = false
         keepingValue = false
         statusOutOfRange = false
@@ -127,22 +127,22 @@ final class UpstreamResponseParser {
         settings.on_header_field = { parser, at, length in
             let owner = UpstreamResponseParser.owner(parser)
             if owner.inValue { owner.endField() }
-            if let at { owner.fieldName.append(contentsOf: UnsafeRawBufferPointer(start: at, count: length)) }
+            if let at { owner.fieldName.append(at, length) }
             return 0
         }
         settings.on_header_value = { parser, at, length in
             let owner = UpstreamResponseParser.owner(parser)
             if !owner.inValue {
                 owner.inValue = true
-                owner.keepingValue = owner.keeps(owner.fieldName)
+                owner.keepingValue = owner.keeps(owner.fieldName.bytes)
                 // http-parser 2.9 marks the answer as using Transfer-Encoding as soon as a field's name *begins*
                 // with it (`Transfer-Encoding-X`), and would then read a 204 until the close or refuse a
                 // Content-Length: only the exact name counts (the whole name is known at its first value piece;
                 // http-parser itself also takes `Transfer-Encoding :`, and so does this check).
                 if parser!.pointee.uses_transfer_encoding != 0 && !owner.sawTransferEncoding {
-                    var name = owner.fieldName[...]
+                    var name = owner.fieldName.bytes[...]
                     while name.last == 0x20 || name.last == 0x09 { name = name.dropLast() }
-                    if UpstreamResponseParser.sameName(Array(name), "transfer-encoding") {
+                    if UpstreamResponseParser.sameName(UnsafeBufferPointer(rebasing: name), "transfer-encoding") {
                         owner.sawTransferEncoding = true
                     } else {
                         parser!.pointee.uses_transfer_encoding = 0
@@ -150,7 +150,7 @@ final class UpstreamResponseParser {
                 }
             }
             if owner.keepingValue, let at {
-                owner.fieldValue.append(contentsOf: UnsafeRawBufferPointer(start: at, count: length))
+                owner.fieldValue.append(at, length)
             }
             return 0
         }
@@ -200,23 +200,23 @@ final class UpstreamResponseParser {
     /// Ends the header field just read: kept, or forgotten without building a `String`.
     private func endField() {
         if keepingValue {
-            headers.add(String(decoding: fieldName, as: UTF8.self), String(decoding: fieldValue, as: UTF8.self))
+            headers.add(String(decoding: fieldName.bytes, as: UTF8.self), String(decoding: fieldValue.bytes, as: UTF8.self))
         }
-        fieldName.removeAll(keepingCapacity: true)
-        fieldValue.removeAll(keepingCapacity: true)
+        fieldName.count = 0
+        fieldValue.count = 0
         inValue = false
         keepingValue = false
     }
 
     /// Whether the field called `name` is kept (ASCII case-insensitive).
-    private func keeps(_ name: [UInt8]) -> Bool {
+    private func keeps(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let keptHeaders else { return true }
         for kept in keptHeaders where Self.sameName(name, kept) { return true }
         return false
     }
 
     /// Whether `name` spells `other` (ASCII case-insensitive).
-    private static func sameName(_ name: [UInt8], _ other: StaticString) -> Bool {
+    private static func sameName(_ name: UnsafeBufferPointer<UInt8>, _ other: StaticString) -> Bool {
         guard other.utf8CodeUnitCount == name.count else { return false }
         for index in 0..<name.count where lower(other.utf8Start[index]) != lower(name[index]) { return false }
         return true
@@ -224,5 +224,40 @@ final class UpstreamResponseParser {
 
     private static func lower(_ byte: UInt8) -> UInt8 {
         byte >= 65 && byte <= 90 ? byte | 0x20 : byte
+    }
+}
+
+/// A growable byte buffer for one header field's name or value: raw memory appended to with a copy (a class held
+/// in a constant, so that its scalar fields change without the exclusivity checks of a mutated struct). Loop
+/// thread only.
+private final class FieldBytes {
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    /// The bytes held (set to 0 to empty it, keeping the memory).
+    var count = 0
+
+    /// An empty buffer with room for `capacity` bytes.
+    init(capacity: Int) {
+        base = .allocate(capacity: capacity)
+        self.capacity = capacity
+    }
+
+    deinit { base.deallocate() }
+
+    /// The bytes held (valid until the next append).
+    var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
+
+    /// Appends `length` bytes from `at`.
+    func append(_ at: UnsafePointer<CChar>, _ length: Int) {
+        if count + length > capacity {
+            let grown = max(capacity * 2, count + length)
+            let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
+            larger.update(from: base, count: count)
+            base.deallocate()
+            base = larger
+            capacity = grown
+        }
+        UnsafeMutableRawPointer(base + count).copyMemory(from: at, byteCount: length)
+        count += length
     }
 }
