@@ -104,6 +104,25 @@ import Testing
         ])
     }
 
+    @Test func requestLargerThanTheFirstOutputBufferIsSentWhole() async throws {
+        let peer = try ScriptedUpstream { _ in
+            [.send("HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"data\":{\"id\":1}}")]
+        }
+        defer { peer.stop() }
+        let text = String(repeating: "0123456789", count: 600)
+        let context = CallContext(requestID: String(repeating: "r", count: 2000), clientIP: "10.1.2.3")
+        _ = try await Self.call(peer) { directus throws(DirectusError) in
+            try await directus.updateItem(path: "/items/posts/1", payload: .object([("content", .string(text))]), fields: "id",
+                                          token: "t", context: context)
+        }
+        let body = #"{"content":""# + text + #""}"#
+        #expect(peer.requests == [
+            "PATCH /items/posts/1?fields=id HTTP/1.1\r\nHost: 127.0.0.1:\(peer.port)\r\n"
+                + "Accept: application/json\r\nX-Request-Id: \(context.requestID)\r\nX-Forwarded-For: 10.1.2.3\r\n"
+                + "Authorization: Bearer t\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body,
+        ])
+    }
+
     // MARK: Answer headers
 
     @Test func longAndSplitHeaderFieldsAreKeptWhole() async throws {

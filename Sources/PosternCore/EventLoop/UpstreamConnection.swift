@@ -44,7 +44,7 @@ final class UpstreamConnection: @unchecked Sendable {
     private var resolving: DNSLookup?
     private let parser: UpstreamResponseParser
     /// The serialized request (reused: no allocation once it has grown to the usual size).
-    private var output: [UInt8] = []
+    private let output = RawBytes(capacity: 1024)
     private var written = 0
     /// A TLS read that wanted to write first (renegotiation or key update): retried when the socket is writable.
     private var readWantsWrite = false
@@ -90,34 +90,27 @@ final class UpstreamConnection: @unchecked Sendable {
     /// A header whose name or value holds CR, LF or NUL is not sent (it would split the request).
     /// `versionAndHost` is `" HTTP/1.1\r\nHost: <host>\r\n"`, built once by the pool.
     func prepare(_ request: UpstreamRequest, versionAndHost: [UInt8]) {
-        // Built in a local array and put back: one exclusive access to `output` instead of one per append.
-        var out: [UInt8] = []
-        swap(&out, &output)
-        out.removeAll(keepingCapacity: true)
-        out.reserveCapacity(512 + request.body.count)
-        HeadBytes.append(request.method.description, to: &out)
-        out.append(0x20)
-        HeadBytes.append(endpoint.basePath, to: &out)
-        HeadBytes.append(request.target, to: &out)
-        out.append(contentsOf: versionAndHost)
+        output.count = 0
+        output.append(request.method.description)
+        output.append(0x20)
+        output.append(endpoint.basePath)
+        output.append(request.target)
+        output.append(versionAndHost)
         for (name, value) in request.headers where Self.safe(name) && Self.safe(value) {
-            HeadBytes.append(name, to: &out)
-            out.append(0x3A)
-            out.append(0x20)
-            HeadBytes.append(value, to: &out)
-            out.append(13)
-            out.append(10)
+            output.append(name)
+            output.append(0x3A, 0x20)
+            output.append(value)
+            output.append(13, 10)
         }
         if !request.body.isEmpty || request.method == .post || request.method == .patch || request.method == .put {
-            out.append(contentsOf: HeadBytes.contentLength)
-            HeadBytes.appendDecimal(request.body.count, to: &out)
-            out.append(13)
-            out.append(10)
+            output.append(HeadBytes.contentLength)
+            output.append(String(request.body.count))
+            output.append(13, 10)
         }
-        out.append(13)
-        out.append(10)
-        if !request.body.isEmpty { out.append(contentsOf: request.body) }
-        swap(&out, &output)
+        output.append(13, 10)
+        request.body.withUnsafeBytes { raw in
+            if let start = raw.baseAddress, raw.count > 0 { output.append(start, raw.count) }
+        }
     }
 
     /// `" HTTP/1.1\r\nHost: <hostHeader>\r\n"`: what follows the target in every request to one upstream.
@@ -395,9 +388,10 @@ final class UpstreamConnection: @unchecked Sendable {
 
     private func writeOutput() {
         while written < output.count {
-            let n: Int = output.withUnsafeBytes { raw in
-                let start = raw.baseAddress! + written  // non-empty: written < count
-                let count = raw.count - written
+            let n: Int = {
+                // Non-nil: the buffer's memory is allocated once, and written < count.
+                let start = UnsafeRawPointer(output.bytes.baseAddress!) + written
+                let count = output.count - written
                 guard let ssl else { return send(fd, start, count, Int32(MSG_NOSIGNAL)) }
                 ERR_clear_error()
                 let rc = SSL_write(ssl, start, Int32(min(count, Int(Int32.max))))
@@ -411,7 +405,7 @@ final class UpstreamConnection: @unchecked Sendable {
                     errno = EPIPE
                 }
                 return -1
-            }
+            }()
             if n > 0 {
                 written += n
                 continue

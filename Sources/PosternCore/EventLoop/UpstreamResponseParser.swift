@@ -38,8 +38,8 @@ final class UpstreamResponseParser {
     /// The header field being read (its name may arrive in several pieces), in buffers allocated once and
     /// grown when a field is longer: raw memory, so appending is a copy without an array's uniqueness and
     /// exclusivity checks.
-    private let fieldName = FieldBytes(capacity: 64)
-    private let fieldValue = FieldBytes(capacity: 64)
+    private let fieldName = RawBytes(capacity: 64)
+    private let fieldValue = RawBytes(capacity: 64)
     private var inValue = false
     private var keepingValue = false
     /// The status line's code is not one of HTTP's (100–599): the answer is invalid.
@@ -360,40 +360,5 @@ final class UpstreamResponseParser {
 
     private static func lower(_ byte: UInt8) -> UInt8 {
         byte >= 65 && byte <= 90 ? byte | 0x20 : byte
-    }
-}
-
-/// A growable byte buffer for one header field's name or value: raw memory appended to with a copy (a class held
-/// in a constant, so that its scalar fields change without the exclusivity checks of a mutated struct). Loop
-/// thread only.
-private final class FieldBytes {
-    private var base: UnsafeMutablePointer<UInt8>
-    private var capacity: Int
-    /// The bytes held (set to 0 to empty it, keeping the memory).
-    var count = 0
-
-    /// An empty buffer with room for `capacity` bytes.
-    init(capacity: Int) {
-        base = .allocate(capacity: capacity)
-        self.capacity = capacity
-    }
-
-    deinit { base.deallocate() }
-
-    /// The bytes held (valid until the next append).
-    var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
-
-    /// Appends `length` bytes from `at`.
-    func append(_ at: UnsafePointer<CChar>, _ length: Int) {
-        if count + length > capacity {
-            let grown = max(capacity * 2, count + length)
-            let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
-            larger.update(from: base, count: count)
-            base.deallocate()
-            base = larger
-            capacity = grown
-        }
-        UnsafeMutableRawPointer(base + count).copyMemory(from: at, byteCount: length)
-        count += length
     }
 }
