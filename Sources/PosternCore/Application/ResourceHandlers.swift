@@ -13,6 +13,9 @@ struct ResourceHandlers: Sendable {
     private let notFound: GatewayError
     private let listForbidden: GatewayError
     private let createForbidden: GatewayError
+    /// The upstream target of a list without list parameters and not narrowed to the owner (the usual list),
+    /// built once instead of percent-encoding the same query on every call.
+    private let defaultListTarget: String
 
     /// The handlers of `mapper`'s resource.
     init(mapper: ResourceMapper, items: DirectusItems, schema: SchemaWatch? = nil, cache: ResourceCache) {
@@ -23,18 +26,24 @@ struct ResourceHandlers: Sendable {
         notFound = .notFound("no such \(mapper.resource.name) item")
         listForbidden = .forbidden("you may not list \(mapper.resource.name)")
         createForbidden = .forbidden("you may not create \(mapper.resource.name)")
+        defaultListTarget = QueryString.target(path: mapper.upstreamCollectionPath, query: mapper.defaultListQuery)
     }
 
     private var directus: DirectusClient { items.directus }
 
     /// `GET /api/v1/R`.
     func list(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        var query = try mapper.listQuery(request.queryItems)
+        let clientQuery = request.queryItems
+        var query = try mapper.listQuery(clientQuery)
+        var narrowed = false
         if case .ownItemsOnly = context.authorization, let owner = mapper.resource.owner {
             query.append(("filter[\(owner)][_eq]", "$CURRENT_USER"))
+            narrowed = true
         }
         let path = mapper.upstreamCollectionPath
         let upstreamQuery = query
+        let target = narrowed || !mapper.isDefaultListQuery(clientQuery)
+            ? QueryString.target(path: path, query: upstreamQuery) : defaultListTarget
         // An owner-narrowed list is keyed per caller whatever the cache scope.
         let perUser: Bool
         if case .ownItemsOnly = context.authorization { perUser = true } else { perUser = false }
@@ -48,7 +57,7 @@ struct ResourceHandlers: Sendable {
                 body = try await items.withToken(context.session, mapper: mapper, context: context,
                                                  forbidden: listForbidden) {
                     (token) async throws(DirectusError) -> Data in
-                    try await directus.listItems(path: path, query: upstreamQuery, token: token, context: context.call)
+                    try await directus.listItems(target: target, token: token, context: context.call)
                 }
             } catch {
                 // A signed-in caller refused a whole collection: it is missing (or the app role cannot read it).

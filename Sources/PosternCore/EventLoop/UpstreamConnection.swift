@@ -44,7 +44,7 @@ final class UpstreamConnection: @unchecked Sendable {
     private var resolving: DNSLookup?
     private let parser: UpstreamResponseParser
     /// The serialized request (reused: no allocation once it has grown to the usual size).
-    private var output: [UInt8] = []
+    private let output = RawBytes(capacity: 1024)
     private var written = 0
     /// A TLS read that wanted to write first (renegotiation or key update): retried when the socket is writable.
     private var readWantsWrite = false
@@ -88,36 +88,40 @@ final class UpstreamConnection: @unchecked Sendable {
 
     /// Serializes `request` for the upstream: request line, `Host`, its headers, `Content-Length`, body.
     /// A header whose name or value holds CR, LF or NUL is not sent (it would split the request).
-    func prepare(_ request: UpstreamRequest, hostHeader: String) {
-        output.removeAll(keepingCapacity: true)
-        output.reserveCapacity(512 + request.body.count)
-        HeadBytes.append(request.method.description, to: &output)
+    /// `versionAndHost` is `" HTTP/1.1\r\nHost: <host>\r\n"`, built once by the pool.
+    func prepare(_ request: UpstreamRequest, versionAndHost: [UInt8]) {
+        output.count = 0
+        output.append(request.method.description)
         output.append(0x20)
-        HeadBytes.append(endpoint.basePath, to: &output)
-        HeadBytes.append(request.target, to: &output)
-        output.append(contentsOf: HeadBytes.versionAndHost)
-        HeadBytes.append(hostHeader, to: &output)
-        output.append(contentsOf: HeadBytes.crlf)
+        output.append(endpoint.basePath)
+        output.append(request.target)
+        output.append(versionAndHost)
         for (name, value) in request.headers where Self.safe(name) && Self.safe(value) {
-            HeadBytes.append(name, to: &output)
-            output.append(contentsOf: HeadBytes.colonSpace)
-            HeadBytes.append(value, to: &output)
-            output.append(contentsOf: HeadBytes.crlf)
+            output.append(name)
+            output.append(0x3A, 0x20)
+            output.append(value)
+            output.append(13, 10)
         }
         if !request.body.isEmpty || request.method == .post || request.method == .patch || request.method == .put {
-            output.append(contentsOf: HeadBytes.contentLength)
-            HeadBytes.appendDecimal(request.body.count, to: &output)
-            output.append(contentsOf: HeadBytes.crlf)
+            output.append(HeadBytes.contentLength)
+            output.append(String(request.body.count))
+            output.append(13, 10)
         }
-        output.append(contentsOf: HeadBytes.crlf)
-        output.append(contentsOf: request.body)
+        output.append(13, 10)
+        request.body.withUnsafeBytes { raw in
+            if let start = raw.baseAddress, raw.count > 0 { output.append(start, raw.count) }
+        }
     }
 
+    /// `" HTTP/1.1\r\nHost: <hostHeader>\r\n"`: what follows the target in every request to one upstream.
+    static func versionAndHost(_ hostHeader: String) -> [UInt8] {
+        HeadBytes.versionAndHost + Array(hostHeader.utf8) + HeadBytes.crlf
+    }
+
+    /// True when `text` holds no CR, LF or NUL (`strcspn` stops at the first of them, the terminator included).
     private static func safe(_ text: String) -> Bool {
-        let scanned: Bool? = text.utf8.withContiguousStorageIfAvailable { bytes in
-            !bytes.contains { $0 == 13 || $0 == 10 || $0 == 0 }
-        }
-        return scanned ?? !text.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
+        let length = text.utf8.count
+        return text.withCString { strcspn($0, "\r\n") } == length
     }
 
     /// Sends the prepared request and resumes `continuation` once, with the answer, a failure, or `.timeout`
@@ -384,9 +388,10 @@ final class UpstreamConnection: @unchecked Sendable {
 
     private func writeOutput() {
         while written < output.count {
-            let n: Int = output.withUnsafeBytes { raw in
-                let start = raw.baseAddress! + written  // non-empty: written < count
-                let count = raw.count - written
+            let n: Int = {
+                // Non-nil: the buffer's memory is allocated once, and written < count.
+                let start = UnsafeRawPointer(output.bytes.baseAddress!) + written
+                let count = output.count - written
                 guard let ssl else { return send(fd, start, count, Int32(MSG_NOSIGNAL)) }
                 ERR_clear_error()
                 let rc = SSL_write(ssl, start, Int32(min(count, Int(Int32.max))))
@@ -400,7 +405,7 @@ final class UpstreamConnection: @unchecked Sendable {
                     errno = EPIPE
                 }
                 return -1
-            }
+            }()
             if n > 0 {
                 written += n
                 continue

@@ -19,8 +19,8 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     /// Calls waiting for a connection, first come first served.
     private var waiters: [PoolWaiter] = []
     private let tlsContext: TLSClientContext?
-    /// The `Host` header, built once.
-    private let hostHeader: String
+    /// `" HTTP/1.1\r\nHost: <host>\r\n"`, built once: what follows the target in every request.
+    private let versionAndHost: [UInt8]
     /// The answer headers copied into a response (nil: all of them).
     private let keptHeaders: [StaticString]?
 
@@ -39,7 +39,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
         self.maxWaiting = max(0, maxWaiting)
         keepaliveIdleNanos = UInt64(max(0, keepaliveIdle) * 1_000_000_000)
         tlsContext = endpoint.tls ? (tls ?? TLSClientContext.shared) : nil
-        hostHeader = endpoint.hostHeader
+        versionAndHost = UpstreamConnection.versionAndHost(endpoint.hostHeader)
     }
 
     /// Sends one request and waits for the answer, at most `timeout` seconds from now (waiting for a pooled
@@ -80,7 +80,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
             checkin(connection, healthy: true)
             return .failure(.timeout)
         }
-        connection.prepare(request, hostHeader: hostHeader)
+        connection.prepare(request, versionAndHost: versionAndHost)
         // The connection resumes the continuation exactly once (answer, failure or its deadline).
         let result = await withUnsafeContinuation { connection.start($0, timeout: timeout) }
         checkin(connection, healthy: (try? result.get()) != nil && !connection.closedByPeer)

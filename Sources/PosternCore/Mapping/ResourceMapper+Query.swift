@@ -13,7 +13,7 @@ extension ResourceMapper {
     /// A bad value of a known parameter, or a known parameter repeated with different values, is
     /// 400 `invalid_request` naming the parameter. Unknown parameters (`filter`, `fields`, `deep`…) are dropped.
     public func listQuery(_ clientQuery: [(name: String, value: String)]) throws(GatewayError) -> [(String, String)] {
-        guard clientQuery.contains(where: { Self.listParameters.contains($0.name) }) else { return defaultListQuery }
+        guard !isDefaultListQuery(clientQuery) else { return defaultListQuery }
         var given: [String: String] = [:]
         for (name, value) in clientQuery where Self.listParameters.contains(name) {
             if let earlier = given[name], earlier != value {
@@ -60,6 +60,12 @@ extension ResourceMapper {
         }
         out.append(("meta", "filter_count"))
         return out
+    }
+
+    /// True when `clientQuery` names no list parameter: `listQuery` then answers `defaultListQuery`, whatever else
+    /// the query holds.
+    func isDefaultListQuery(_ clientQuery: [(name: String, value: String)]) -> Bool {
+        !clientQuery.contains { Self.listParameters.contains($0.name) }
     }
 
     /// The filter pairs for a client `search`: `filter[_or][i][<field>][_icontains]=<term>` over the search

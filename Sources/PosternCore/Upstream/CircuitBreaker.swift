@@ -90,18 +90,16 @@ struct GuardedTransport: UpstreamTransport {
             throw .unreachable("circuit open")
         }
         let start = ContinuousClock.now
-        defer {
-            let elapsed = ContinuousClock.now - start
-            RequestTrace.current?.addUpstream(elapsed.seconds)
-        }
         do {
             let response = try await inner.send(request, timeout: timeout)
             breaker.succeeded()
-            let elapsed = ContinuousClock.now - start
-            metrics.upstream(method: request.method.description,
-                             seconds: elapsed.seconds)
+            // One clock read for the metric and the request's trace.
+            let seconds = (ContinuousClock.now - start).seconds
+            metrics.upstream(method: request.method.description, seconds: seconds)
+            RequestTrace.current?.addUpstream(seconds)
             return response
         } catch {
+            RequestTrace.current?.addUpstream((ContinuousClock.now - start).seconds)
             switch error {
             case .unreachable(UpstreamFailure.poolQueueFull):
                 // Our own queue is full: says nothing about Directus being reachable.

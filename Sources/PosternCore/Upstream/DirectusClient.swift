@@ -77,7 +77,13 @@ public struct DirectusClient: Sendable {
 
     /// `GET /items/<c>?…` → the raw answer body.
     public func listItems(path: String, query: [(String, String)], token: String?, context: CallContext) async throws(DirectusError) -> Data {
-        try await call(.get, QueryString.target(path: path, query: query), body: nil, token: token, context: context).body
+        try await listItems(target: QueryString.target(path: path, query: query), token: token, context: context)
+    }
+
+    /// `GET <target>` for a list whose target (`/items/<c>?…`, as `QueryString.target` builds it) is already
+    /// built → the raw answer body.
+    public func listItems(target: String, token: String?, context: CallContext) async throws(DirectusError) -> Data {
+        try await call(.get, target, body: nil, token: token, context: context).body
     }
 
     /// `GET /items/<c>/<id>?fields=…` → the raw answer body.

@@ -10,19 +10,19 @@ struct DirectusItems: Sendable {
     /// `forbidden`; validation errors name the resource's field.
     func withToken<T: Sendable>(_ session: Session?, mapper: ResourceMapper, context: RequestContext, forbidden: GatewayError,
                                 _ call: (String?) async throws(DirectusError) -> T) async throws(GatewayError) -> T {
-        let translate = { (error: DirectusError) -> GatewayError in
-            error.forItemCall(forbidden: forbidden, fieldName: mapper.resourceFieldName(forDirectus:))
-        }
+        // The translation is written out at each use, not kept in a closure value: such a closure would copy the
+        // whole mapper on every call, though only a failing call needs it.
         if let session {
-            return try await sessions.withDirectusToken(session, context: context.call, translate: translate) {
-                (token) async throws(DirectusError) -> T in
+            return try await sessions.withDirectusToken(session, context: context.call, translate: { error in
+                error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
+            }) { (token) async throws(DirectusError) -> T in
                 try await call(token)
             }
         }
         do {
             return try await call(nil)
         } catch {
-            throw translate(error)
+            throw error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
         }
     }
 
