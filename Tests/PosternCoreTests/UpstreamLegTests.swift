@@ -203,12 +203,6 @@ import Testing
         ("HTTP/1.1 200 OK\r\nX.Dot: 1\r\nContent-Length: 2\r\n\r\n{}", false),
         ("HTTP/1.1 200 OK\r\n Retry-After: 1\r\nContent-Length: 2\r\n\r\n{}", false),
         ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n", false),  // head cut short
-        ("HTTP/1.1 200 All Good Here Thanks\r\nX-Long: abcdefghijklmnopqrstuvwxyz ~!@#$%^&*()_+{}|:<>?\r\n"
-            + "Content-Length: 2\r\n\r\n{}", true),
-        ("HTTP/1.1 200 OK\r\nX-Long: abcdefghijklmnop\u{7F}qrstuvwxyz\r\nContent-Length: 2\r\n\r\n{}", false),
-        ("HTTP/1.1 200 OK\r\nX-Long: abcdefghijklmnopq\u{1}rstuvwxyz\r\nContent-Length: 2\r\n\r\n{}", false),
-        ("HTTP/1.1 200 OK\r\nX-Long: abcdefghijklmnopqrstuvwxyz\u{e9}\r\nContent-Length: 2\r\n\r\n{}", false),
-        ("HTTP/1.1 200 Okay Then But \u{1}\r\nContent-Length: 2\r\n\r\n{}", false),
     ]
 
     @Test(arguments: answers.indices)

@@ -138,7 +138,7 @@ final class UpstreamResponseParser {
         guard (0...9).contains(d0), (0...9).contains(d1), (0...9).contains(d2) else { return nil }
         let code = d0 * 100 + d1 * 10 + d2
         guard code >= 200, code <= 599, code != 204, code != 304 else { return nil }
-        var i = Self.printableRun(p, 13, n)
+        var i = 13
         while i < n, p[i] != 13 {
             guard p[i] >= 0x20, p[i] <= 0x7E else { return nil }
             i += 1
@@ -163,7 +163,6 @@ final class UpstreamResponseParser {
             i += 1
             while i < n, p[i] == 0x20 { i += 1 }
             let valueStart = i
-            i = Self.printableRun(p, i, n)
             while i < n, p[i] != 13 {
                 guard p[i] >= 0x20, p[i] <= 0x7E else { return nil }
                 i += 1
@@ -212,22 +211,6 @@ final class UpstreamResponseParser {
         keepAlive = fastKeepAlive
         messageComplete = true
         return .complete(leftover: n - take)
-    }
-
-    /// Where the printable ASCII (0x20-0x7E) from `start` ends, or a little before: skips eight bytes at a time
-    /// while a whole word is printable (the byte loop after it finds the exact end, CR included).
-    private static func printableRun(_ p: UnsafePointer<UInt8>, _ start: Int, _ n: Int) -> Int {
-        let raw = UnsafeRawPointer(p)
-        var i = start
-        while i + 8 <= n {
-            let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            // A byte below 0x20, or above 0x7E (both exact as to whether one exists: "hasless" and "hasmore").
-            let below = (x &- 0x2020_2020_2020_2020) & ~x & 0x8080_8080_8080_8080
-            let above = ((x &+ 0x0101_0101_0101_0101) | x) & 0x8080_8080_8080_8080
-            if below | above != 0 { break }
-            i += 8
-        }
-        return i
     }
 
     /// A head longer than this is left to http-parser (which refuses one above 80 KiB).
