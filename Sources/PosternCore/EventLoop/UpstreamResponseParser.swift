@@ -46,14 +46,6 @@ final class UpstreamResponseParser {
     private var statusOutOfRange = false
     /// A field named exactly `Transfer-Encoding` was read in this answer.
     private var sawTransferEncoding = false
-    /// Bytes of this answer were fed (the first feed decides between the fast path and http-parser).
-    private var started = false
-    /// This answer is read by the fast path (`fastHead`), not by http-parser.
-    private(set) var fastPath = false
-    /// Body bytes of a fast-path answer still to come.
-    private var fastRemaining = 0
-    /// The keep-alive verdict of a fast-path answer, given once it is complete (as http-parser does).
-    private var fastKeepAlive = false
 
     /// A body above this size gets no capacity reserved up front from its `Content-Length` (it grows as it comes).
     private static let maxReservation = 8 << 20
@@ -81,26 +73,17 @@ final class UpstreamResponseParser {
         keepingValue = false
         statusOutOfRange = false
         sawTransferEncoding = false
-        started = false
-        fastPath = false
-        fastRemaining = 0
     }
 
     /// Parses `bytes`, the next ones read from the connection.
     func feed(_ bytes: UnsafeRawBufferPointer) -> Outcome {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return .needMore }
-        if fastPath { return fastBody(base.assumingMemoryBound(to: UInt8.self), bytes.count) }
-        if !started {
-            started = true
-            if let outcome = fastHead(base.assumingMemoryBound(to: UInt8.self), bytes.count) { return outcome }
-        }
         return run(base.assumingMemoryBound(to: CChar.self), bytes.count)
     }
 
     /// Tells the parser that the connection ended: completes an answer delimited by the close.
     func feedEndOfStream() -> Outcome {
         if messageComplete { return .complete(leftover: 0) }
-        if fastPath { return .truncated }  // the body announced by Content-Length did not all come
         let outcome = run(nil, 0)
         return outcome == .needMore ? .truncated : outcome
     }
@@ -120,108 +103,6 @@ final class UpstreamResponseParser {
         }
         if parser.pointee.upgrade != 0 { return .invalid("upgrade") }
         return .needMore
-    }
-
-    // MARK: Fast path
-
-    /// Reads a plain answer whose head came whole in the first bytes, without http-parser: `HTTP/1.1`, a status
-    /// from 200 to 599 other than 204 and 304, one `Content-Length`, and fields of token names and printable
-    /// ASCII values. Anything else (chunked, close-delimited, interim answers, HTTP/1.0, a `Connection` other
-    /// than `keep-alive` or `close`, `Transfer-Encoding`, `Upgrade`, empty or space-ended values, a head split
-    /// over reads...) returns nil with nothing changed, and http-parser reads the same bytes: on what it
-    /// accepts, the fast path gives the same status, kept fields, body and keep-alive verdict.
-    private func fastHead(_ p: UnsafePointer<UInt8>, _ n: Int) -> Outcome? {
-        // "HTTP/1.1 " + three digits + " ".
-        guard n >= 13, p[0] == 0x48, p[1] == 0x54, p[2] == 0x54, p[3] == 0x50, p[4] == 0x2F, p[5] == 0x31,
-              p[6] == 0x2E, p[7] == 0x31, p[8] == 0x20, p[12] == 0x20 else { return nil }
-        let d0 = Int(p[9]) &- 0x30, d1 = Int(p[10]) &- 0x30, d2 = Int(p[11]) &- 0x30
-        guard (0...9).contains(d0), (0...9).contains(d1), (0...9).contains(d2) else { return nil }
-        let code = d0 * 100 + d1 * 10 + d2
-        guard code >= 200, code <= 599, code != 204, code != 304 else { return nil }
-        var i = 13
-        while i < n, p[i] != 13 {
-            guard p[i] >= 0x20, p[i] <= 0x7E else { return nil }
-            i += 1
-        }
-        // A reason phrase is required here (http-parser takes an empty one too; it reads those).
-        guard i > 13, i + 1 < n, p[i + 1] == 10 else { return nil }
-        i += 2
-        var contentLength = -1
-        var close = false
-        var kept = HTTPHeaders()
-        while true {
-            guard i + 1 < n, i < Self.maxFastHead else { return nil }
-            if p[i] == 13 {
-                guard p[i + 1] == 10 else { return nil }
-                i += 2
-                break
-            }
-            let nameStart = i
-            while i < n, Self.isNameByte(p[i]) { i += 1 }
-            guard i < n, p[i] == 0x3A, i > nameStart else { return nil }
-            let name = UnsafeBufferPointer(start: p + nameStart, count: i - nameStart)
-            i += 1
-            while i < n, p[i] == 0x20 { i += 1 }
-            let valueStart = i
-            while i < n, p[i] != 13 {
-                guard p[i] >= 0x20, p[i] <= 0x7E else { return nil }
-                i += 1
-            }
-            guard i + 1 < n, p[i + 1] == 10, i > valueStart, p[i - 1] != 0x20 else { return nil }
-            let value = UnsafeBufferPointer(start: p + valueStart, count: i - valueStart)
-            i += 2
-            switch name.count {
-            case 14 where Self.sameName(name, "content-length"):
-                guard contentLength < 0, value.count <= 18, value.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-                contentLength = value.reduce(0) { $0 * 10 + Int($1 - 0x30) }
-            case 10 where Self.sameName(name, "connection"):
-                if Self.sameName(value, "close") {
-                    close = true
-                } else if !Self.sameName(value, "keep-alive") {
-                    return nil
-                }
-            case 7 where Self.sameName(name, "upgrade"), 16 where Self.sameName(name, "proxy-connection"):
-                return nil
-            case 17...:
-                // http-parser reads any name beginning with Transfer-Encoding as one.
-                if Self.sameName(UnsafeBufferPointer(rebasing: name[0..<17]), "transfer-encoding") { return nil }
-            default:
-                break
-            }
-            if keeps(name) {
-                kept.add(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
-            }
-        }
-        guard contentLength >= 0 else { return nil }
-        status = code
-        headers = kept
-        fastKeepAlive = !close
-        fastRemaining = contentLength
-        fastPath = true
-        if contentLength > 0 && contentLength <= Self.maxReservation { body.reserveCapacity(contentLength) }
-        return fastBody(p + i, n - i)
-    }
-
-    /// Takes the body bytes of a fast-path answer (those at `p`, then those of the later reads).
-    private func fastBody(_ p: UnsafePointer<UInt8>, _ n: Int) -> Outcome {
-        let take = min(n, fastRemaining)
-        if take > 0 { body.append(p, count: take) }
-        fastRemaining -= take
-        guard fastRemaining == 0 else { return .needMore }
-        keepAlive = fastKeepAlive
-        messageComplete = true
-        return .complete(leftover: n - take)
-    }
-
-    /// A head longer than this is left to http-parser (which refuses one above 80 KiB).
-    private static let maxFastHead = 64 * 1024
-
-    /// A byte the fast path takes in a field name (letters, digits, `-` and `_`: a subset of HTTP's tokens).
-    private static func isNameByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D, 0x5F: return true
-        default: return false
-        }
     }
 
     // MARK: Callbacks
