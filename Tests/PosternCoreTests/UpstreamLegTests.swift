@@ -34,7 +34,7 @@ import Testing
         }
         // List parameters: the query built for this call.
         let r = try gw.client().json("GET", "/api/v1/books?limit=2&sort=-title&search=o", token: token)
-        #expect(r.status == 200, r.text)
+        #expect(r.status == 200, "\(r.text)")
         let sent = try #require(lists().last)
         #expect(sent.query == QueryString.build(try mapper.listQuery(QueryString.parse("limit=2&sort=-title&search=o"))))
         #expect(sent.queryItems.contains { $0.name == "limit" && $0.value == "2" })
@@ -50,7 +50,7 @@ import Testing
         }
         defer { gw.stop() }
         let r = try gw.client().json("GET", "/api/v1/books", token: try gw.login())
-        #expect(r.status == 200, r.text)
+        #expect(r.status == 200, "\(r.text)")
         let sent = try #require(gw.upstream("/items/posts").last)
         var expected = shippedMapper("books").defaultListQuery
         expected.append(("filter[user_created][_eq]", "$CURRENT_USER"))
