@@ -33,24 +33,11 @@ struct ResourceHandlers: Sendable {
 
     /// `GET /api/v1/R`.
     func list(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        let clientQuery = request.queryItems
-        var query = try mapper.listQuery(clientQuery)
-        var narrowed = false
-        if case .ownItemsOnly = context.authorization, let owner = mapper.resource.owner {
-            query.append(("filter[\(owner)][_eq]", "$CURRENT_USER"))
-            narrowed = true
-        }
-        let path = mapper.upstreamCollectionPath
-        let upstreamQuery = query
-        let target = narrowed || !mapper.isDefaultListQuery(clientQuery)
-            ? QueryString.target(path: path, query: upstreamQuery) : defaultListTarget
-        // An owner-narrowed list is keyed per caller whatever the cache scope.
-        let perUser: Bool
-        if case .ownItemsOnly = context.authorization { perUser = true } else { perUser = false }
+        let call = try listCall(request, context)
+        if let hit = cache.stored(call.key) { return hit }
+        let target = call.usual ? defaultListTarget : QueryString.target(path: mapper.upstreamCollectionPath, query: call.query)
         let collection = mapper.resource.collection
-        let key = cache.key(path: path, query: upstreamQuery, session: context.session, perUser: perUser)
-        if let hit = cache.stored(key) { return hit }
-        return try await cache.respond(key: key) {
+        return try await cache.respond(key: call.key) {
             () async throws(GatewayError) -> HTTPResponse in
             let body: Data
             do throws(GatewayError) {
@@ -76,8 +63,7 @@ struct ResourceHandlers: Sendable {
             return .json(200, try mapper.renderer.renderItem(directusBody: item.directusBody))
         }
         let id = try itemID(context)
-        let key = cache.key(path: mapper.upstreamItemPath(id: id), query: [("fields", mapper.directusFieldList)],
-                            session: context.session, perUser: false)
+        let key = readKey(id: id, context)
         if let hit = cache.stored(key) { return hit }
         return try await cache.respond(key: key) {
             () async throws(GatewayError) -> HTTPResponse in
