@@ -270,6 +270,8 @@ check_list() {
 # --- measurements ---------------------------------------------------------------------------------
 # cpu_ticks PID: utime+stime of the whole process (all threads), in clock ticks.
 cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+# user_ticks PID: utime alone (the process's own code; stime is the kernel's work on its behalf).
+user_ticks() { awk '{ sub(/^.*\) /, ""); print $12 }' "/proc/$1/stat"; }
 CLK_TCK="$(getconf CLK_TCK)"
 
 # peak_rss_mb PID: VmHWM (peak resident set) in MB.

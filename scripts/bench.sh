@@ -39,7 +39,7 @@ LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 start_upstream
 start_proxy
 
-RESULTS="$WORK/results.tsv"   # round, label, rps, p50, p99, cpu µs/req, rss MB, non-2xx, socket errors
+RESULTS="$WORK/results.tsv"   # round, label, rps, p50, p99, cpu µs/req, rss MB, non-2xx, socket errors, user µs/req
 : > "$RESULTS"
 NOTES="$WORK/notes.txt"
 : > "$NOTES"
@@ -47,22 +47,25 @@ NOTES="$WORK/notes.txt"
 # measure ROUND LABEL URL TOKEN PID: warm-up, then the measured wrk run; PID is the process whose
 # CPU time and peak RSS are reported.
 measure() {
-    local round="$1" label="$2" url="$3" token="$4" pid="$5" out t0 t1 requests cpu non2xx sockerr
+    local round="$1" label="$2" url="$3" token="$4" pid="$5" out t0 t1 u0 u1 requests cpu user non2xx sockerr
     out="$WORK/wrk-$round-${label//[^a-zA-Z0-9]/_}.txt"
     say "round $round, $label: warm-up $WARMUP, then wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency $url"
     run_wrk "$out.warmup" "$url" "$token" "$WARMUP"
     t0="$(cpu_ticks "$pid")"
+    u0="$(user_ticks "$pid")"
     run_wrk "$out" "$url" "$token" "$DURATION"
     t1="$(cpu_ticks "$pid")"
+    u1="$(user_ticks "$pid")"
     requests="$(wrk_field "$out" requests)"
     cpu="$(awk -v d="$((t1 - t0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.0f", d / hz * 1e6 / n; else print 0 }')"
+    user="$(awk -v d="$((u1 - u0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print 0 }')"
     non2xx="$(wrk_field "$out" non2xx)"
     sockerr="$(wrk_field "$out" sockerr)"
     if [ "$non2xx" != 0 ] || [ "$sockerr" != 0 ]; then
         warn "$label: the run had errors ($non2xx non-2xx answers, socket errors: $(sed -n 's/.*Socket errors: *//p' "$out"))"
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$label" "$(wrk_field "$out" rps)" "$(wrk_field "$out" p50)" \
-        "$(wrk_field "$out" p99)" "$cpu" "$(peak_rss_mb "$pid")" "$non2xx" "$sockerr" >> "$RESULTS"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$label" "$(wrk_field "$out" rps)" "$(wrk_field "$out" p50)" \
+        "$(wrk_field "$out" p99)" "$cpu" "$(peak_rss_mb "$pid")" "$non2xx" "$sockerr" "$user" >> "$RESULTS"
 }
 
 # note TEXT: print TEXT now and in the report, once however many rounds say it.
@@ -104,13 +107,15 @@ echo
 echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency (after $WARMUP warm-up), $ROUNDS round(s), on $(nproc) cores;" \
      "load average before $LOAD_BEFORE, after $LOAD_AFTER"
 echo "B: GET $ITEMS_PATH   A/C: GET $BOOKS_PATH (gateway log level $LOG_LEVEL)"
-echo "CPU and peak RSS (VmHWM): the gateway process (A, C), the nginx proxy's worker (B)"
+echo "CPU and peak RSS (VmHWM): the gateway process (A, C), the nginx proxy's worker (B); 'of it user': utime alone"
+echo "(the rest is the kernel's work for the process's socket calls, about the same for B and A)"
 python3 - "$RESULTS" "$NOTES" <<'PY'
 import statistics, sys
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
 notes = [line.rstrip("\n") for line in open(sys.argv[2]) if line.strip()]
 runs = [dict(round=int(r[0]), label=r[1], rps=float(r[2] or 0), p50=float(r[3] or 0), p99=float(r[4] or 0),
-             cpu=float(r[5] or 0), rss=float(r[6] or 0), non2xx=int(r[7]), sockerr=int(r[8])) for r in rows]
+             cpu=float(r[5] or 0), rss=float(r[6] or 0), non2xx=int(r[7]), sockerr=int(r[8]),
+             user=float(r[9] or 0)) for r in rows]
 b_of = {r["round"]: r for r in runs if r["label"].startswith("B")}
 for r in runs:
     b = b_of.get(r["round"])
@@ -118,9 +123,9 @@ for r in runs:
     r["b_p99"] = b["p99"] if b else 0.0
     r["errors"] = "-" if r["non2xx"] == 0 and r["sockerr"] == 0 else f"ERRORS: {r['non2xx']} non-2xx, {r['sockerr']} socket"
 
-head = f"{'target':<26} {'requests/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'CPU µs/req':>11} {'RSS MB':>7} {'÷ B':>6}  errors"
+head = f"{'target':<26} {'requests/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'CPU µs/req':>11} {'of it user':>10} {'RSS MB':>7} {'÷ B':>6}  errors"
 def line(label, r):
-    return (f"{label:<26} {r['rps']:>10.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} {r['cpu']:>11.0f} "
+    return (f"{label:<26} {r['rps']:>10.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} {r['cpu']:>11.0f} {r['user']:>10.1f} "
             f"{r['rss']:>7.1f} {r['ratio']:>6.2f}  {r['errors']}")
 
 rounds = sorted({r["round"] for r in runs})
@@ -131,7 +136,7 @@ for r in runs:
 summary = {}
 for label in labels:
     mine = [r for r in runs if r["label"] == label]
-    med = {k: statistics.median(r[k] for r in mine) for k in ("rps", "p50", "p99", "cpu", "ratio", "b_p99")}
+    med = {k: statistics.median(r[k] for r in mine) for k in ("rps", "p50", "p99", "cpu", "user", "ratio", "b_p99")}
     med["rss"] = max(r["rss"] for r in mine)
     bad = [r["errors"] for r in mine if r["errors"] != "-"]
     med["errors"] = "-" if not bad else f"ERRORS in {len(bad)} of {len(mine)} rounds"
