@@ -49,6 +49,11 @@ final class RawBytes {
         }
     }
 
+    /// Appends the bytes of a literal.
+    func append(_ literal: StaticString) {
+        append(literal.utf8Start, literal.utf8CodeUnitCount)
+    }
+
     /// Appends the UTF-8 bytes of `text` (one copy: native strings are contiguous).
     func append(_ text: String) {
         let copied: Void? = text.utf8.withContiguousStorageIfAvailable { utf8 in

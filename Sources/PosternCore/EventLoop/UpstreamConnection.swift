@@ -96,12 +96,19 @@ final class UpstreamConnection: @unchecked Sendable {
         output.append(endpoint.basePath)
         output.append(request.target)
         output.append(versionAndHost)
-        for (name, value) in request.headers where Self.safe(name) && Self.safe(value) {
+        // The carried token is written in its place among the other fields (`request.headers`' order).
+        let bearer = request.bearer.flatMap { Self.safe($0) ? $0 : nil }
+        var index = 0
+        for (name, value) in request.otherHeaders {
+            if index == request.bearerIndex, let bearer { appendBearer(bearer) }
+            index += 1
+            guard Self.safe(name) && Self.safe(value) else { continue }
             output.append(name)
             output.append(0x3A, 0x20)
             output.append(value)
             output.append(13, 10)
         }
+        if index == request.bearerIndex, let bearer { appendBearer(bearer) }
         if !request.body.isEmpty || request.method == .post || request.method == .patch || request.method == .put {
             output.append(HeadBytes.contentLength)
             output.append(String(request.body.count))
@@ -111,6 +118,13 @@ final class UpstreamConnection: @unchecked Sendable {
         request.body.withUnsafeBytes { raw in
             if let start = raw.baseAddress, raw.count > 0 { output.append(start, raw.count) }
         }
+    }
+
+    /// Writes `Authorization: Bearer <token>` and its CRLF.
+    private func appendBearer(_ token: String) {
+        output.append("Authorization: Bearer " as StaticString)
+        output.append(token)
+        output.append(13, 10)
     }
 
     /// `" HTTP/1.1\r\nHost: <hostHeader>\r\n"`: what follows the target in every request to one upstream.

@@ -114,7 +114,7 @@ public struct DirectusClient: Sendable {
     public func ping(context: CallContext) async -> Bool {
         do {
             let response = try await transport.send(UpstreamRequest(method: .get, target: "/server/ping",
-                                                                    headers: headers(token: nil, context: context)), timeout: timeout)
+                                                                    headers: headers(context: context)), timeout: timeout)
             return response.status == 200
         } catch {
             return false
@@ -123,20 +123,24 @@ public struct DirectusClient: Sendable {
 
     // MARK: Plumbing
 
-    private func headers(token: String?, context: CallContext) -> HTTPHeaders {
-        var h = HTTPHeaders(capacity: 5)  // these four and a Content-Type: one allocation
+    private func headers(context: CallContext) -> HTTPHeaders {
+        var h = HTTPHeaders(capacity: 4)  // these three and a Content-Type: one allocation
         h.add("Accept", "application/json")
         h.add("X-Request-Id", context.requestID)
         h.add("X-Forwarded-For", context.clientIP)
-        if let token { h.add("Authorization", "Bearer " + token) }
         return h
     }
 
     /// Sends one call; 2xx answers come back, everything else is thrown as a typed error.
     func call(_ method: HTTPMethod, _ target: String, body: JSONValue?, token: String?, context: CallContext) async throws(DirectusError) -> UpstreamResponse {
-        var h = headers(token: token, context: context)
+        var h = headers(context: context)
+        // The token goes after the three fields above (before a Content-Type), carried beside them: the pooled
+        // connection writes it without building an `Authorization` value.
+        let bearerIndex = h.fields.count
         if body != nil { h.add("Content-Type", "application/json") }
-        let request = UpstreamRequest(method: method, target: target, headers: h, body: body?.serialized() ?? Data())
+        let payload = body?.serialized() ?? Data()
+        let request = token.map { UpstreamRequest(method: method, target: target, headers: h, bearer: $0, bearerIndex: bearerIndex, body: payload) }
+            ?? UpstreamRequest(method: method, target: target, headers: h, body: payload)
         let response: UpstreamResponse
         do {
             response = try await transport.send(request, timeout: timeout)

@@ -1,13 +1,21 @@
 import Foundation
 
 /// One request to the upstream, as a value.
+///
+/// The caller's Directus token may be carried beside the other headers (`bearer`): the pooled connection writes
+/// it as `Authorization: Bearer <token>` straight into the request head, so no header value is built for it;
+/// `headers` still shows it in its place to every other reader (in-process transports, test doubles).
 public struct UpstreamRequest: Sendable {
     /// The method.
     public var method: HTTPMethod
     /// Path plus optional `?query`, already percent-encoded.
     public var target: String
-    /// Headers to send (Host and Content-Length are added).
-    public var headers: HTTPHeaders
+    /// The headers to send except the carried `bearer` (Host and Content-Length are added).
+    public private(set) var otherHeaders: HTTPHeaders
+    /// The access token sent as `Authorization: Bearer <token>`, if carried beside `otherHeaders`.
+    public private(set) var bearer: String?
+    /// Where the `Authorization` field goes among `otherHeaders` (the index of the field it precedes).
+    public private(set) var bearerIndex: Int
     /// The body (empty for none).
     public var body: Data
 
@@ -15,8 +23,41 @@ public struct UpstreamRequest: Sendable {
     public init(method: HTTPMethod, target: String, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
         self.method = method
         self.target = target
-        self.headers = headers
+        otherHeaders = headers
+        bearer = nil
+        bearerIndex = 0
         self.body = body
+    }
+
+    /// Builds a request whose `Authorization: Bearer <bearer>` field comes before `headers`' field at
+    /// `bearerIndex` (after all of them when it is their count).
+    public init(method: HTTPMethod, target: String, headers: HTTPHeaders, bearer: String, bearerIndex: Int, body: Data = Data()) {
+        self.method = method
+        self.target = target
+        otherHeaders = headers
+        self.bearer = bearer
+        self.bearerIndex = min(max(0, bearerIndex), headers.fields.count)
+        self.body = body
+    }
+
+    /// Every header to send, `Authorization` included, in the order they go on the wire (Host and
+    /// Content-Length are added); setting it replaces them all.
+    public var headers: HTTPHeaders {
+        get {
+            guard let bearer else { return otherHeaders }
+            var all = HTTPHeaders(capacity: otherHeaders.fields.count + 1)
+            for (offset, field) in otherHeaders.fields.enumerated() {
+                if offset == bearerIndex { all.add("Authorization", "Bearer " + bearer) }
+                all.add(field.name, field.value)
+            }
+            if bearerIndex == otherHeaders.fields.count { all.add("Authorization", "Bearer " + bearer) }
+            return all
+        }
+        set {
+            otherHeaders = newValue
+            bearer = nil
+            bearerIndex = 0
+        }
     }
 }
 
