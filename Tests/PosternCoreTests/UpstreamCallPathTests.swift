@@ -2,32 +2,32 @@ import Foundation
 import Testing
 @testable import PosternCore
 
-/// The upstream call's shorter path: the Directus token carried beside the headers and written straight into
-/// the request head (over http and https), still seen as `Authorization` by every other reader; and a pooled
+/// The upstream call's shorter path: a Directus call's head fields (its token included) carried as values and
+/// written straight into the request head (over http and https), still seen as headers by every other reader; and a pooled
 /// connection taken without suspending, with the fallback to waiting when the pool is busy.
 @Suite(.serialized) struct UpstreamCallPathTests {
     // MARK: The carried token
 
-    @Test func headersShowTheCarriedTokenInItsPlace() {
-        let three: HTTPHeaders = ["Accept": "application/json", "X-Request-Id": "r", "X-Forwarded-For": "10.0.0.1"]
-        var fourth = three
-        fourth.add("Content-Type", "application/json")
-        let write = UpstreamRequest(method: .post, target: "/items/posts", headers: fourth, bearer: "tok", bearerIndex: 3)
+    @Test func headersShowTheCarriedFieldsInTheirPlace() {
+        let write = UpstreamRequest(method: .post, target: "/items/posts",
+                                    fields: CallFields(requestID: "r", forwardedFor: "10.0.0.1", bearer: "tok", jsonBody: true))
         #expect(write.headers.fields.map { "\($0.name): \($0.value)" } == [
             "Accept: application/json", "X-Request-Id: r", "X-Forwarded-For: 10.0.0.1", "Authorization: Bearer tok",
             "Content-Type: application/json",
         ])
-        let read = UpstreamRequest(method: .get, target: "/items/posts", headers: three, bearer: "tok", bearerIndex: 3)
-        #expect(read.headers.fields.last?.name == "Authorization" && read.headers["Authorization"] == "Bearer tok")
+        let anonymous = UpstreamRequest(method: .get, target: "/items/posts",
+                                        fields: CallFields(requestID: "r", forwardedFor: "10.0.0.1", bearer: nil, jsonBody: false))
+        let three: HTTPHeaders = ["Accept": "application/json", "X-Request-Id": "r", "X-Forwarded-For": "10.0.0.1"]
+        #expect(anonymous.headers == three)
         #expect(UpstreamRequest(method: .get, target: "/", headers: three).headers == three)
 
-        // Setting the headers replaces them all, the token's field included.
-        var changed = read
+        // Setting the headers replaces them all, the carried fields included.
+        var changed = write
         changed.headers.remove("Authorization")
-        #expect(changed.bearer == nil && changed.headers == three)
-        var kept = read
-        kept.headers.add("X-Other", "1")
-        #expect(kept.headers["Authorization"] == "Bearer tok" && kept.headers.fields.last?.name == "X-Other")
+        #expect(changed.callFields == nil && changed.headers["Authorization"] == nil && changed.headers.fields.count == 4)
+        var added = write
+        added.headers.add("X-Other", "1")
+        #expect(added.headers["Authorization"] == "Bearer tok" && added.headers.fields.last?.name == "X-Other")
     }
 
     @Test func inProcessReadersSeeTheAuthorizationHeader() async throws {

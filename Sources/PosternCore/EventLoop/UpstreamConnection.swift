@@ -96,19 +96,20 @@ final class UpstreamConnection: @unchecked Sendable {
         output.append(endpoint.basePath)
         output.append(request.target)
         output.append(versionAndHost)
-        // The carried token is written in its place among the other fields (`request.headers`' order).
-        let bearer = request.bearer.flatMap { Self.safe($0) ? $0 : nil }
-        var index = 0
-        for (name, value) in request.otherHeaders {
-            if index == request.bearerIndex, let bearer { appendBearer(bearer) }
-            index += 1
-            guard Self.safe(name) && Self.safe(value) else { continue }
+        // A Directus call's fields, carried as values, first (`request.headers`' order).
+        if let fields = request.callFields {
+            output.append("Accept: application/json\r\n" as StaticString)
+            appendField("X-Request-Id: ", fields.requestID)
+            appendField("X-Forwarded-For: ", fields.forwardedFor)
+            if let bearer = fields.bearer { appendField("Authorization: Bearer ", bearer) }
+            if fields.jsonBody { output.append("Content-Type: application/json\r\n" as StaticString) }
+        }
+        for (name, value) in request.otherHeaders where Self.safe(name) && Self.safe(value) {
             output.append(name)
             output.append(0x3A, 0x20)
             output.append(value)
             output.append(13, 10)
         }
-        if index == request.bearerIndex, let bearer { appendBearer(bearer) }
         if !request.body.isEmpty || request.method == .post || request.method == .patch || request.method == .put {
             output.append(HeadBytes.contentLength)
             output.append(String(request.body.count))
@@ -120,10 +121,12 @@ final class UpstreamConnection: @unchecked Sendable {
         }
     }
 
-    /// Writes `Authorization: Bearer <token>` and its CRLF.
-    private func appendBearer(_ token: String) {
-        output.append("Authorization: Bearer " as StaticString)
-        output.append(token)
+    /// Writes a field whose `prefix` is its name, `": "` and any fixed start of its value, then `value` and CRLF;
+    /// nothing when `value` holds CR, LF or NUL.
+    private func appendField(_ prefix: StaticString, _ value: String) {
+        guard Self.safe(value) else { return }
+        output.append(prefix)
+        output.append(value)
         output.append(13, 10)
     }
 
