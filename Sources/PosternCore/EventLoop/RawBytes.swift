@@ -62,9 +62,15 @@ final class RawBytes {
         if copied == nil { for byte in text.utf8 { append(byte) } }
     }
 
-    /// Makes room for `more` bytes after `count`.
+    /// Makes room for `more` bytes after `count`: the check is inlined into each append, the rare growth is not.
+    @inline(__always)
     private func reserve(_ more: Int) {
-        guard count + more > capacity else { return }
+        if count + more > capacity { grow(more) }
+    }
+
+    /// Moves the bytes to a larger allocation with room for `more` after `count`.
+    @inline(never)
+    private func grow(_ more: Int) {
         let grown = max(capacity * 2, count + more)
         let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
         larger.update(from: base, count: count)
