@@ -266,10 +266,25 @@ public final class SessionManager: @unchecked Sendable {
         do {
             return try await call(current.directusAccessToken)
         } catch let error where error.isStaleToken {
-            current = try await refreshDirectus(current, stale: current.directusAccessToken, context: context)
+            return try await retryWithFreshDirectusToken(current, context: context, translate: translate, call)
         } catch {
             throw translate(error)
         }
+    }
+
+    /// The session's Directus access token when it is not about to expire: a caller may run its call with it
+    /// directly, and on a stale-token error go on with `retryWithFreshDirectusToken` (the same steps as
+    /// `withDirectusToken`, without its closures); nil when `withDirectusToken` must refresh it first.
+    func freshDirectusToken(_ session: Session) -> String? {
+        session.directusAccessExpiresAt.timeIntervalSince(clock()) < SessionManager.expirySkew ? nil : session.directusAccessToken
+    }
+
+    /// After Directus called `session`'s access token stale: refreshes it once and runs `call` once more; a
+    /// second stale answer kills the session (401).
+    func retryWithFreshDirectusToken<T: Sendable>(_ session: Session, context: CallContext,
+                                                  translate: (DirectusError) -> GatewayError,
+                                                  _ call: (String) async throws(DirectusError) -> T) async throws(GatewayError) -> T {
+        let current = try await refreshDirectus(session, stale: session.directusAccessToken, context: context)
         do {
             return try await call(current.directusAccessToken)
         } catch let error where error.isStaleToken {

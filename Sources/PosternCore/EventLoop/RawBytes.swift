@@ -49,6 +49,11 @@ final class RawBytes {
         }
     }
 
+    /// Appends the bytes of a literal.
+    func append(_ literal: StaticString) {
+        append(literal.utf8Start, literal.utf8CodeUnitCount)
+    }
+
     /// Appends the UTF-8 bytes of `text` (one copy: native strings are contiguous).
     func append(_ text: String) {
         let copied: Void? = text.utf8.withContiguousStorageIfAvailable { utf8 in
@@ -57,9 +62,15 @@ final class RawBytes {
         if copied == nil { for byte in text.utf8 { append(byte) } }
     }
 
-    /// Makes room for `more` bytes after `count`.
+    /// Makes room for `more` bytes after `count`: the check is inlined into each append, the rare growth is not.
+    @inline(__always)
     private func reserve(_ more: Int) {
-        guard count + more > capacity else { return }
+        if count + more > capacity { grow(more) }
+    }
+
+    /// Moves the bytes to a larger allocation with room for `more` after `count`.
+    @inline(never)
+    private func grow(_ more: Int) {
         let grown = max(capacity * 2, count + more)
         let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
         larger.update(from: base, count: count)

@@ -96,7 +96,15 @@ final class UpstreamConnection: @unchecked Sendable {
         output.append(endpoint.basePath)
         output.append(request.target)
         output.append(versionAndHost)
-        for (name, value) in request.headers where Self.safe(name) && Self.safe(value) {
+        // A Directus call's fields, carried as values, first (`request.headers`' order).
+        if let fields = request.callFields {
+            output.append("Accept: application/json\r\n" as StaticString)
+            appendField("X-Request-Id: ", fields.requestID)
+            appendField("X-Forwarded-For: ", fields.forwardedFor)
+            if let bearer = fields.bearer { appendField("Authorization: Bearer ", bearer) }
+            if fields.jsonBody { output.append("Content-Type: application/json\r\n" as StaticString) }
+        }
+        for (name, value) in request.otherHeaders where Self.safe(name) && Self.safe(value) {
             output.append(name)
             output.append(0x3A, 0x20)
             output.append(value)
@@ -111,6 +119,15 @@ final class UpstreamConnection: @unchecked Sendable {
         request.body.withUnsafeBytes { raw in
             if let start = raw.baseAddress, raw.count > 0 { output.append(start, raw.count) }
         }
+    }
+
+    /// Writes a field whose `prefix` is its name, `": "` and any fixed start of its value, then `value` and CRLF;
+    /// nothing when `value` holds CR, LF or NUL.
+    private func appendField(_ prefix: StaticString, _ value: String) {
+        guard Self.safe(value) else { return }
+        output.append(prefix)
+        output.append(value)
+        output.append(13, 10)
     }
 
     /// `" HTTP/1.1\r\nHost: <hostHeader>\r\n"`: what follows the target in every request to one upstream.

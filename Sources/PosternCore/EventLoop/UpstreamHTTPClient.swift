@@ -46,12 +46,24 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     /// connection included). An idempotent GET that fails because a reused keep-alive connection was closed
     /// is retried once on a fresh one, within the same time.
     public func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
-        let deadline = Self.now() &+ UInt64(max(0, timeout) * 1_000_000_000)
+        let now = Self.now()
+        let deadline = now &+ UInt64(max(0, timeout) * 1_000_000_000)
         // A GET that meets a closed connection is retried; any other method first checks that the peer has not
         // already closed the idle connection it would reuse (its FIN may be queued before libevent saw it).
-        let connection = try await checkout(deadline: deadline, probeIdle: request.method != .get)
-        let reused = connection.completed > 0
-        let outcome = await perform(request, on: connection, deadline: deadline)
+        let outcome: Result<UpstreamResponse, UpstreamFailure>
+        let reused: Bool
+        if let connection = try takeConnection(now: now, probeIdle: request.method != .get) {
+            // The usual case: a pooled connection (or room for a new one) without suspending, and no time spent
+            // waiting, so the whole timeout is left for the exchange.
+            reused = connection.completed > 0
+            let left = Double(deadline &- now) / 1_000_000_000
+            outcome = left > 0 ? await exchange(request, on: connection, timeout: left)
+                : await perform(request, on: connection, deadline: deadline)
+        } else {
+            let connection = try await waitForConnection(deadline: deadline)
+            reused = connection.completed > 0
+            outcome = await perform(request, on: connection, deadline: deadline)
+        }
         switch outcome {
         case .success(let response):
             return response
@@ -80,6 +92,14 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
             checkin(connection, healthy: true)
             return .failure(.timeout)
         }
+        return await exchange(request, on: connection, timeout: timeout)
+    }
+
+    /// Sends `request` on `connection`, waits at most `timeout` seconds (> 0) for the answer, and gives the
+    /// connection back to the pool.
+    @inline(__always)
+    private func exchange(_ request: UpstreamRequest, on connection: UpstreamConnection, timeout: Double) async
+        -> Result<UpstreamResponse, UpstreamFailure> {
         connection.prepare(request, versionAndHost: versionAndHost)
         // The connection resumes the continuation exactly once (answer, failure or its deadline).
         let result = await withUnsafeContinuation { connection.start($0, timeout: timeout) }
@@ -89,9 +109,17 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
 
     // MARK: Pool
 
-    private func checkout(fresh: Bool = false, deadline: UInt64, probeIdle: Bool = false) async throws(UpstreamFailure)
-        -> UpstreamConnection {
-        closeStaleIdleConnections()
+    private func checkout(fresh: Bool = false, deadline: UInt64) async throws(UpstreamFailure) -> UpstreamConnection {
+        if let connection = try takeConnection(now: Self.now(), fresh: fresh) { return connection }
+        return try await waitForConnection(deadline: deadline)
+    }
+
+    /// A connection without waiting: an idle pooled one (the most recently used; with `probeIdle`, one the peer
+    /// has not closed), else a new one while the pool has room (or always when `fresh`); nil when the call must
+    /// wait for one. Fails when too many calls already wait.
+    private func takeConnection(now: UInt64, fresh: Bool = false, probeIdle: Bool = false) throws(UpstreamFailure)
+        -> UpstreamConnection? {
+        closeStaleIdleConnections(now: now)
         while !fresh, let connection = idle.popLast() {
             connection.pooled = false
             guard probeIdle, connection.peerHasClosed() else { return connection }
@@ -104,6 +132,11 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
             return makeConnection()
         }
         guard waiters.count < maxWaiting else { throw .unreachable(UpstreamFailure.poolQueueFull) }
+        return nil
+    }
+
+    /// Waits (first come, first served) for a connection a call gives back, until `deadline`.
+    private func waitForConnection(deadline: UInt64) async throws(UpstreamFailure) -> UpstreamConnection {
         // Queued before the first suspension: other calls may run before the continuation below exists, and
         // they must see this one in the queue (a checkin meanwhile leaves its connection in the waiter).
         let waiter = PoolWaiter()
@@ -132,9 +165,8 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     }
 
     /// Closes the idle connections that have idled longer than `keepaliveIdle` (the oldest are first).
-    private func closeStaleIdleConnections() {
-        guard let oldest = idle.first, Self.now() &- oldest.idleSince > keepaliveIdleNanos else { return }
-        let now = Self.now()
+    private func closeStaleIdleConnections(now: UInt64) {
+        guard let oldest = idle.first, now &- oldest.idleSince > keepaliveIdleNanos else { return }
         let stale = idle.prefix { now &- $0.idleSince > keepaliveIdleNanos }
         idle.removeFirst(stale.count)
         open -= stale.count

@@ -81,8 +81,19 @@ public final class CircuitBreaker: @unchecked Sendable {
 /// Wraps the real transport with the circuit breaker and the upstream metrics.
 struct GuardedTransport: UpstreamTransport {
     let inner: any UpstreamTransport
+    /// `inner` when it is the production transport, called directly: through the protocol, each hop is one
+    /// more async frame per call.
+    private let pools: LoopTransport?
     let breaker: CircuitBreaker
     let metrics: Metrics
+
+    /// Wraps `inner`.
+    init(inner: any UpstreamTransport, breaker: CircuitBreaker, metrics: Metrics) {
+        self.inner = inner
+        pools = inner as? LoopTransport
+        self.breaker = breaker
+        self.metrics = metrics
+    }
 
     func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
         guard breaker.allow() else {
@@ -91,7 +102,12 @@ struct GuardedTransport: UpstreamTransport {
         }
         let start = ContinuousClock.now
         do {
-            let response = try await inner.send(request, timeout: timeout)
+            let response: UpstreamResponse
+            if let pools {
+                response = try await pools.send(request, timeout: timeout)
+            } else {
+                response = try await inner.send(request, timeout: timeout)
+            }
             breaker.succeeded()
             // One clock read for the metric and the request's trace.
             let seconds = (ContinuousClock.now - start).seconds

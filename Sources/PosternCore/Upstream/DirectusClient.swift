@@ -114,7 +114,8 @@ public struct DirectusClient: Sendable {
     public func ping(context: CallContext) async -> Bool {
         do {
             let response = try await transport.send(UpstreamRequest(method: .get, target: "/server/ping",
-                                                                    headers: headers(token: nil, context: context)), timeout: timeout)
+                                                                    fields: CallFields(requestID: context.requestID, forwardedFor: context.clientIP,
+                                                                                       bearer: nil, jsonBody: false)), timeout: timeout)
             return response.status == 200
         } catch {
             return false
@@ -123,20 +124,12 @@ public struct DirectusClient: Sendable {
 
     // MARK: Plumbing
 
-    private func headers(token: String?, context: CallContext) -> HTTPHeaders {
-        var h = HTTPHeaders(capacity: 5)  // these four and a Content-Type: one allocation
-        h.add("Accept", "application/json")
-        h.add("X-Request-Id", context.requestID)
-        h.add("X-Forwarded-For", context.clientIP)
-        if let token { h.add("Authorization", "Bearer " + token) }
-        return h
-    }
-
     /// Sends one call; 2xx answers come back, everything else is thrown as a typed error.
     func call(_ method: HTTPMethod, _ target: String, body: JSONValue?, token: String?, context: CallContext) async throws(DirectusError) -> UpstreamResponse {
-        var h = headers(token: token, context: context)
-        if body != nil { h.add("Content-Type", "application/json") }
-        let request = UpstreamRequest(method: method, target: target, headers: h, body: body?.serialized() ?? Data())
+        // The head fields go as values: the pooled connection writes them without a header array or an
+        // `Authorization` value built per call.
+        let fields = CallFields(requestID: context.requestID, forwardedFor: context.clientIP, bearer: token, jsonBody: body != nil)
+        let request = UpstreamRequest(method: method, target: target, fields: fields, body: body?.serialized() ?? Data())
         let response: UpstreamResponse
         do {
             response = try await transport.send(request, timeout: timeout)

@@ -13,6 +13,21 @@ struct DirectusItems: Sendable {
         // The translation is written out at each use, not kept in a closure value: such a closure would copy the
         // whole mapper on every call, though only a failing call needs it.
         if let session {
+            // The usual case, a token that is not about to expire: the call runs here, without the nested
+            // closures (each an async frame); a stale answer goes on exactly as in `withDirectusToken`.
+            if let token = sessions.freshDirectusToken(session) {
+                do {
+                    return try await call(token)
+                } catch let error where error.isStaleToken {
+                    return try await sessions.retryWithFreshDirectusToken(session, context: context.call, translate: { error in
+                        error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
+                    }) { (token) async throws(DirectusError) -> T in
+                        try await call(token)
+                    }
+                } catch {
+                    throw error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
+                }
+            }
             return try await sessions.withDirectusToken(session, context: context.call, translate: { error in
                 error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
             }) { (token) async throws(DirectusError) -> T in

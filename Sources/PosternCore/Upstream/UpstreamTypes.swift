@@ -1,13 +1,52 @@
 import Foundation
 
+/// The head fields every Directus call carries, kept as values: the pooled connection writes them straight into
+/// the request head, in this order: `Accept: application/json`, `X-Request-Id`, `X-Forwarded-For`,
+/// `Authorization: Bearer <token>` (with a token), `Content-Type: application/json` (with a JSON body).
+public struct CallFields: Sendable, Equatable {
+    /// Sent as `X-Request-Id`.
+    public var requestID: String
+    /// Sent as `X-Forwarded-For`.
+    public var forwardedFor: String
+    /// Sent as `Authorization: Bearer <token>` (nil: no such field).
+    public var bearer: String?
+    /// True when the body is JSON (sent with `Content-Type: application/json`).
+    public var jsonBody: Bool
+
+    /// The fields of a call.
+    public init(requestID: String, forwardedFor: String, bearer: String?, jsonBody: Bool) {
+        self.requestID = requestID
+        self.forwardedFor = forwardedFor
+        self.bearer = bearer
+        self.jsonBody = jsonBody
+    }
+
+    /// The fields as headers, in the order they go on the wire.
+    var headers: HTTPHeaders {
+        var h = HTTPHeaders(capacity: 5)
+        h.add("Accept", "application/json")
+        h.add("X-Request-Id", requestID)
+        h.add("X-Forwarded-For", forwardedFor)
+        if let bearer { h.add("Authorization", "Bearer " + bearer) }
+        if jsonBody { h.add("Content-Type", "application/json") }
+        return h
+    }
+}
+
 /// One request to the upstream, as a value.
+///
+/// A Directus call's usual fields are carried as values (`callFields`), without a header array or an
+/// `Authorization` value built per call; `headers` still shows every field in its place to every other reader
+/// (in-process transports, test doubles).
 public struct UpstreamRequest: Sendable {
     /// The method.
     public var method: HTTPMethod
     /// Path plus optional `?query`, already percent-encoded.
     public var target: String
-    /// Headers to send (Host and Content-Length are added).
-    public var headers: HTTPHeaders
+    /// The fields written before `otherHeaders`, if carried as values.
+    public private(set) var callFields: CallFields?
+    /// The headers to send after `callFields` (Host and Content-Length are added).
+    public private(set) var otherHeaders: HTTPHeaders
     /// The body (empty for none).
     public var body: Data
 
@@ -15,8 +54,33 @@ public struct UpstreamRequest: Sendable {
     public init(method: HTTPMethod, target: String, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
         self.method = method
         self.target = target
-        self.headers = headers
+        callFields = nil
+        otherHeaders = headers
         self.body = body
+    }
+
+    /// Builds a Directus call whose head fields are `fields`.
+    public init(method: HTTPMethod, target: String, fields: CallFields, body: Data = Data()) {
+        self.method = method
+        self.target = target
+        callFields = fields
+        otherHeaders = HTTPHeaders()
+        self.body = body
+    }
+
+    /// Every header to send, in the order they go on the wire (Host and Content-Length are added); setting it
+    /// replaces them all.
+    public var headers: HTTPHeaders {
+        get {
+            guard let callFields else { return otherHeaders }
+            var all = callFields.headers
+            for (name, value) in otherHeaders { all.add(name, value) }
+            return all
+        }
+        set {
+            callFields = nil
+            otherHeaders = newValue
+        }
     }
 }
 
