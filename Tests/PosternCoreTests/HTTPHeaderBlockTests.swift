@@ -1,0 +1,118 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import PosternCore
+
+/// A received request's headers are read from its bytes (`HeaderBlock`) and answer every question exactly as
+/// a list of strings would; the connection's reuse of that storage never changes a request still held.
+@Suite struct HTTPHeaderBlockTests {
+    /// A block holding `fields` (as the assembler lays them out: name, then value).
+    static func block(_ fields: [(String, String)]) -> HeaderBlock {
+        let block = HeaderBlock()
+        for (name, value) in fields {
+            let nameStart = block.bytes.count
+            block.bytes.append(contentsOf: name.utf8)
+            let valueStart = block.bytes.count
+            block.bytes.append(contentsOf: value.utf8)
+            block.spans.append(.init(nameStart: Int32(nameStart), nameEnd: Int32(valueStart),
+                                     valueStart: Int32(valueStart), valueEnd: Int32(block.bytes.count)))
+        }
+        return block
+    }
+
+    static let sample: [(String, String)] = [
+        ("Host", "x"), ("Authorization", "Bearer " + String(repeating: "t", count: 40)), ("x-forwarded-for", "1.1.1.1"),
+        ("X-Forwarded-For", "2.2.2.2"), ("Empty", ""), ("X-Ünï", "välue"), ("Accept-Language", "de"),
+    ]
+
+    @Test func lookupsOnTheBytesMatchTheListOfStrings() {
+        let received = HTTPHeaders(block: HTTPHeaderBlockTests.block(HTTPHeaderBlockTests.sample))
+        var list = HTTPHeaders()
+        for (name, value) in HTTPHeaderBlockTests.sample { list.add(name, value) }
+        #expect(received == list)
+        #expect(received.fields.map(\.name) == list.fields.map(\.name))
+        #expect(received.fields.map(\.value) == list.fields.map(\.value))
+        for name in ["host", "HOST", "Authorization", "X-FORWARDED-FOR", "empty", "X-Ünï", "x-ünï", "Accept-Languagf",
+                     "Origin", "", "Hos", "Hostx", "X-Forwarded-Fox", "Accept-Language"] {
+            #expect(received[name] == list[name], "\(name)")
+            #expect(received.values(name) == list.values(name), "\(name)")
+            #expect(received.contains(name) == list.contains(name), "\(name)")
+            #expect(received.withFirstValueBytes(name) { Array($0) } == list.withFirstValueBytes(name) { Array($0) }, "\(name)")
+        }
+        #expect(received.values("x-forwarded-for") == ["1.1.1.1", "2.2.2.2"])
+        #expect(received["Empty"] == "")
+        #expect(received["X-ÜNÏ"] == nil && received["x-Ünï"] == "välue", "only ASCII letters ignore case")
+        #expect(Array(received.map(\.value)) == HTTPHeaderBlockTests.sample.map(\.1))
+    }
+
+    @Test func changesTurnTheBytesIntoStringsFirst() {
+        let block = HTTPHeaderBlockTests.block(HTTPHeaderBlockTests.sample)
+        let original = HTTPHeaders(block: block)
+        var added = original
+        added.add("X-New", "1")
+        #expect(added.fields.count == HTTPHeaderBlockTests.sample.count + 1 && added["x-new"] == "1" && added["Host"] == "x")
+        var set = original
+        set.set("X-Forwarded-For", "3.3.3.3")
+        #expect(set.values("X-Forwarded-For") == ["3.3.3.3"] && set.fields.last?.name == "X-Forwarded-For")
+        var removed = original
+        removed.remove("authorization")
+        #expect(removed["Authorization"] == nil && removed.fields.count == HTTPHeaderBlockTests.sample.count - 1)
+        var untouched = original
+        untouched.remove("Origin")
+        #expect(untouched == original)
+        var reserved = original
+        reserved.reserve(4)
+        #expect(reserved == original && reserved.fields.map(\.name) == original.fields.map(\.name))
+        #expect(original.fields.count == HTTPHeaderBlockTests.sample.count && original["Authorization"] != nil)
+    }
+
+    /// Answers every header line of the request, `name=value` per line, in order.
+    static let headerEcho: HTTPHandler = { request in
+        let lines = request.headers.map { "\($0.name)=\($0.value)\n" }.joined()
+        return HTTPResponse(status: 200, body: Data("\(request.path)?\(request.query)\n\(lines)".utf8))
+    }
+
+    @Test func requestsOnOneConnectionEachSeeTheirOwnHeaders() throws {
+        // The second head is shorter than the first and the third longer: none may show another's bytes.
+        let heads = [
+            "GET /a?x=1 HTTP/1.1\r\nHost: one\r\nX-Long-Name-For-A-Header: \t some value\t \r\nx-dup: 1\r\nX-Dup: 2\r\nEmpty:\r\n\r\n",
+            "GET /b HTTP/1.1\r\nHost: 2\r\n\r\n",
+            "GET /c?? HTTP/1.1\r\nHost: three\r\nAuthorization: Bearer \(String(repeating: "k", count: 300))\r\n\r\n",
+        ]
+        let expected = [
+            "/a?x=1\nHost=one\nX-Long-Name-For-A-Header=some value\nx-dup=1\nX-Dup=2\nEmpty=\n",
+            "/b?\nHost=2\n",
+            "/c??\nHost=three\nAuthorization=Bearer \(String(repeating: "k", count: 300))\n",
+        ]
+        try HTTPServerTests.withServer(handler: HTTPHeaderBlockTests.headerEcho) { server in
+            let client = RawHTTPClient(port: server.port)
+            for _ in 0..<2 {
+                for (head, answer) in zip(heads, expected) {
+                    try client.sendRaw(Array(head.utf8))
+                    #expect(try client.readResponse().text == answer)
+                }
+            }
+            try client.sendRaw(Array(heads.joined().utf8))
+            #expect(try (0..<3).map { _ in try client.readResponse().text } == expected)
+        }
+    }
+
+    @Test func aRequestKeptByTheHandlerKeepsItsHeadersWhileLaterOnesArrive() throws {
+        let kept = Mutex<[HTTPRequest]>([])
+        try HTTPServerTests.withServer(handler: { request in
+            kept.withLock { $0.append(request) }
+            return HTTPResponse(status: 204)
+        }) { server in
+            let client = RawHTTPClient(port: server.port)
+            var raw = ""
+            for i in 0..<5 { raw += "GET /\(i) HTTP/1.1\r\nHost: h\(i)\r\nX-Probe: \(String(repeating: "\(i)", count: 5 - i))\r\n\r\n" }
+            try client.sendRaw(Array(raw.utf8))
+            for _ in 0..<5 { #expect(try client.readResponse().status == 204) }
+            let requests = kept.withLock { $0 }
+            #expect(requests.map(\.path) == (0..<5).map { "/\($0)" })
+            #expect(requests.map { $0.headers["X-Probe"] } == (0..<5).map { String(repeating: "\($0)", count: 5 - $0) })
+            #expect(requests.map { $0.headers.fields.map(\.name) } == Array(repeating: ["Host", "X-Probe"], count: 5))
+            #expect(requests.map { $0.headers["host"] } == (0..<5).map { "h\($0)" })
+        }
+    }
+}
