@@ -20,6 +20,13 @@ import Testing
         }
     }
 
+    @Test func connectionCloseIsReadInAnyCase() {
+        for value in ["close", "Close", "CLOSE", "cLoSe"] { #expect(HeadBytes.isClose(value), "\(value)") }
+        for value in ["", "clos", "closed", " close", "keep-alive", "cl0se", "clOsE\u{0}", "ｃlose", "close,"] {
+            #expect(!HeadBytes.isClose(value), "\(value)")
+        }
+    }
+
     @Test func textIsCopiedWhetherNativeOrBridged() {
         let bridged = NSString(string: "x-trace: äbc") as String
         for text in ["", "Host", "a-much-longer-header-value-that-is-not-a-small-string", "äöü", bridged] {

@@ -277,7 +277,6 @@ final class HTTPConnection: @unchecked Sendable {
         precondition(awaitingAnswer, "a request was answered twice")
         awaitingAnswer = false
         guard !closed else { return }
-        if let connection = response.headers["Connection"], connection.lowercased() == "close" { closeAfterAnswer = true }
         write(response)
     }
 
@@ -309,17 +308,22 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: Writing
 
-    /// Serialises the status line and headers into `head` and writes them with the body.
+    /// Serialises the status line and headers into `head` and writes them with the body. A handler's
+    /// `Connection: close` (its first `Connection` field) closes the connection after the answer.
     private func write(_ response: HTTPResponse) {
         head.removeAll(keepingCapacity: true)
         HeadBytes.appendStatusLine(response.status, to: &head)
         var ownLength: String?
         var hasDate = false
+        var connectionSeen = false
         for (name, value) in response.headers {
             // Only names of these lengths can be one the server writes itself (most are not: no comparison).
             switch name.utf8.count {
             case 14 where HTTPHeaders.sameName(name, "Content-Length"): ownLength = value; continue
-            case 10 where HTTPHeaders.sameName(name, "Connection"): continue
+            case 10 where HTTPHeaders.sameName(name, "Connection"):
+                if !connectionSeen && HeadBytes.isClose(value) { closeAfterAnswer = true }
+                connectionSeen = true
+                continue
             case 17 where HTTPHeaders.sameName(name, "Transfer-Encoding"): continue
             case 4 where HTTPHeaders.sameName(name, "Date"): hasDate = true
             default: break

@@ -31,10 +31,10 @@ final class HTTPRequestAssembler {
     private var url: [UInt8] = []
     /// Its header lines (names and values, each field's place in it); reused for the next request when no
     /// request refers to it any more.
-    private var block = HeaderBlock()
-    /// Where the field being read starts in `block.bytes` (its name, then its value).
+    private var block = HeaderBlock.make()
+    /// Where the field being read starts in the block's bytes (its name, then its value).
     private var fieldStart = 0
-    /// Where the value of the field being read starts in `block.bytes` (when `inValue`).
+    /// Where the value of the field being read starts in the block's bytes (when `inValue`).
     private var valueStart = 0
     private var inValue = false
     /// The fields in `block` belong to a request already handed out (none of the next one has been read).
@@ -96,7 +96,7 @@ final class HTTPRequestAssembler {
         messageOpen = true
         url.removeAll(keepingCapacity: true)
         // The last request's headers still in use somewhere keep their block; this one gets a new one.
-        if isKnownUniquelyReferenced(&block) { block.reset() } else { block = HeaderBlock() }
+        if isKnownUniquelyReferenced(&block) { block.reset() } else { block = HeaderBlock.make() }
         fieldStart = 0
         valueStart = 0
         inValue = false
@@ -138,7 +138,7 @@ final class HTTPRequestAssembler {
             refusal = .badFraming(partialRequest(), reason: "malformed request: invalid character in header")
             return 1
         }
-        block.bytes.append(contentsOf: piece)
+        store(piece)
         return 0
     }
 
@@ -146,7 +146,7 @@ final class HTTPRequestAssembler {
     fileprivate func valueData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
         if !inValue {
             inValue = true
-            valueStart = block.bytes.count
+            valueStart = block.byteCount
             // http-parser 2.9 marks the request as using Transfer-Encoding as soon as a field's name *begins*
             // with it (`Transfer-Encoding-X`), and then refuses it: only the exact name counts (the whole name
             // is known at its first value piece).
@@ -167,16 +167,16 @@ final class HTTPRequestAssembler {
             refusal = .badFraming(partialRequest(), reason: "malformed request: invalid character in header")
             return 1
         }
-        block.bytes.append(contentsOf: piece)
+        store(piece)
         return 0
     }
 
     /// Adds the header line collected so far (the value without the whitespace around it).
     private func finishField() {
-        let nameEnd = inValue ? valueStart : block.bytes.count
+        let nameEnd = inValue ? valueStart : block.byteCount
         var lower = inValue ? valueStart : nameEnd
-        var upper = block.bytes.count
-        block.bytes.withUnsafeBufferPointer { bytes in
+        var upper = block.byteCount
+        block.withBytes { bytes in
             while upper > lower && (bytes[upper - 1] == 0x20 || bytes[upper - 1] == 0x09) { upper -= 1 }
             while lower < upper && (bytes[lower] == 0x20 || bytes[lower] == 0x09) { lower += 1 }
         }
@@ -189,21 +189,32 @@ final class HTTPRequestAssembler {
         default:
             break
         }
-        block.spans.append(span)
-        fieldStart = block.bytes.count
+        if !block.add(span) {
+            block = block.grown(adding: 0)
+            _ = block.add(span)  // the grown block has room for it
+        }
+        fieldStart = block.byteCount
         inValue = false
+    }
+
+    /// Appends a piece of a name or value to the block (a bigger one when it is full).
+    private func store(_ piece: UnsafeRawBufferPointer) {
+        if !block.append(piece) {
+            block = block.grown(adding: piece.count)
+            _ = block.append(piece)  // the grown block has room for it
+        }
     }
 
     /// Whether the name of the field being read spells `lower` (lowercase ASCII), ignoring case.
     private func nameEquals(_ lower: StaticString) -> Bool {
-        equalsIgnoringCase(fieldStart, inValue ? valueStart : block.bytes.count, lower)
+        equalsIgnoringCase(fieldStart, inValue ? valueStart : block.byteCount, lower)
     }
 
-    /// Whether `block.bytes[start..<end]` spell `lower` (lowercase ASCII), ignoring case.
+    /// Whether the block's bytes `start..<end` spell `lower` (lowercase ASCII), ignoring case.
     private func equalsIgnoringCase(_ start: Int, _ end: Int, _ lower: StaticString) -> Bool {
         guard end - start == lower.utf8CodeUnitCount else { return false }
         let other = lower.utf8Start
-        return block.bytes.withUnsafeBufferPointer { bytes in
+        return block.withBytes { bytes in
             for i in 0..<(end - start) where bytes[start + i] | 0x20 != other[i] { return false }
             return true
         }
@@ -212,7 +223,7 @@ final class HTTPRequestAssembler {
     /// The head is complete: check its framing and the body size before reading the body.
     /// Returns 0 to read on, and anything but 0, 1 or 2 to stop with the refusal set.
     fileprivate func headersComplete() -> Int32 {
-        if inValue || block.bytes.count > fieldStart { finishField() }
+        if inValue || block.byteCount > fieldStart { finishField() }
         guard parser.pointee.http_major == 1 else {
             refusal = .badFraming(partialRequest(), reason: "unsupported HTTP version")
             return -1
@@ -279,12 +290,8 @@ final class HTTPRequestAssembler {
         var seen = HTTPHeaders()
         guard !handedOut else { return HTTPRequest(method: currentMethod, target: target, headers: seen, remoteAddress: peer) }
         for (name, value) in block.fields() { seen.add(name, value) }
-        let nameEnd = inValue ? valueStart : block.bytes.count
-        if nameEnd > fieldStart {
-            let name = block.bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[fieldStart..<nameEnd]), as: UTF8.self) }
-            let value = block.bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[nameEnd...]), as: UTF8.self) }
-            seen.add(name, value)
-        }
+        let nameEnd = inValue ? valueStart : block.byteCount
+        if nameEnd > fieldStart { seen.add(block.string(fieldStart, nameEnd), block.string(nameEnd, block.byteCount)) }
         return HTTPRequest(method: currentMethod, target: target, headers: seen, remoteAddress: peer)
     }
 
@@ -334,19 +341,21 @@ final class HTTPRequestAssembler {
     nonisolated(unsafe) private static let settings: UnsafeMutablePointer<http_parser_settings> = {
         let s = UnsafeMutablePointer<http_parser_settings>.allocate(capacity: 1)
         s.initialize(to: http_parser_settings())
-        s.pointee.on_message_begin = { p in HTTPRequestAssembler.of(p).messageBegan() }
-        s.pointee.on_url = { p, at, n in HTTPRequestAssembler.of(p).urlData(at!, n) }
-        s.pointee.on_header_field = { p, at, n in HTTPRequestAssembler.of(p).fieldData(at!, n) }
-        s.pointee.on_header_value = { p, at, n in HTTPRequestAssembler.of(p).valueData(at!, n) }
-        s.pointee.on_headers_complete = { p in HTTPRequestAssembler.of(p).headersComplete() }
-        s.pointee.on_body = { p, at, n in HTTPRequestAssembler.of(p).bodyData(at!, n) }
-        s.pointee.on_message_complete = { p in HTTPRequestAssembler.of(p).messageComplete() }
+        s.pointee.on_message_begin = { p in HTTPRequestAssembler.with(p) { $0.messageBegan() } }
+        s.pointee.on_url = { p, at, n in HTTPRequestAssembler.with(p) { $0.urlData(at!, n) } }
+        s.pointee.on_header_field = { p, at, n in HTTPRequestAssembler.with(p) { $0.fieldData(at!, n) } }
+        s.pointee.on_header_value = { p, at, n in HTTPRequestAssembler.with(p) { $0.valueData(at!, n) } }
+        s.pointee.on_headers_complete = { p in HTTPRequestAssembler.with(p) { $0.headersComplete() } }
+        s.pointee.on_body = { p, at, n in HTTPRequestAssembler.with(p) { $0.bodyData(at!, n) } }
+        s.pointee.on_message_complete = { p in HTTPRequestAssembler.with(p) { $0.messageComplete() } }
         return s
     }()
 
-    /// The assembler of a parser (http-parser passes the parser it was given, and its data callbacks a
-    /// pointer into the bytes being parsed: neither is ever nil).
-    private static func of(_ parser: UnsafeMutablePointer<http_parser>?) -> HTTPRequestAssembler {
-        Unmanaged<HTTPRequestAssembler>.fromOpaque(parser!.pointee.data).takeUnretainedValue()
+    /// Calls `body` with the assembler of a parser, without retaining it: `parse` runs every callback while
+    /// the assembler is alive. (http-parser passes the parser it was given, and its data callbacks a pointer
+    /// into the bytes being parsed: neither is ever nil.)
+    @inline(__always)
+    private static func with(_ parser: UnsafeMutablePointer<http_parser>?, _ body: (HTTPRequestAssembler) -> Int32) -> Int32 {
+        Unmanaged<HTTPRequestAssembler>.fromOpaque(parser!.pointee.data)._withUnsafeGuaranteedRef(body)
     }
 }

@@ -36,6 +36,18 @@ enum HeadBytes {
         if copied == nil { out.append(contentsOf: text.utf8) }
     }
 
+    /// Whether a `Connection` value is `close`, in any case (only ASCII letters lower-case to those of `close`).
+    static func isClose(_ value: String) -> Bool {
+        let close: StaticString = "close"
+        guard value.utf8.count == 5 else { return false }
+        var i = 0
+        for byte in value.utf8 {
+            guard byte | 0x20 == close.utf8Start[i] else { return false }
+            i += 1
+        }
+        return true
+    }
+
     /// Appends `value` in decimal (no intermediate String).
     static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
         if value < 0 {

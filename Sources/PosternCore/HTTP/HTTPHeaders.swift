@@ -6,8 +6,8 @@
 public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
     /// The fields as strings (empty while `block` holds them).
     private var list: [(name: String, value: String)] = []
-    /// The received fields, until the first change.
-    private var block: HeaderBlock?
+    /// The received fields, until the first change (read only once handed out: see `HeaderBlock`).
+    nonisolated(unsafe) private var block: HeaderBlock?
 
     /// The fields, in order.
     public var fields: [(name: String, value: String)] {

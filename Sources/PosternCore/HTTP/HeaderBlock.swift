@@ -1,12 +1,24 @@
-/// The header lines of a received request as bytes: every field's name and value one after another, and
-/// where each one starts and ends. `HTTPHeaders` reads a parsed request's fields from it and makes a
-/// `String` only for the fields a caller reads.
+/// The header lines of a received request as bytes, in one allocation: every field's name and value one
+/// after another from the front, and where each one starts and ends (a `Span`, 16 bytes) from the back.
+/// `HTTPHeaders` reads a parsed request's fields from it and makes a `String` only for the fields a caller
+/// reads.
 ///
 /// Filled by one writer (the connection's request assembler) while no `HTTPHeaders` refers to it, then
-/// only read: the writer reuses it for the next request only when it holds the sole reference
-/// (`isKnownUniquelyReferenced`), so no reader ever sees it change. That is what makes it `Sendable`.
-final class HeaderBlock: @unchecked Sendable {
-    /// Where one field lies in `bytes`: the name is `nameStart..<nameEnd`, the value `valueStart..<valueEnd`.
+/// only read: the writer reuses it for a later request only when it holds the sole reference
+/// (`isKnownUniquelyReferenced`), so no reader ever sees it change. That is what lets `HTTPHeaders` be
+/// `Sendable` while holding one (ManagedBuffer itself may not be declared `Sendable`).
+final class HeaderBlock: ManagedBuffer<HeaderBlock.Counts, UInt8> {
+    /// How much of the room is used.
+    struct Counts {
+        /// Bytes of names and values, from the front.
+        var bytes: Int
+        /// Spans, from the back.
+        var spans: Int
+        /// The room for both (`capacity`, read once: it is a libc call on Linux).
+        var size: Int
+    }
+
+    /// Where one field lies in the bytes: the name is `nameStart..<nameEnd`, the value `valueStart..<valueEnd`.
     struct Span {
         /// First byte of the name.
         var nameStart: Int32
@@ -18,49 +30,95 @@ final class HeaderBlock: @unchecked Sendable {
         var valueEnd: Int32
     }
 
-    /// Names and values of every field, as received.
-    @exclusivity(unchecked) var bytes: [UInt8] = []
-    /// The fields in order.
-    @exclusivity(unchecked) var spans: [Span] = []
+    private static let spanSize = MemoryLayout<Span>.size
 
-    /// An empty block with room for a typical request head.
-    init() {
-        bytes.reserveCapacity(512)
-        spans.reserveCapacity(16)
-    }
-
-    /// Forgets every field (keeping the room, unless a large head made it big).
-    func reset() {
-        if bytes.capacity > 16 * 1024 {
-            bytes = []
-            bytes.reserveCapacity(512)
-        } else {
-            bytes.removeAll(keepingCapacity: true)
-        }
-        spans.removeAll(keepingCapacity: true)
+    /// An empty block with room for `capacity` bytes of fields and spans (a typical request head by default).
+    static func make(capacity: Int = 1024) -> HeaderBlock {
+        let buffer = HeaderBlock.create(minimumCapacity: capacity) { Counts(bytes: 0, spans: 0, size: $0.capacity) }
+        // `create` called on a subclass makes an instance of that subclass (ManagedBuffer's documented contract).
+        return unsafeDowncast(buffer, to: HeaderBlock.self)
     }
 
     /// The number of fields.
-    var count: Int { spans.count }
+    var count: Int { header.spans }
+
+    /// Bytes of names and values so far.
+    var byteCount: Int { header.bytes }
+
+    /// Forgets every field (keeping the room).
+    func reset() {
+        header.bytes = 0
+        header.spans = 0
+    }
+
+    /// Free bytes between the fields' bytes and their spans.
+    private var room: Int { header.size - header.bytes - header.spans * HeaderBlock.spanSize }
+
+    /// Appends `piece` to the bytes; false (nothing written) when there is no room: see `grown(adding:)`.
+    func append(_ piece: UnsafeRawBufferPointer) -> Bool {
+        guard piece.count <= room else { return false }
+        let at = header.bytes
+        if let base = piece.baseAddress {
+            withUnsafeMutablePointerToElements { (at + $0).update(from: base.assumingMemoryBound(to: UInt8.self), count: piece.count) }
+        }
+        header.bytes += piece.count
+        return true
+    }
+
+    /// Adds a field's span; false (nothing written) when there is no room: see `grown(adding:)`.
+    func add(_ span: Span) -> Bool {
+        guard HeaderBlock.spanSize <= room else { return false }
+        let offset = header.size - (header.spans + 1) * HeaderBlock.spanSize
+        withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0 + offset).storeBytes(of: span, as: Span.self) }
+        header.spans += 1
+        return true
+    }
+
+    /// A copy of this block with room for `more` bytes beyond what it holds (at least twice the room).
+    func grown(adding more: Int) -> HeaderBlock {
+        let used = header.bytes + header.spans * HeaderBlock.spanSize
+        let bigger = HeaderBlock.make(capacity: max(header.size * 2, used + more + 256))
+        withUnsafeMutablePointerToElements { old in
+            bigger.withUnsafeMutablePointerToElements { new in
+                new.update(from: old, count: header.bytes)
+                let spanBytes = header.spans * HeaderBlock.spanSize
+                (new + bigger.header.size - spanBytes).update(from: old + header.size - spanBytes, count: spanBytes)
+            }
+        }
+        bigger.header.bytes = header.bytes
+        bigger.header.spans = header.spans
+        return bigger
+    }
+
+    /// The span of field `i`.
+    @inline(__always)
+    func span(_ i: Int) -> Span {
+        let offset = header.size - (i + 1) * HeaderBlock.spanSize
+        return withUnsafeMutablePointerToElements { UnsafeRawPointer($0 + offset).loadUnaligned(as: Span.self) }
+    }
+
+    /// Calls `body` with the bytes of names and values.
+    @inline(__always)
+    func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try withUnsafeMutablePointerToElements { try body(UnsafeBufferPointer(start: $0, count: header.bytes)) }
+    }
 
     /// The index of the first field at or after `from` named `name` (ASCII case-insensitively), or nil.
     func index(of name: String, from: Int = 0) -> Int? {
-        guard from < spans.count else { return nil }
+        guard from < header.spans else { return nil }
         let found: Int?? = name.utf8.withContiguousStorageIfAvailable { key in
-            bytes.withUnsafeBufferPointer { all in
-                spans.withUnsafeBufferPointer { spans in
-                    for i in from..<spans.count {
-                        let span = spans[i]
-                        let start = Int(span.nameStart)
-                        guard Int(span.nameEnd) - start == key.count else { continue }
-                        if HeaderBlock.sameName(UnsafeBufferPointer(rebasing: all[start..<start + key.count]), key) { return i }
-                    }
-                    return nil
+            withBytes { all in
+                for i in from..<header.spans {
+                    let span = span(i)
+                    let start = Int(span.nameStart)
+                    guard Int(span.nameEnd) - start == key.count else { continue }
+                    if HeaderBlock.sameName(UnsafeBufferPointer(rebasing: all[start..<start + key.count]), key) { return i }
                 }
+                return nil
             }
         }
         if let found { return found }
-        // A name without contiguous UTF-8 (a bridged string): the same comparison through a copy.
+        // A name without contiguous UTF-8 (a bridged string): the same comparison through a native copy.
         return index(of: String(decoding: Array(name.utf8), as: UTF8.self), from: from)
     }
 
@@ -78,32 +136,32 @@ final class HeaderBlock: @unchecked Sendable {
 
     /// The name of field `i`.
     func name(_ i: Int) -> String {
-        let span = spans[i]
+        let span = span(i)
         return string(Int(span.nameStart), Int(span.nameEnd))
     }
 
     /// The value of field `i`.
     func value(_ i: Int) -> String {
-        let span = spans[i]
+        let span = span(i)
         return string(Int(span.valueStart), Int(span.valueEnd))
     }
 
     /// Calls `body` with the value bytes of field `i`.
     func withValueBytes<R>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        let span = spans[i]
-        return try bytes.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[Int(span.valueStart)..<Int(span.valueEnd)])) }
+        let span = span(i)
+        return try withBytes { try body(UnsafeBufferPointer(rebasing: $0[Int(span.valueStart)..<Int(span.valueEnd)])) }
     }
 
     /// Every field as strings, in order.
     func fields() -> [(name: String, value: String)] {
         var out: [(name: String, value: String)] = []
-        out.reserveCapacity(spans.count)
-        for i in 0..<spans.count { out.append((name(i), value(i))) }
+        out.reserveCapacity(header.spans)
+        for i in 0..<header.spans { out.append((name(i), value(i))) }
         return out
     }
 
-    /// The text of `bytes[start..<end]` (invalid UTF-8 repaired, as everywhere a request's bytes become text).
-    private func string(_ start: Int, _ end: Int) -> String {
-        bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self) }
+    /// The text of bytes `start..<end` (invalid UTF-8 repaired, as everywhere a request's bytes become text).
+    func string(_ start: Int, _ end: Int) -> String {
+        withBytes { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self) }
     }
 }
