@@ -114,6 +114,26 @@ import Testing
         }
     }
 
+    @Test func answerHeadsOfEverySizeAreWrittenWhole() throws {
+        // Small, then one larger than any buffer so far (it grows), then small again (it shrinks back).
+        let sizes = [10, 200_000, 3, 70_000, 0]
+        try HTTPServerTests.withServer(handler: { request in
+            let size = Int(request.path.dropFirst()) ?? 0
+            var headers: HTTPHeaders = ["X-Big": String(repeating: "b", count: size), "x-after": "tail"]
+            headers.add("Connection", "keep-alive")
+            return HTTPResponse(status: 200, headers: headers, body: Data("\(size)".utf8))
+        }) { server in
+            let client = RawHTTPClient(port: server.port)
+            for size in sizes {
+                let answer = try client.request("GET", "/\(size)")
+                #expect(answer.status == 200 && answer.text == "\(size)")
+                #expect(answer.headers["X-Big"]?.utf8.count == size && answer.headers["X-After"] == "tail")
+                #expect(answer.headers["Date"] != nil && answer.headers["Content-Length"] == "\(size)".utf8.count.description)
+                #expect(answer.headers.values("Connection").isEmpty, "the server writes Connection itself (none on keep-alive)")
+            }
+        }
+    }
+
     @Test func aRequestKeptByTheHandlerKeepsItsHeadersWhileLaterOnesArrive() throws {
         let kept = Mutex<[HTTPRequest]>([])
         try HTTPServerTests.withServer(handler: { request in
