@@ -114,6 +114,61 @@ import Testing
         }
     }
 
+    @Test func aRequestHeldUntilTheNextOneKeepsItsHeaders() throws {
+        // The handler holds each request until the next arrives (as a runner task may): the connection takes
+        // its spare storage back only once free, and no held request ever reads another's bytes.
+        struct State {
+            var last: (request: HTTPRequest, lines: [String])?
+            var seen: [[String]] = []
+            var changed = 0
+        }
+        let state = Mutex(State())
+        try HTTPServerTests.withServer(handler: { request in
+            let lines = request.headers.map { "\($0.name)=\($0.value)" }
+            state.withLock { s in
+                if let last = s.last, last.request.headers.map({ "\($0.name)=\($0.value)" }) != last.lines { s.changed += 1 }
+                s.last = (request, lines)
+                s.seen.append(lines)
+            }
+            return HTTPResponse(status: 204)
+        }) { server in
+            let client = RawHTTPClient(port: server.port)
+            let values = (0..<8).map { String(repeating: "\($0)", count: 1 + ($0 * 37) % 11) }
+            let raw = values.enumerated().map { "GET /\($0.offset) HTTP/1.1\r\nHost: h\r\nX-V\($0.offset): \($0.element)\r\n\r\n" }.joined()
+            try client.sendRaw(Array(raw.utf8))
+            for _ in values { #expect(try client.readResponse().status == 204) }
+            for (i, value) in values.enumerated() {
+                try client.sendRaw(Array("GET /again HTTP/1.1\r\nX-W\(i): \(value)\r\n\r\n".utf8))
+                #expect(try client.readResponse().status == 204)
+            }
+            let final = state.withLock { $0 }
+            #expect(final.changed == 0)
+            #expect(final.seen == values.enumerated().map { ["Host=h", "X-V\($0.offset)=\($0.element)"] }
+                + values.enumerated().map { ["X-W\($0.offset)=\($0.element)"] })
+        }
+    }
+
+    @Test func aRefusalAfterAWholeRequestCarriesNoneOfItsHeaders() throws {
+        // Bytes that are no request at all (no method) after a whole one: the refusal is made before a new
+        // request begins, and must not show the headers of the one already handed out.
+        let refused = Mutex<[HTTPRequest]>([])
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let server = HTTPServer(group: group, refuse: { refusal in
+            if case .badFraming(let request, _) = refusal { refused.withLock { $0.append(request) } }
+            return EdgeRefusal.plainAnswer(refusal)
+        }, handler: HTTPServerTests.echo)
+        try server.start(host: "127.0.0.1", port: 0)
+        defer { server.shutdown(grace: 1) }
+        let client = RawHTTPClient(port: server.port)
+        try client.sendRaw(Array("GET /a HTTP/1.1\r\nHost: x\r\nX-Request-Id: first\r\nX-Probe: p\r\n\r\n\u{1}\u{1}\r\n\r\n".utf8))
+        #expect(try client.readResponse().text == "GET /a|p|")
+        #expect(try client.readResponse().status == 400)
+        let requests = refused.withLock { $0 }
+        #expect(requests.count == 1)
+        #expect(requests.first?.headers.fields.isEmpty == true)
+    }
+
     @Test func answerHeadsOfEverySizeAreWrittenWhole() throws {
         // Small, then one larger than any buffer so far (it grows), then small again (it shrinks back).
         let sizes = [10, 200_000, 3, 70_000, 0]

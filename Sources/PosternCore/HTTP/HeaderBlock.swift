@@ -14,7 +14,7 @@ final class HeaderBlock: ManagedBuffer<HeaderBlock.Counts, UInt8> {
         var bytes: Int
         /// Spans, from the back.
         var spans: Int
-        /// The room for both (`capacity`, read once: it is a libc call on Linux).
+        /// The room for both (at most `capacity`).
         var size: Int
     }
 
@@ -34,7 +34,8 @@ final class HeaderBlock: ManagedBuffer<HeaderBlock.Counts, UInt8> {
 
     /// An empty block with room for `capacity` bytes of fields and spans (a typical request head by default).
     static func make(capacity: Int = 1024) -> HeaderBlock {
-        let buffer = HeaderBlock.create(minimumCapacity: capacity) { Counts(bytes: 0, spans: 0, size: $0.capacity) }
+        // The room asked for, not `capacity` (malloc may give more; reading how much is a libc call).
+        let buffer = HeaderBlock.create(minimumCapacity: capacity) { _ in Counts(bytes: 0, spans: 0, size: capacity) }
         // `create` called on a subclass makes an instance of that subclass (ManagedBuffer's documented contract).
         return unsafeDowncast(buffer, to: HeaderBlock.self)
     }
