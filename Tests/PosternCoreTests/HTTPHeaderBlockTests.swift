@@ -148,6 +148,18 @@ import Testing
         }
     }
 
+    @Test func expectContinueIsReadFromTheBytesInAnyCaseAndSpacing() throws {
+        try HTTPServerTests.withServer(handler: HTTPServerTests.echo) { server in
+            let client = try TrickleClient(port: server.port)
+            _ = client.trickle([Array("PUT /e HTTP/1.1\r\nHost: x\r\neXpEcT: \t100-CONTINUE \r\nContent-Length: 5\r\n\r\n".utf8)], interval: 0)
+            client.waitUntil(seconds: 5) { $0.contains("100 Continue\r\n\r\n") }
+            #expect(client.replyText.hasPrefix("HTTP/1.1 100 Continue\r\n\r\n"))
+            _ = client.trickle([Array("fives".utf8)], interval: 0)
+            client.waitUntil(seconds: 5) { $0.hasSuffix("PUT /e||fives") }
+            #expect(client.replyText.hasSuffix("PUT /e||fives"))
+        }
+    }
+
     @Test func aRefusalAfterAWholeRequestCarriesNoneOfItsHeaders() throws {
         // Bytes that are no request at all (no method) after a whole one: the refusal is made before a new
         // request begins, and must not show the headers of the one already handed out.

@@ -224,12 +224,17 @@ final class HTTPRequestAssembler {
         equalsIgnoringCase(fieldStart, inValue ? valueStart : block.byteCount, lower)
     }
 
-    /// Whether the block's bytes `start..<end` spell `lower` (lowercase ASCII), ignoring case.
+    /// Whether the block's bytes `start..<end` spell `lower` (lowercase ASCII), ignoring the case of letters
+    /// only (`1` and `-` match themselves alone, never a control byte that differs from them by 0x20).
     private func equalsIgnoringCase(_ start: Int, _ end: Int, _ lower: StaticString) -> Bool {
         guard end - start == lower.utf8CodeUnitCount else { return false }
         let other = lower.utf8Start
         return block.withBytes { bytes in
-            for i in 0..<(end - start) where bytes[start + i] | 0x20 != other[i] { return false }
+            for i in 0..<(end - start) {
+                let byte = bytes[start + i], want = other[i]
+                if byte == want { continue }
+                guard byte | 0x20 == want, want >= UInt8(ascii: "a"), want <= UInt8(ascii: "z") else { return false }
+            }
             return true
         }
     }
