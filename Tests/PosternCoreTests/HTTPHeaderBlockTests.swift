@@ -53,6 +53,8 @@ import Testing
             #expect(received.contains(name) == list.contains(name), "\(name)")
             #expect(received.withFirstValueBytes(name) { Array($0) } == list.withFirstValueBytes(name) { Array($0) }, "\(name)")
         }
+        let bridged = NSString(string: "x-ünï") as String
+        #expect(received[bridged] == "välue" && received[NSString(string: "AUTHORIZATION") as String] == list["Authorization"])
         #expect(received.values("x-forwarded-for") == ["1.1.1.1", "2.2.2.2"])
         #expect(received["Empty"] == "")
         #expect(received["X-ÜNÏ"] == nil && received["x-Ünï"] == "välue", "only ASCII letters ignore case")

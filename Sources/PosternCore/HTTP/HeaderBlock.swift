@@ -106,21 +106,25 @@ final class HeaderBlock: ManagedBuffer<HeaderBlock.Counts, UInt8> {
 
     /// The index of the first field at or after `from` named `name` (ASCII case-insensitively), or nil.
     func index(of name: String, from: Int = 0) -> Int? {
-        guard from < header.spans else { return nil }
-        let found: Int?? = name.utf8.withContiguousStorageIfAvailable { key in
-            withBytes { all in
-                for i in from..<header.spans {
-                    let span = span(i)
-                    let start = Int(span.nameStart)
-                    guard Int(span.nameEnd) - start == key.count else { continue }
-                    if HeaderBlock.sameName(UnsafeBufferPointer(rebasing: all[start..<start + key.count]), key) { return i }
-                }
-                return nil
-            }
+        // Lengths first: most fields differ in length from the name asked for, decided without reading a byte.
+        let length = name.utf8.count
+        var i = from
+        while i < header.spans {
+            let span = span(i)
+            if Int(span.nameEnd) - Int(span.nameStart) == length && matches(name, at: Int(span.nameStart)) { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    /// Whether the bytes from `start` spell `name` (as many bytes as it has), ASCII case-insensitively.
+    private func matches(_ name: String, at start: Int) -> Bool {
+        let found: Bool? = name.utf8.withContiguousStorageIfAvailable { key in
+            withBytes { HeaderBlock.sameName(UnsafeBufferPointer(rebasing: $0[start..<start + key.count]), key) }
         }
         if let found { return found }
         // A name without contiguous UTF-8 (a bridged string): the same comparison through a native copy.
-        return index(of: String(decoding: Array(name.utf8), as: UTF8.self), from: from)
+        return matches(String(decoding: Array(name.utf8), as: UTF8.self), at: start)
     }
 
     /// ASCII case-insensitive comparison of two names of the same length.
