@@ -53,7 +53,7 @@ import Testing
             #expect(received.contains(name) == list.contains(name), "\(name)")
             #expect(received.withFirstValueBytes(name) { Array($0) } == list.withFirstValueBytes(name) { Array($0) }, "\(name)")
         }
-        let bridged = NSString(string: "x-ünï") as String
+        let bridged = NSString(string: "x-Ünï") as String
         #expect(received[bridged] == "välue" && received[NSString(string: "AUTHORIZATION") as String] == list["Authorization"])
         #expect(received.values("x-forwarded-for") == ["1.1.1.1", "2.2.2.2"])
         #expect(received["Empty"] == "")
