@@ -162,6 +162,18 @@ import Testing
         }
     }
 
+    @Test func trailerFieldsOfAChunkedBodyAreNotRequestHeaders() throws {
+        // A trailer is no header (RFC 9110 §6.5.1): a `Content-Length` there must not sit beside the
+        // request's `Transfer-Encoding` (fuzz finding Fuzz/crashes/http_request_stream-trailer-content-length).
+        try HTTPServerTests.withServer(handler: HTTPHeaderBlockTests.headerEcho) { server in
+            let client = RawHTTPClient(port: server.port)
+            try client.sendRaw(Array(("POST /t HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n"
+                + "X-Trailer: 1\r\nContent-Length: 99999\r\nX-Last: 2\r\n\r\n").utf8))
+            #expect(try client.readResponse().text == "/t?\nHost=x\nTransfer-Encoding=chunked\n")
+            #expect(try client.request("GET", "/next").text == "/next?\nHost=127.0.0.1:\(server.port)\n")
+        }
+    }
+
     @Test func aRefusalAfterAWholeRequestCarriesNoneOfItsHeaders() throws {
         // Bytes that are no request at all (no method) after a whole one: the refusal is made before a new
         // request begins, and must not show the headers of the one already handed out.

@@ -42,6 +42,9 @@ final class HTTPRequestAssembler {
     private var inValue = false
     /// The fields in `block` belong to a request already handed out (none of the next one has been read).
     private var handedOut = false
+    /// The head is complete: fields now are trailers of a chunked body, checked but not kept (a trailer is no
+    /// header, RFC 9110 §6.5.1: a `Content-Length` there must not join the request's headers).
+    private var inTrailers = false
     private var body = Data()
     private var headerBytes = 0
     private var framingHeaderSeen = false
@@ -115,6 +118,7 @@ final class HTTPRequestAssembler {
         valueStart = 0
         inValue = false
         handedOut = false
+        inTrailers = false
         body = Data()
         headerBytes = 0
         framingHeaderSeen = false
@@ -203,7 +207,9 @@ final class HTTPRequestAssembler {
         default:
             break
         }
-        if !block.add(span) {
+        if inTrailers {
+            block.truncate(to: fieldStart)
+        } else if !block.add(span) {
             block = block.grown(adding: 0)
             _ = block.add(span)  // the grown block has room for it
         }
@@ -243,6 +249,7 @@ final class HTTPRequestAssembler {
     /// Returns 0 to read on, and anything but 0, 1 or 2 to stop with the refusal set.
     fileprivate func headersComplete() -> Int32 {
         if inValue || block.byteCount > fieldStart { finishField() }
+        inTrailers = true
         guard parser.pointee.http_major == 1 else {
             refusal = .badFraming(partialRequest(), reason: "unsupported HTTP version")
             return -1

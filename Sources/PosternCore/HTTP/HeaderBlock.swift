@@ -52,6 +52,11 @@ final class HeaderBlock: ManagedBuffer<HeaderBlock.Counts, UInt8> {
         header.spans = 0
     }
 
+    /// Drops the bytes from `count` on (a field that is not kept).
+    func truncate(to count: Int) {
+        header.bytes = min(count, header.bytes)
+    }
+
     /// Free bytes between the fields' bytes and their spans.
     private var room: Int { header.size - header.bytes - header.spans * HeaderBlock.spanSize }
 
