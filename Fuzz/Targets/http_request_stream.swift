@@ -151,7 +151,9 @@ private enum RequestStream {
         let scheme = path.utf8.prefix { ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A }.count
         let absolute = scheme > 0 && path.utf8.dropFirst(scheme).starts(with: "://".utf8)
         // By byte: a combining mark after `/` makes the first Character of the String not "/".
-        let formOK = path.utf8.first == 0x2F || path.utf8.first == 0x2A || absolute || (method == "CONNECT" && !path.isEmpty)
+        // A CONNECT's authority-form target may hold a `?`: the split gives an empty path and the rest as query.
+        let formOK = path.utf8.first == 0x2F || path.utf8.first == 0x2A || absolute
+            || (method == "CONNECT" && !(path.isEmpty && request.query.isEmpty))
         Fuzz.check(formOK, "target \(path.debugDescription) is in no form the parser allows")
         for (name, value) in request.headers {
             Fuzz.check(!name.isEmpty, "empty header name")

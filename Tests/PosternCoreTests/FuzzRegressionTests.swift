@@ -170,6 +170,20 @@ import Testing
         }
     }
 
+    /// `http_request_stream-connect-question-mark`: `CONNECT ?x` (an authority form holding a `?`) splits into
+    /// an empty path and a query, as it always did; the fuzz target's form check now allows that. It is handed
+    /// over with keep-alive off, like every CONNECT.
+    @Test func aConnectTargetWithAQuestionMarkSplitsAtIt() throws {
+        let bytes = try stream("http_request_stream-connect-question-mark")
+        let assembler = HTTPRequestAssembler(limits: ServerLimits(), peer: "192.0.2.7")
+        let (_, step) = bytes.withUnsafeBytes { assembler.parse($0.baseAddress!, count: $0.count) }  // not empty
+        guard case .request(let request, let keepAlive, _) = step else {
+            Issue.record("expected the CONNECT request, got \(step)")
+            return
+        }
+        #expect(request.method == .other("CONNECT") && request.path == "" && request.query == "NOeIySal4" && !keepAlive)
+    }
+
     /// `http_response_stream-status-30`: `HTTP/1.1 30 304` completed as an answer with status 30.
     @Test func statusOutsideHTTPsCodesIsInvalid() throws {
         let bytes = try stream("http_response_stream-status-30")
