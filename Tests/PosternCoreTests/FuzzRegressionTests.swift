@@ -141,6 +141,49 @@ import Testing
         }
     }
 
+    /// `http_request_stream-trailer-content-length`: the trailer fields after a chunked body (one of them a
+    /// `Content-Length`) were added to the request's headers, beside its `Transfer-Encoding`. Trailers are not
+    /// headers: every request handed out has only the fields of its head.
+    @Test func trailerFieldsAreNotAddedToTheHeaders() throws {
+        let bytes = try stream("http_request_stream-trailer-content-length")
+        for reads in [[bytes], bytes.map { [$0] }] {
+            let assembler = HTTPRequestAssembler(limits: ServerLimits(), peer: "192.0.2.7")
+            var pending: [UInt8] = []
+            var taken: [HTTPRequest] = []
+            reading: for read in reads {
+                pending += read
+                var start = 0
+                while start < pending.count {
+                    let (n, step) = pending.withUnsafeBytes { assembler.parse($0.baseAddress! + start, count: $0.count - start) }  // not empty
+                    start += n
+                    switch step {
+                    case .needMore: break
+                    case .request(let request, _, _): taken.append(request)
+                    case .refused: break reading
+                    }
+                }
+                pending.removeFirst(start)
+            }
+            #expect(taken.map(\.path) == ["/api/v1/p43", "/nex~~~~~~~~~~~~~~~~\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}/posts"])
+            #expect(taken.last?.headers.fields.map(\.name) == ["Host", "Transfer-Encoding"])
+            #expect(taken.allSatisfy { $0.headers.values("Content-Length").isEmpty })
+        }
+    }
+
+    /// `http_request_stream-connect-question-mark`: `CONNECT ?x` (an authority form holding a `?`) splits into
+    /// an empty path and a query, as it always did; the fuzz target's form check now allows that. It is handed
+    /// over with keep-alive off, like every CONNECT.
+    @Test func aConnectTargetWithAQuestionMarkSplitsAtIt() throws {
+        let bytes = try stream("http_request_stream-connect-question-mark")
+        let assembler = HTTPRequestAssembler(limits: ServerLimits(), peer: "192.0.2.7")
+        let (_, step) = bytes.withUnsafeBytes { assembler.parse($0.baseAddress!, count: $0.count) }  // not empty
+        guard case .request(let request, let keepAlive, _) = step else {
+            Issue.record("expected the CONNECT request, got \(step)")
+            return
+        }
+        #expect(request.method == .other("CONNECT") && request.path == "" && request.query == "NOeIySal4" && !keepAlive)
+    }
+
     /// `http_response_stream-status-30`: `HTTP/1.1 30 304` completed as an answer with status 30.
     @Test func statusOutsideHTTPsCodesIsInvalid() throws {
         let bytes = try stream("http_response_stream-status-30")

@@ -61,7 +61,9 @@ final class HTTPConnection: @unchecked Sendable {
     private var keepAlive10 = false
 
     // Output: `head` then `outBody`, `sent` bytes of both written so far.
-    private var head: [UInt8] = []
+    private var head = HeadBuffer(capacity: 1024)
+    /// The worker's `Date` line for the answer being written.
+    private var dateLine: [UInt8] = []
     private var outBody = Data()
     private var sent = 0
     private var writeBlocked = false
@@ -107,6 +109,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     deinit {
         buffer.deallocate()
+        head.deallocate()
     }
 
     /// Closes the socket and frees the events; the worker forgets the connection (loop thread).
@@ -277,7 +280,6 @@ final class HTTPConnection: @unchecked Sendable {
         precondition(awaitingAnswer, "a request was answered twice")
         awaitingAnswer = false
         guard !closed else { return }
-        if let connection = response.headers["Connection"], connection.lowercased() == "close" { closeAfterAnswer = true }
         write(response)
     }
 
@@ -309,43 +311,54 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: Writing
 
-    /// Serialises the status line and headers into `head` and writes them with the body.
+    /// Serialises the status line and headers into `head` and writes them with the body. A handler's
+    /// `Connection: close` (its first `Connection` field) closes the connection after the answer.
     private func write(_ response: HTTPResponse) {
-        head.removeAll(keepingCapacity: true)
-        HeadBytes.appendStatusLine(response.status, to: &head)
+        let fields = response.headers.fields
+        let statusLine = HeadBytes.statusLine(response.status)
+        // Room for every part at once (the fixed lines take less than 128 bytes), so that no append grows it.
+        var size = statusLine.count + 128
+        for (name, value) in fields { size += name.utf8.count + value.utf8.count + 4 }
+        head.clear(reserving: size)
+        head.append(statusLine)
         var ownLength: String?
         var hasDate = false
-        for (name, value) in response.headers {
+        var connectionSeen = false
+        for (name, value) in fields {
             // Only names of these lengths can be one the server writes itself (most are not: no comparison).
             switch name.utf8.count {
             case 14 where HTTPHeaders.sameName(name, "Content-Length"): ownLength = value; continue
-            case 10 where HTTPHeaders.sameName(name, "Connection"): continue
+            case 10 where HTTPHeaders.sameName(name, "Connection"):
+                if !connectionSeen && HeadBytes.isClose(value) { closeAfterAnswer = true }
+                connectionSeen = true
+                continue
             case 17 where HTTPHeaders.sameName(name, "Transfer-Encoding"): continue
             case 4 where HTTPHeaders.sameName(name, "Date"): hasDate = true
             default: break
             }
-            HeadBytes.append(name, to: &head)
-            head.append(contentsOf: HeadBytes.colonSpace)
-            HeadBytes.append(value, to: &head)
-            head.append(contentsOf: HeadBytes.crlf)
+            head.appendField(name, value)
         }
         let bodiless = response.status == 204 || response.status == 304 || response.status < 200
         if !bodiless {
-            head.append(contentsOf: HeadBytes.contentLength)
+            head.append(HeadBytes.contentLength)
             if answeringHead, let ownLength {
-                HeadBytes.append(ownLength, to: &head)
+                head.append(ownLength)
             } else {
-                HeadBytes.appendDecimal(response.body.count, to: &head)
+                head.appendDecimal(response.body.count)
             }
-            head.append(contentsOf: HeadBytes.crlf)
+            head.append(HeadBytes.crlf)
         }
-        if !hasDate { worker.appendDate(to: &head) }
+        if !hasDate {
+            dateLine.removeAll(keepingCapacity: true)
+            worker.appendDate(to: &dateLine)
+            head.append(dateLine)
+        }
         if closeAfterAnswer {
-            head.append(contentsOf: HeadBytes.connectionClose)
+            head.append(HeadBytes.connectionClose)
         } else if keepAlive10 {
-            head.append(contentsOf: HeadBytes.connectionKeepAlive)
+            head.append(HeadBytes.connectionKeepAlive)
         }
-        head.append(contentsOf: HeadBytes.crlf)
+        head.append(HeadBytes.crlf)
         outBody = answeringHead || bodiless ? Data() : response.body
         sent = 0
         flush()
@@ -355,10 +368,9 @@ final class HTTPConnection: @unchecked Sendable {
     private func flush() {
         let total = head.count + outBody.count
         while sent < total {
-            let n = head.withUnsafeBytes { headBytes in
-                outBody.withUnsafeBytes { bodyBytes in
-                    HTTPConnection.sendAnswer(fd, head: headBytes, body: bodyBytes, skipping: sent)
-                }
+            let headBytes = head.bytes
+            let n = outBody.withUnsafeBytes { bodyBytes in
+                HTTPConnection.sendAnswer(fd, head: headBytes, body: bodyBytes, skipping: sent)
             }
             if n > 0 {
                 sent += n
@@ -415,7 +427,6 @@ final class HTTPConnection: @unchecked Sendable {
     private func written() {
         writeBlocked = false
         outBody = Data()
-        if head.capacity > HTTPConnection.maxQueued { head = [] }
         if closeAfterAnswer {
             linger()
             return

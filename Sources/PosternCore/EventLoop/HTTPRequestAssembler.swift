@@ -29,10 +29,22 @@ final class HTTPRequestAssembler {
 
     // The request being parsed.
     private var url: [UInt8] = []
-    private var field: [UInt8] = []
-    private var value: [UInt8] = []
+    /// Its header lines (names and values, each field's place in it); reused for the next request when no
+    /// request refers to it any more.
+    private var block = HeaderBlock.make()
+    /// The block before, while a request handed out may still hold it (a handler's task keeps its request a
+    /// little after answering): taken back once free, so that a connection's requests rarely allocate one.
+    private var spare: HeaderBlock?
+    /// Where the field being read starts in the block's bytes (its name, then its value).
+    private var fieldStart = 0
+    /// Where the value of the field being read starts in the block's bytes (when `inValue`).
+    private var valueStart = 0
     private var inValue = false
-    private var headers = HTTPHeaders()
+    /// The fields in `block` belong to a request already handed out (none of the next one has been read).
+    private var handedOut = false
+    /// The head is complete: fields now are trailers of a chunked body, checked but not kept (a trailer is no
+    /// header, RFC 9110 §6.5.1: a `Content-Length` there must not join the request's headers).
+    private var inTrailers = false
     private var body = Data()
     private var headerBytes = 0
     private var framingHeaderSeen = false
@@ -89,10 +101,24 @@ final class HTTPRequestAssembler {
     fileprivate func messageBegan() -> Int32 {
         messageOpen = true
         url.removeAll(keepingCapacity: true)
-        field.removeAll(keepingCapacity: true)
-        value.removeAll(keepingCapacity: true)
+        // The last request's headers still in use somewhere keep their block: this one takes the spare when
+        // it is free, else a new one.
+        if !isKnownUniquelyReferenced(&block) {
+            if spare != nil && isKnownUniquelyReferenced(&spare) {
+                let free = spare.take() ?? HeaderBlock.make()  // not nil: checked just above
+                spare = block
+                block = free
+            } else {
+                spare = block
+                block = HeaderBlock.make()
+            }
+        }
+        block.reset()
+        fieldStart = 0
+        valueStart = 0
         inValue = false
-        headers = HTTPHeaders(capacity: 12)
+        handedOut = false
+        inTrailers = false
         body = Data()
         headerBytes = 0
         framingHeaderSeen = false
@@ -126,11 +152,11 @@ final class HTTPRequestAssembler {
         // http-parser (not strict) takes spaces in a name, and `Content-Length :` as a Content-Length that our
         // framing rules would not see; RFC 9112 §5.1 says to refuse whitespace before the colon. Same reason as
         // http-parser's for a bad name character, so that the answer does not depend on where the reads end.
-        guard !piece.contains(where: { $0 == 0x20 || $0 == 0x09 }) else {
+        for byte in piece where byte == 0x20 || byte == 0x09 {
             refusal = .badFraming(partialRequest(), reason: "malformed request: invalid character in header")
             return 1
         }
-        field.append(contentsOf: piece)
+        store(piece)
         return 0
     }
 
@@ -138,11 +164,12 @@ final class HTTPRequestAssembler {
     fileprivate func valueData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
         if !inValue {
             inValue = true
+            valueStart = block.byteCount
             // http-parser 2.9 marks the request as using Transfer-Encoding as soon as a field's name *begins*
             // with it (`Transfer-Encoding-X`), and then refuses it: only the exact name counts (the whole name
             // is known at its first value piece).
             if parser.pointee.uses_transfer_encoding != 0 && !sawTransferEncoding {
-                if HTTPRequestAssembler.equalsIgnoringCase(field, "transfer-encoding") {
+                if nameEquals("transfer-encoding") {
                     sawTransferEncoding = true
                 } else {
                     parser.pointee.uses_transfer_encoding = 0
@@ -153,45 +180,83 @@ final class HTTPRequestAssembler {
         let piece = UnsafeRawBufferPointer(start: at, count: length)
         // http-parser does not check the first byte of a value: a NUL or another control there would reach
         // the handler (and could be forwarded).
-        guard !piece.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) else {
+        for byte in piece where (byte < 0x20 && byte != 0x09) || byte == 0x7F {
             // The reason http-parser gives when it finds one further on (the same whatever the reads).
             refusal = .badFraming(partialRequest(), reason: "malformed request: invalid character in header")
             return 1
         }
-        value.append(contentsOf: piece)
+        store(piece)
         return 0
     }
 
     /// Adds the header line collected so far (the value without the whitespace around it).
     private func finishField() {
-        var upper = value.count
-        while upper > 0 && (value[upper - 1] == 0x20 || value[upper - 1] == 0x09) { upper -= 1 }
-        var lower = 0
-        while lower < upper && (value[lower] == 0x20 || value[lower] == 0x09) { lower += 1 }
-        let name = String(decoding: field, as: UTF8.self)
-        let text = value.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[lower..<upper]), as: UTF8.self) }
-        if HTTPRequestAssembler.equalsIgnoringCase(field, "content-length") || HTTPRequestAssembler.equalsIgnoringCase(field, "transfer-encoding") {
-            framingHeaderSeen = true
-        } else if HTTPRequestAssembler.equalsIgnoringCase(field, "expect") {
-            expectContinue = text.lowercased() == "100-continue"
+        let nameEnd = inValue ? valueStart : block.byteCount
+        var lower = inValue ? valueStart : nameEnd
+        var upper = block.byteCount
+        block.withBytes { bytes in
+            while upper > lower && (bytes[upper - 1] == 0x20 || bytes[upper - 1] == 0x09) { upper -= 1 }
+            while lower < upper && (bytes[lower] == 0x20 || bytes[lower] == 0x09) { lower += 1 }
         }
-        headers.add(name, text)
-        field.removeAll(keepingCapacity: true)
-        value.removeAll(keepingCapacity: true)
+        let span = HeaderBlock.Span(nameStart: Int32(fieldStart), nameEnd: Int32(nameEnd), valueStart: Int32(lower), valueEnd: Int32(upper))
+        switch nameEnd - fieldStart {
+        case 14 where nameEquals("content-length"), 17 where nameEquals("transfer-encoding"):
+            framingHeaderSeen = true
+        case 6 where nameEquals("expect"):
+            expectContinue = equalsIgnoringCase(lower, upper, "100-continue")
+        default:
+            break
+        }
+        if inTrailers {
+            block.truncate(to: fieldStart)
+        } else if !block.add(span) {
+            block = block.grown(adding: 0)
+            _ = block.add(span)  // the grown block has room for it
+        }
+        fieldStart = block.byteCount
         inValue = false
+    }
+
+    /// Appends a piece of a name or value to the block (a bigger one when it is full).
+    private func store(_ piece: UnsafeRawBufferPointer) {
+        if !block.append(piece) {
+            block = block.grown(adding: piece.count)
+            _ = block.append(piece)  // the grown block has room for it
+        }
+    }
+
+    /// Whether the name of the field being read spells `lower` (lowercase ASCII), ignoring case.
+    private func nameEquals(_ lower: StaticString) -> Bool {
+        equalsIgnoringCase(fieldStart, inValue ? valueStart : block.byteCount, lower)
+    }
+
+    /// Whether the block's bytes `start..<end` spell `lower` (lowercase ASCII), ignoring the case of letters
+    /// only (`1` and `-` match themselves alone, never a control byte that differs from them by 0x20).
+    private func equalsIgnoringCase(_ start: Int, _ end: Int, _ lower: StaticString) -> Bool {
+        guard end - start == lower.utf8CodeUnitCount else { return false }
+        let other = lower.utf8Start
+        return block.withBytes { bytes in
+            for i in 0..<(end - start) {
+                let byte = bytes[start + i], want = other[i]
+                if byte == want { continue }
+                guard byte | 0x20 == want, want >= UInt8(ascii: "a"), want <= UInt8(ascii: "z") else { return false }
+            }
+            return true
+        }
     }
 
     /// The head is complete: check its framing and the body size before reading the body.
     /// Returns 0 to read on, and anything but 0, 1 or 2 to stop with the refusal set.
     fileprivate func headersComplete() -> Int32 {
-        if inValue || !field.isEmpty { finishField() }
+        if inValue || block.byteCount > fieldStart { finishField() }
+        inTrailers = true
         guard parser.pointee.http_major == 1 else {
             refusal = .badFraming(partialRequest(), reason: "unsupported HTTP version")
             return -1
         }
         let method = currentMethod
         if framingHeaderSeen || method == .head || method == .other("TRACE"),
-           let reason = RequestFraming.problem(method: method, headers: headers) {
+           let reason = RequestFraming.problem(method: method, headers: HTTPHeaders(block: block)) {
             refusal = .badFraming(partialRequest(), reason: reason)
             return -1
         }
@@ -247,8 +312,12 @@ final class HTTPRequestAssembler {
     /// What has arrived of the request being parsed, for a refusal (the target may be cut short).
     private func partialRequest() -> HTTPRequest {
         let target = url.isEmpty ? "/" : String(decoding: url, as: UTF8.self)
-        var seen = headers
-        if !field.isEmpty { seen.add(String(decoding: field, as: UTF8.self), String(decoding: value, as: UTF8.self)) }
+        // Strings, not the block: the block is written on while parsing goes on.
+        var seen = HTTPHeaders()
+        guard !handedOut else { return HTTPRequest(method: currentMethod, target: target, headers: seen, remoteAddress: peer) }
+        for (name, value) in block.fields() { seen.add(name, value) }
+        let nameEnd = inValue ? valueStart : block.byteCount
+        if nameEnd > fieldStart { seen.add(block.string(fieldStart, nameEnd), block.string(nameEnd, block.byteCount)) }
         return HTTPRequest(method: currentMethod, target: target, headers: seen, remoteAddress: peer)
     }
 
@@ -256,9 +325,17 @@ final class HTTPRequestAssembler {
     private func wholeRequest() -> Step {
         let keepAlive = http_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0
         let http10 = parser.pointee.http_major == 1 && parser.pointee.http_minor == 0
-        let request = HTTPRequest(method: currentMethod, target: String(decoding: url, as: UTF8.self), headers: headers,
+        // Path and query straight from the target's bytes (split at the first `?`).
+        let (path, query) = url.withUnsafeBufferPointer { target in
+            guard let q = target.firstIndex(of: UInt8(ascii: "?")) else {
+                return (String(decoding: target, as: UTF8.self), "")
+            }
+            return (String(decoding: UnsafeBufferPointer(rebasing: target[..<q]), as: UTF8.self),
+                    String(decoding: UnsafeBufferPointer(rebasing: target[(q + 1)...]), as: UTF8.self))
+        }
+        let request = HTTPRequest(method: currentMethod, path: path, query: query, headers: HTTPHeaders(block: block),
                                   body: body, remoteAddress: peer)
-        headers = HTTPHeaders()
+        handedOut = true
         body = Data()
         return .request(request, keepAlive: keepAlive, http10: http10)
     }
@@ -286,33 +363,25 @@ final class HTTPRequestAssembler {
         return .badFraming(partialRequest(), reason: reason)
     }
 
-    // MARK: Helpers
-
-    /// Whether `bytes` spell `lower` (lowercase ASCII), ignoring case.
-    private static func equalsIgnoringCase(_ bytes: [UInt8], _ lower: StaticString) -> Bool {
-        guard bytes.count == lower.utf8CodeUnitCount else { return false }
-        let other = lower.utf8Start
-        for i in 0..<bytes.count where bytes[i] | 0x20 != other[i] { return false }
-        return true
-    }
-
     /// The parser's callbacks (one table for every assembler; the assembler travels in `parser.data`).
     nonisolated(unsafe) private static let settings: UnsafeMutablePointer<http_parser_settings> = {
         let s = UnsafeMutablePointer<http_parser_settings>.allocate(capacity: 1)
         s.initialize(to: http_parser_settings())
-        s.pointee.on_message_begin = { p in HTTPRequestAssembler.of(p).messageBegan() }
-        s.pointee.on_url = { p, at, n in HTTPRequestAssembler.of(p).urlData(at!, n) }
-        s.pointee.on_header_field = { p, at, n in HTTPRequestAssembler.of(p).fieldData(at!, n) }
-        s.pointee.on_header_value = { p, at, n in HTTPRequestAssembler.of(p).valueData(at!, n) }
-        s.pointee.on_headers_complete = { p in HTTPRequestAssembler.of(p).headersComplete() }
-        s.pointee.on_body = { p, at, n in HTTPRequestAssembler.of(p).bodyData(at!, n) }
-        s.pointee.on_message_complete = { p in HTTPRequestAssembler.of(p).messageComplete() }
+        s.pointee.on_message_begin = { p in HTTPRequestAssembler.with(p) { $0.messageBegan() } }
+        s.pointee.on_url = { p, at, n in HTTPRequestAssembler.with(p) { $0.urlData(at!, n) } }
+        s.pointee.on_header_field = { p, at, n in HTTPRequestAssembler.with(p) { $0.fieldData(at!, n) } }
+        s.pointee.on_header_value = { p, at, n in HTTPRequestAssembler.with(p) { $0.valueData(at!, n) } }
+        s.pointee.on_headers_complete = { p in HTTPRequestAssembler.with(p) { $0.headersComplete() } }
+        s.pointee.on_body = { p, at, n in HTTPRequestAssembler.with(p) { $0.bodyData(at!, n) } }
+        s.pointee.on_message_complete = { p in HTTPRequestAssembler.with(p) { $0.messageComplete() } }
         return s
     }()
 
-    /// The assembler of a parser (http-parser passes the parser it was given, and its data callbacks a
-    /// pointer into the bytes being parsed: neither is ever nil).
-    private static func of(_ parser: UnsafeMutablePointer<http_parser>?) -> HTTPRequestAssembler {
-        Unmanaged<HTTPRequestAssembler>.fromOpaque(parser!.pointee.data).takeUnretainedValue()
+    /// Calls `body` with the assembler of a parser, without retaining it: `parse` runs every callback while
+    /// the assembler is alive. (http-parser passes the parser it was given, and its data callbacks a pointer
+    /// into the bytes being parsed: neither is ever nil.)
+    @inline(__always)
+    private static func with(_ parser: UnsafeMutablePointer<http_parser>?, _ body: (HTTPRequestAssembler) -> Int32) -> Int32 {
+        Unmanaged<HTTPRequestAssembler>.fromOpaque(parser!.pointee.data)._withUnsafeGuaranteedRef(body)
     }
 }

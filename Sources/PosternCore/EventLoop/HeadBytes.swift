@@ -22,11 +22,13 @@ enum HeadBytes {
 
     /// Appends the status line of `status` to `out`, precomputed for 100 to 599.
     static func appendStatusLine(_ status: Int, to out: inout [UInt8]) {
-        if status >= 100 && status < 600 {
-            out.append(contentsOf: statusLines[status - 100])
-        } else {
-            out.append(contentsOf: "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n".utf8)
-        }
+        out.append(contentsOf: statusLine(status))
+    }
+
+    /// The status line of `status`, precomputed for 100 to 599.
+    static func statusLine(_ status: Int) -> [UInt8] {
+        if status >= 100 && status < 600 { return statusLines[status - 100] }
+        return Array("HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n".utf8)
     }
 
     /// Appends the UTF-8 bytes of `text` with one copy (native strings are contiguous; others are bridged).
@@ -34,6 +36,18 @@ enum HeadBytes {
     static func append(_ text: String, to out: inout [UInt8]) {
         let copied: Void? = text.utf8.withContiguousStorageIfAvailable { out.append(contentsOf: $0) }
         if copied == nil { out.append(contentsOf: text.utf8) }
+    }
+
+    /// Whether a `Connection` value is `close`, in any case (only ASCII letters lower-case to those of `close`).
+    static func isClose(_ value: String) -> Bool {
+        let close: StaticString = "close"
+        guard value.utf8.count == 5 else { return false }
+        var i = 0
+        for byte in value.utf8 {
+            guard byte | 0x20 == close.utf8Start[i] else { return false }
+            i += 1
+        }
+        return true
     }
 
     /// Appends `value` in decimal (no intermediate String).
@@ -57,4 +71,103 @@ enum HeadBytes {
             out.append(contentsOf: buffer[(20 - count)...])
         }
     }
+}
+
+/// The bytes of an answer's head, in one buffer reused from answer to answer: each append is one bounds
+/// check and one copy (the buffer grows, rarely, when a head is larger than any before). Owned by one
+/// connection, which frees it (`deallocate()`).
+struct HeadBuffer {
+    /// The first byte.
+    private(set) var base: UnsafeMutableRawPointer
+    /// Bytes the buffer can hold.
+    private(set) var capacity: Int
+    /// Bytes written.
+    private(set) var count = 0
+
+    /// An empty buffer of `capacity` bytes.
+    init(capacity: Int) {
+        self.capacity = capacity
+        base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+    }
+
+    /// Frees the bytes (the buffer is not used afterwards).
+    func deallocate() {
+        base.deallocate()
+    }
+
+    /// Empties the buffer, with room for at least `bytes` (back to `small` bytes when it had grown past
+    /// `large` and the next head does not need that).
+    mutating func clear(reserving bytes: Int, small: Int = 1024, large: Int = 64 * 1024) {
+        count = 0
+        if capacity < bytes || (capacity > large && bytes <= small) {
+            base.deallocate()
+            capacity = max(bytes, small)
+            base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        }
+    }
+
+    /// Makes room for `more` bytes after the ones written.
+    private mutating func grow(_ more: Int) {
+        let bigger = UnsafeMutableRawPointer.allocate(byteCount: max(capacity * 2, count + more), alignment: 16)
+        bigger.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = bigger
+        capacity = max(capacity * 2, count + more)
+    }
+
+    /// Appends `bytes`.
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard let from = bytes.baseAddress, bytes.count > 0 else { return }
+        if count + bytes.count > capacity { grow(bytes.count) }
+        (base + count).copyMemory(from: from, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    /// Appends `bytes`.
+    @inline(__always)
+    mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
+    }
+
+    /// Appends the UTF-8 bytes of `text` (native strings directly; others through a copy).
+    @inline(__always)
+    mutating func append(_ text: String) {
+        let copied: Void? = text.utf8.withContiguousStorageIfAvailable { append(UnsafeRawBufferPointer($0)) }
+        if copied == nil { append(Array(text.utf8)) }
+    }
+
+    /// Appends `name: value\r\n`.
+    @inline(__always)
+    mutating func appendField(_ name: String, _ value: String) {
+        append(name)
+        append(HeadBytes.colonSpace)
+        append(value)
+        append(HeadBytes.crlf)
+    }
+
+    /// Appends `value` in decimal.
+    mutating func appendDecimal(_ value: Int) {
+        if value < 0 || value > 999_999_999_999 {
+            var digits: [UInt8] = []
+            HeadBytes.appendDecimal(value, to: &digits)
+            append(digits)
+            return
+        }
+        // Twelve digits at most: written backwards into a stack tuple.
+        var buffer: (UInt64, UInt64) = (0, 0)
+        var at = 16
+        var rest = value
+        withUnsafeMutableBytes(of: &buffer) { raw in
+            repeat {
+                at -= 1
+                raw[at] = UInt8(0x30 + rest % 10)
+                rest /= 10
+            } while rest > 0
+            append(UnsafeRawBufferPointer(rebasing: raw[at...]))
+        }
+    }
+
+    /// The bytes written.
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 }

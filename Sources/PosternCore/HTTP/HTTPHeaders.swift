@@ -1,14 +1,31 @@
 /// An ordered list of header fields with case-insensitive lookup.
+///
+/// A received request's fields stay as the bytes they came in (`HeaderBlock`) until something changes them:
+/// a lookup compares bytes and makes a `String` only for the value it returns. Any change turns them into
+/// a list of strings first.
 public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
+    /// The fields as strings (empty while `block` holds them).
+    private var list: [(name: String, value: String)] = []
+    /// The received fields, until the first change (read only once handed out: see `HeaderBlock`).
+    nonisolated(unsafe) private var block: HeaderBlock?
+
     /// The fields, in order.
-    public private(set) var fields: [(name: String, value: String)] = []
+    public var fields: [(name: String, value: String)] {
+        if let block { return block.fields() }
+        return list
+    }
 
     /// An empty header list.
     public init() {}
 
     /// An empty header list with room for `capacity` fields.
     public init(capacity: Int) {
-        fields.reserveCapacity(capacity)
+        list.reserveCapacity(capacity)
+    }
+
+    /// The fields of a received request's head, read from its bytes.
+    init(block: HeaderBlock) {
+        self.block = block
     }
 
     /// A header list from literal pairs.
@@ -18,12 +35,42 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// The first value of `name`, compared case-insensitively.
     public subscript(name: String) -> String? {
-        fields.first { HTTPHeaders.sameName($0.name, name) }?.value
+        if let block {
+            guard let i = block.index(of: name) else { return nil }
+            return block.value(i)
+        }
+        return list.first { HTTPHeaders.sameName($0.name, name) }?.value
+    }
+
+    /// Whether a field called `name` is present (no `String` made for its value).
+    public func contains(_ name: String) -> Bool {
+        if let block { return block.index(of: name) != nil }
+        return list.contains { HTTPHeaders.sameName($0.name, name) }
+    }
+
+    /// Calls `body` with the UTF-8 bytes of the first value of `name` (nil when there is none), without
+    /// making a `String` of it when the fields are still the received bytes.
+    public func withFirstValueBytes<R>(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
+        if let block {
+            guard let i = block.index(of: name) else { return nil }
+            return try block.withValueBytes(i, body)
+        }
+        guard var value = list.first(where: { HTTPHeaders.sameName($0.name, name) })?.value else { return nil }
+        return try value.withUTF8(body)
     }
 
     /// Every value of `name` in order, compared case-insensitively (one per header line).
     public func values(_ name: String) -> [String] {
-        fields.compactMap { HTTPHeaders.sameName($0.name, name) ? $0.value : nil }
+        if let block {
+            var out: [String] = []
+            var from = 0
+            while let i = block.index(of: name, from: from) {
+                out.append(block.value(i))
+                from = i + 1
+            }
+            return out
+        }
+        return list.compactMap { HTTPHeaders.sameName($0.name, name) ? $0.value : nil }
     }
 
     /// ASCII case-insensitive comparison of header names, without allocating. Names of different UTF-8
@@ -43,27 +90,45 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         }
     }
 
+    /// Turns received fields into the list of strings (before a change).
+    private mutating func materialize() {
+        guard let block else { return }
+        list = block.fields()
+        self.block = nil
+    }
+
     /// Appends a field.
     public mutating func add(_ name: String, _ value: String) {
-        fields.append((name, value))
+        materialize()
+        list.append((name, value))
     }
 
     /// Replaces every field called `name` with one field.
     public mutating func set(_ name: String, _ value: String) {
         remove(name)
-        fields.append((name, value))
+        materialize()
+        list.append((name, value))
     }
 
     /// Removes every field called `name` (a list without one is left untouched: no copy of a shared list).
     public mutating func remove(_ name: String) {
-        guard fields.contains(where: { HTTPHeaders.sameName($0.name, name) }) else { return }
-        fields.removeAll { HTTPHeaders.sameName($0.name, name) }
+        guard contains(name) else { return }
+        materialize()
+        list.removeAll { HTTPHeaders.sameName($0.name, name) }
     }
 
     /// Makes room for `more` fields beyond the current ones, so that adding them allocates at most once
     /// (here, and only when the list is shared or too small).
     public mutating func reserve(_ more: Int) {
-        fields.reserveCapacity(fields.count + more)
+        if let block {
+            var grown: [(name: String, value: String)] = []
+            grown.reserveCapacity(block.count + more)
+            for i in 0..<block.count { grown.append((block.name(i), block.value(i))) }
+            list = grown
+            self.block = nil
+            return
+        }
+        list.reserveCapacity(list.count + more)
     }
 
     /// Iterates the fields in order.

@@ -26,10 +26,10 @@ public struct HTTPRequest: Sendable {
         self.remoteAddress = remoteAddress
     }
 
-    /// Splits a request target such as `/a/b?x=1` into path and query.
+    /// Splits a request target such as `/a/b?x=1` into path and query (at the first `?` byte).
     public init(method: HTTPMethod, target: String, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data(),
                 remoteAddress: String = "127.0.0.1") {
-        if let q = target.firstIndex(of: "?") {
+        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
             self.init(method: method, path: String(target[..<q]), query: String(target[target.index(after: q)...]),
                       headers: headers, body: body, remoteAddress: remoteAddress)
         } else {
