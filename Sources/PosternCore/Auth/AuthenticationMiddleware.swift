@@ -40,15 +40,34 @@ public struct AuthenticationMiddleware: Middleware {
     @inline(never)
     func authenticateFromCache(_ request: HTTPRequest, context: inout RequestContext,
                                trace: @autoclosure () -> RequestTrace?) throws(GatewayError) -> Bool {
-        guard let header = request.headers["Authorization"], let token = AuthenticationMiddleware.bearerRange(header) else {
+        // The header's bytes are read where they were received: no `String` of the header or of the token.
+        let outcome = request.headers.withFirstValueBytes("Authorization") { bytes -> CachedLookup in
+            guard let token = AuthenticationMiddleware.bearerOffsets(bytes) else { return .noToken }
+            guard !rateLimits.limitsRequestsPerToken,
+                  let session = sessions.cachedLiveSession(tokenBytes: UnsafeBufferPointer(rebasing: bytes[token])) else { return .miss }
+            return .hit(session)
+        } ?? .noToken
+        switch outcome {
+        case .noToken:
             if required { throw .unauthorized("missing bearer token") }
             return true
+        case .miss:
+            return false
+        case .hit(let session):
+            trace()?.userID = session.userID
+            context.session = session
+            return true
         }
-        // The token is looked up in place (no copy of it); `authenticate` copies it when it must run.
-        guard !rateLimits.limitsRequestsPerToken, let session = sessions.cachedLiveSession(token: header[token]) else { return false }
-        trace()?.userID = session.userID
-        context.session = session
-        return true
+    }
+
+    /// What `authenticateFromCache` found in the request's `Authorization` header.
+    private enum CachedLookup {
+        /// No header, or not `Bearer <token>`.
+        case noToken
+        /// A token whose session `authenticate` must find (or a per-token limit to claim).
+        case miss
+        /// The token's live session, from the session cache.
+        case hit(Session)
     }
 
     /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive; spaces around and

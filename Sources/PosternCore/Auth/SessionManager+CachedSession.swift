@@ -7,17 +7,20 @@ extension SessionManager {
     func cachedLiveSession(token: Substring) -> Session? {
         // The token's bytes in place: its prefix compared bytewise (not `hasPrefix`, which compares Characters) and
         // digested without a copy.
-        let digested: TokenKey?? = token.utf8.withContiguousStorageIfAvailable { bytes in
-            bytes.count < 200 && SessionManager.hasAccessTokenPrefix(bytes) ? TokenKey(bytes: UnsafeRawBufferPointer(bytes)) : nil
-        }
-        let key: TokenKey
-        switch digested {
-        case .some(.some(let found)): key = found
-        case .some(.none): return nil
-        case .none:
-            guard token.utf8.count < 200, token.utf8.starts(with: Crypto.accessTokenPrefix.utf8) else { return nil }
-            key = TokenKey(token: token)
-        }
+        let found: Session?? = token.utf8.withContiguousStorageIfAvailable { cachedLiveSession(tokenBytes: $0) }
+        if let found { return found }
+        guard token.utf8.count < 200, token.utf8.starts(with: Crypto.accessTokenPrefix.utf8) else { return nil }
+        return cachedLiveSession(key: TokenKey(token: token))
+    }
+
+    /// `cachedLiveSession(token:)` of a token given as its UTF-8 bytes (read where they were received).
+    func cachedLiveSession(tokenBytes bytes: UnsafeBufferPointer<UInt8>) -> Session? {
+        guard bytes.count < 200, SessionManager.hasAccessTokenPrefix(bytes) else { return nil }
+        return cachedLiveSession(key: TokenKey(bytes: UnsafeRawBufferPointer(bytes)))
+    }
+
+    /// The live cached session under `key`, marked used.
+    private func cachedLiveSession(key: TokenKey) -> Session? {
         let now = clock()
         guard let session = cache.hit(key, now: now, idleTTL: idleTTL, touchInterval: SessionManager.touchInterval),
               !session.isExpired(now: now, idleTTL: idleTTL) else { return nil }

@@ -192,6 +192,8 @@ final class ServerWorker: @unchecked Sendable {
             }
             finish(current.conn, response)
             guard !freed, idleRunners.count < ServerWorker.maxIdleRunners else { return }
+            // An idle runner holds no request: the connection can reuse that request's header buffer.
+            job = nil
             job = await withUnsafeContinuation { idleRunners.append($0) }
         }
     }
