@@ -18,7 +18,7 @@ FROM swift:6.3-bookworm AS build
 # hadolint ignore=DL3008
 RUN export DEBIAN_FRONTEND=noninteractive \
     && apt-get update -q \
-    && apt-get install -y -q --no-install-recommends libevent-dev libssl-dev libsqlite3-dev libhiredis-dev libhttp-parser-dev pkg-config \
+    && apt-get install -y -q --no-install-recommends libevent-dev libssl-dev libsqlite3-dev libhiredis-dev libhttp-parser-dev libjemalloc-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -43,6 +43,7 @@ FROM debian:bookworm-slim
 #   libevent_pthreads-2.1.so.7 -> libevent-pthreads-2.1-7
 #   libssl.so.3, libcrypto.so.3 -> libssl3         libsqlite3.so.0 -> libsqlite3-0
 #   libhiredis.so.0.14 -> libhiredis0.14           libhttp_parser.so.2.9 -> libhttp-parser2.9
+#   libjemalloc.so.2 -> libjemalloc2 (the allocator)
 #   libstdc++.so.6 -> libstdc++6                   (libc6 and libgcc-s1 are in every Debian image)
 # ca-certificates: trust store for an https:// POSTERN_DIRECTUS_URL (certificates are verified).
 # hadolint ignore=DL3008
@@ -58,6 +59,7 @@ RUN export DEBIAN_FRONTEND=noninteractive \
         libsqlite3-0 \
         libhiredis0.14 \
         libhttp-parser2.9 \
+        libjemalloc2 \
         libstdc++6 \
     && rm -rf /var/lib/apt/lists/*
 

@@ -7,7 +7,7 @@
 #   2. perf record -g on the gateway during a second wrk run: the top symbols by self time and
 #      by children (inclusive) time, Swift names demangled. Without perf (or when the kernel
 #      refuses it), valgrind --tool=callgrind over a short, lighter wrk run instead.
-#   3. Per request: malloc calls (a uprobe on libc's malloc), syscalls and context switches
+#   3. Per request: malloc calls (a uprobe on the malloc the binary uses: jemalloc's, or libc's), syscalls and context switches
 #      (perf stat over a third run; split into voluntary and preempted from /proc), then the mallocs per request under each caller (a sample of
 #      malloc call stacks). The malloc parts are skipped when uprobes are not available.
 #
@@ -132,14 +132,16 @@ if [ -z "$PROFILE_DONE" ]; then
 fi
 
 # --- 3. malloc calls, syscalls and context switches per request; where the mallocs come from -----
-ALLOC_LINE="allocations: not measured (no uprobes on libc's malloc here)"
+ALLOC_LINE="allocations: not measured (no uprobes on malloc here)"
 start_gateway "$WORKERS" gateway-count "${GATEWAY_ENV[@]}" || die "the gateway did not start"
 run_wrk "$OUT/wrk-warmup2.txt" "$URL" "$POSTERN_TOKEN" "$WARMUP"
-LIBC="$(ldd "$POSTERN" | awk '$1 ~ /^libc\.so/ { print $3 }')"
+# The library whose malloc the binary calls: jemalloc when it is linked (the release build), else libc.
+LIBC="$(ldd "$POSTERN" | awk '$1 ~ /^libjemalloc\.so/ { print $3 }')"
+[ -n "$LIBC" ] || LIBC="$(ldd "$POSTERN" | awk '$1 ~ /^libc\.so/ { print $3 }')"
 PROBE=""
-perf probe -q -d probe_libc:postern_malloc >/dev/null 2>&1 || true   # ours, left by an interrupted run
-if [ -n "$LIBC" ] && perf probe -q -x "$LIBC" --add postern_malloc=malloc >/dev/null 2>"$WORK/probe.log"; then
-    PROBE="probe_libc:postern_malloc"
+perf probe -q -d probe_postern:postern_malloc >/dev/null 2>&1 || true   # ours, left by an interrupted run
+if [ -n "$LIBC" ] && perf probe -q -x "$LIBC" --add probe_postern:postern_malloc=malloc >/dev/null 2>"$WORK/probe.log"; then
+    PROBE="probe_postern:postern_malloc"
     # The probe is global (though only counted for the processes perf watches): never leave it behind.
     ON_EXIT="perf probe -q -d $PROBE"
 fi
