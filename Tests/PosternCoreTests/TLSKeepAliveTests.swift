@@ -55,37 +55,15 @@ server.serve_forever()
 """#
 
     @Test func severalRequestsShareOneTLSConnection() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("postern-tls-ka-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        try TLSUpstreamTests.TLSServer.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem",
-                                                                "-out", "cert.pem", "-days", "1", "-subj", "/CN=localhost",
-                                                                "-addext", "subjectAltName=DNS:localhost"], in: dir)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = ["-c", Self.script, dir.appendingPathComponent("cert.pem").path, dir.appendingPathComponent("key.pem").path]
-        let output = Pipe()
-        server.standardOutput = output
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer {
-            kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
-        }
-        // The server prints its port once it listens.
-        var line = Data()
-        while !line.contains(10) {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty { break }
-            line.append(byte)
-        }
-        let port = try #require(UInt16(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let server = try PythonTLSServer(script: Self.script, name: "tls-ka")
+        defer { server.stop() }
+        let port = server.port
 
         let group = EventLoopGroup(count: 1)
         defer { group.shutdown() }
         let loop = group.loops[0]
         let client = UpstreamHTTPClient(loop: loop, endpoint: UpstreamEndpoint(url: "https://localhost:\(port)")!, maxConnections: 1,
-                                        tls: TLSClientContext(caFile: dir.appendingPathComponent("cert.pem").path, verify: true),
+                                        tls: TLSClientContext(caFile: server.certificatePath, verify: true),
                                         keepaliveIdle: 3600)
         let large = UpstreamConnection.readBufferSize * 5 + 7
         let requests = [

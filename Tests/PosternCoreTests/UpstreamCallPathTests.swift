@@ -88,39 +88,16 @@ print(server.server_address[1], flush=True)
 server.serve_forever()
 """#
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
-                   && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+    @Test(.enabled(if: PythonTLSServer.available))
     func theTokenGoesOnTheWireOverTLS() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("postern-tls-bearer-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        try TLSUpstreamTests.TLSServer.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem",
-                                                                "-out", "cert.pem", "-days", "1", "-subj", "/CN=localhost",
-                                                                "-addext", "subjectAltName=DNS:localhost"], in: dir)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = ["-c", Self.echoScript, dir.appendingPathComponent("cert.pem").path, dir.appendingPathComponent("key.pem").path]
-        let output = Pipe()
-        server.standardOutput = output
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer {
-            kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
-        }
-        // The server prints its port once it listens.
-        var line = Data()
-        while !line.contains(10) {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty { break }
-            line.append(byte)
-        }
-        let port = try #require(UInt16(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let server = try PythonTLSServer(script: Self.echoScript, name: "tls-bearer")
+        defer { server.stop() }
+        let port = server.port
 
         let group = EventLoopGroup(count: 1)
         defer { group.shutdown() }
         let transport = LoopTransport(group: group, endpoint: UpstreamEndpoint(url: "https://localhost:\(port)")!, maxConnections: 1,
-                                      tls: TLSClientContext(caFile: dir.appendingPathComponent("cert.pem").path, verify: true))
+                                      tls: TLSClientContext(caFile: server.certificatePath, verify: true))
         let directus = DirectusClient(transport: transport, timeout: 10)
         let body = try await directus.listItems(target: "/items/posts?limit=1", token: "eyJ.tls.token",
                                                 context: CallContext(requestID: "req-tls", clientIP: "10.4.4.4"))

@@ -1,0 +1,56 @@
+import Foundation
+
+/// A Python TLS server on loopback for upstream tests: a self-signed certificate for `localhost` made with
+/// openssl, then `script` run with the certificate and key paths as its arguments; the script prints its port
+/// once it listens. `stop()` ends the process (by its PID) and removes the files.
+final class PythonTLSServer {
+    /// The port the script listens on.
+    let port: UInt16
+    /// The server's certificate (PEM): the CA file a verifying client trusts.
+    let certificatePath: String
+    private let process: Process
+    private let dir: URL
+
+    /// True where the test can run (openssl and python3 are installed).
+    static var available: Bool {
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
+    }
+
+    /// Makes the certificate and starts `script`; returns once the script has printed its port.
+    init(script: String, name: String) throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("postern-\(name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try TLSUpstreamTests.TLSServer.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem",
+                                                                "-out", "cert.pem", "-days", "1", "-subj", "/CN=localhost",
+                                                                "-addext", "subjectAltName=DNS:localhost"], in: dir)
+        certificatePath = dir.appendingPathComponent("cert.pem").path
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", script, certificatePath, dir.appendingPathComponent("key.pem").path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // The server prints its port once it listens.
+        var line = Data()
+        while !line.contains(10) {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty { break }
+            line.append(byte)
+        }
+        guard let port = UInt16(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(at: dir)
+            throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "the TLS server printed no port"])
+        }
+        self.port = port
+    }
+
+    /// Ends the server and removes its certificate and key.
+    func stop() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: dir)
+    }
+}
