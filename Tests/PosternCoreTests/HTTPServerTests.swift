@@ -195,10 +195,12 @@ import Testing
         }
     }
 
-    @Test func expectContinueIsAnsweredBeforeTheBody() throws {
+    /// The field is read from the received bytes: its name and value in any case, the value with spaces and tabs around.
+    @Test(arguments: ["Expect: 100-continue", "eXpEcT: \t100-CONTINUE "])
+    func expectContinueIsAnsweredBeforeTheBody(field: String) throws {
         try HTTPServerTests.withServer(handler: HTTPServerTests.echo) { server in
             let client = try TrickleClient(port: server.port)
-            _ = client.trickle([Array("PUT /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n".utf8)], interval: 0)
+            _ = client.trickle([Array("PUT /e HTTP/1.1\r\nHost: x\r\n\(field)\r\nContent-Length: 5\r\n\r\n".utf8)], interval: 0)
             client.waitUntil(seconds: 5) { $0.contains("100 Continue\r\n\r\n") }
             #expect(client.replyText.hasPrefix("HTTP/1.1 100 Continue\r\n\r\n"))
             _ = client.trickle([Array("fives".utf8)], interval: 0)
