@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import PosternCore
 
@@ -9,19 +8,7 @@ extension HTTPServerTests {
     /// and the handler never sees the request.
     @Test(arguments: ["X-Probe: \u{0}evil", "X-Probe:\u{1}", "X-Probe: \u{7F}x"])
     func aControlCharacterStartingAHeaderValueIsA400(_ line: String) throws {
-        let called = Atomic<Int>(0)
-        try HTTPServerTests.withServer(handler: { request in
-            called.add(1, ordering: .relaxed)
-            return await HTTPServerTests.echo(request)
-        }) { server in
-            let client = RawHTTPClient(port: server.port)
-            try client.sendRaw(Array("GET / HTTP/1.1\r\nHost: x\r\n\(line)\r\n\r\n".utf8))
-            let answer = try client.readResponse()
-            #expect(answer.status == 400)
-            #expect(answer.json?["code"] == .string("invalid_request"))
-            #expect(client.waitForClose(seconds: 5))
-            #expect(called.load(ordering: .relaxed) == 0)
-        }
+        try HTTPServerTests.expectRefusedAs400("GET / HTTP/1.1\r\nHost: x\r\n\(line)\r\n\r\n")
     }
 
     /// Whitespace in a header name or before its colon is a 400 (RFC 9112 §5.1): http-parser took
@@ -32,19 +19,7 @@ extension HTTPServerTests {
         "GET / HTTP/1.1\r\nHost: x\r\nX Probe: v\r\n\r\n",
     ])
     func whitespaceInAHeaderNameIsA400(_ raw: String) throws {
-        let called = Atomic<Int>(0)
-        try HTTPServerTests.withServer(handler: { request in
-            called.add(1, ordering: .relaxed)
-            return await HTTPServerTests.echo(request)
-        }) { server in
-            let client = RawHTTPClient(port: server.port)
-            try client.sendRaw(Array(raw.utf8))
-            let answer = try client.readResponse()
-            #expect(answer.status == 400)
-            #expect(answer.json?["code"] == .string("invalid_request"))
-            #expect(client.waitForClose(seconds: 5))
-            #expect(called.load(ordering: .relaxed) == 0)
-        }
+        try HTTPServerTests.expectRefusedAs400(raw)
     }
 
     /// A field whose name only begins with `Transfer-Encoding` is an ordinary header: the request is framed by
@@ -74,13 +49,7 @@ extension UpstreamWireTests {
         "HTTP/1.1 200 OK\r\nTransfer-Encoding : chunked\r\nContent-Length: 2\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
     ])
     func statusOutsideHTTPsCodesIsABadResponse(_ answer: String) async throws {
-        let peer = try ScriptedUpstream { _ in [.send(answer), .close] }
-        defer { peer.stop() }
-        let results = await Self.send(peer, [Self.get])
-        guard case .failure(.badResponse) = results[0] else {
-            Issue.record("expected badResponse, got \(results[0])")
-            return
-        }
+        try await Self.expectBadResponse(answer)
     }
 
     /// 204 and 304 answers have no body, whatever their fields say: the answer is complete at the end of its

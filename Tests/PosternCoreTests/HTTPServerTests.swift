@@ -23,6 +23,25 @@ import Testing
         return HTTPResponse(status: 200, body: Data(text.utf8) + request.body)
     }
 
+    /// Sends `raw` to a new server and expects the server's own refusal: 400 `invalid_request`, the connection
+    /// closed, the handler never called; then `after` (e.g. a later request on a new connection).
+    static func expectRefusedAs400(_ raw: String, after: (HTTPServer) throws -> Void = { _ in }) throws {
+        let called = Atomic<Int>(0)
+        try withServer(handler: { request in
+            called.add(1, ordering: .relaxed)
+            return await HTTPServerTests.echo(request)
+        }) { server in
+            let client = RawHTTPClient(port: server.port)
+            try client.sendRaw(Array(raw.utf8))
+            let answer = try client.readResponse()
+            #expect(answer.status == 400)
+            #expect(answer.json?["code"] == .string("invalid_request"))
+            #expect(client.waitForClose(seconds: 5))
+            #expect(called.load(ordering: .relaxed) == 0)
+            try after(server)
+        }
+    }
+
     @Test func pipelinedRequestsInOneWriteAreAnsweredInOrderOneAtATime() throws {
         let running = Atomic<Int>(0)
         let most = Atomic<Int>(0)
@@ -246,18 +265,7 @@ import Testing
         "GET /a b HTTP/1.1\r\n\r\n",
     ])
     func malformedRequestsAreA400AndTheServerStaysUp(_ raw: String) throws {
-        let called = Atomic<Int>(0)
-        try HTTPServerTests.withServer(handler: { request in
-            called.add(1, ordering: .relaxed)
-            return await HTTPServerTests.echo(request)
-        }) { server in
-            let client = RawHTTPClient(port: server.port)
-            try client.sendRaw(Array(raw.utf8))
-            let answer = try client.readResponse()
-            #expect(answer.status == 400)
-            #expect(answer.json?["code"] == .string("invalid_request"))
-            #expect(client.waitForClose(seconds: 5))
-            #expect(called.load(ordering: .relaxed) == 0)
+        try HTTPServerTests.expectRefusedAs400(raw) { server throws in
             #expect(try RawHTTPClient(port: server.port).request("GET", "/fine").text == "GET /fine||")
         }
     }

@@ -140,3 +140,11 @@ import Testing
             != CacheKey(resource: "books", path: "/p", query: query, sharedBy: .role("1")))
     }
 }
+
+extension SessionManager {
+    /// `cachedLiveSession(tokenBytes:)` of a token given as text (the tests' way to name one).
+    func cachedLiveSession(token: Substring) -> Session? {
+        var text = String(token)
+        return text.withUTF8 { cachedLiveSession(tokenBytes: $0) }
+    }
+}

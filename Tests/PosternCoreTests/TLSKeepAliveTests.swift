@@ -5,12 +5,11 @@ import Testing
 /// The upstream client over https on a keep-alive connection: several requests on one TLS session, a chunked
 /// answer, an answer larger than the read buffer and a request body, against a Python HTTP/1.1 server behind
 /// TLS with a throw-away certificate.
-@Suite(.serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
-                        && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+@Suite(.serialized, .enabled(if: PythonTLSServer.available))
 struct TLSKeepAliveTests {
     /// The server: each answer carries `X-Connection`, the number of the TLS connection that carried it.
-    static let script = #"""
-import http.server, socketserver, ssl, sys, threading
+    static let handler = #"""
+import threading
 count = 0
 lock = threading.Lock()
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -44,18 +43,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-server = Server(("127.0.0.1", 0), Handler)
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain(sys.argv[1], sys.argv[2])
-server.socket = context.wrap_socket(server.socket, server_side=True)
-print(server.server_address[1], flush=True)
-server.serve_forever()
 """#
 
     @Test func severalRequestsShareOneTLSConnection() async throws {
-        let server = try PythonTLSServer(script: Self.script, name: "tls-ka")
+        let server = try PythonTLSServer(handler: Self.handler, name: "tls-ka")
         defer { server.stop() }
         let port = server.port
 

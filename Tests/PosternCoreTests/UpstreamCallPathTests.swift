@@ -66,8 +66,7 @@ import Testing
     }
 
     /// An https server that answers each GET with the request line and header lines it received, in order.
-    static let echoScript = #"""
-import http.server, socketserver, ssl, sys
+    static let echoHandler = #"""
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def log_message(self, *args):
@@ -78,19 +77,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-server = Server(("127.0.0.1", 0), Handler)
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain(sys.argv[1], sys.argv[2])
-server.socket = context.wrap_socket(server.socket, server_side=True)
-print(server.server_address[1], flush=True)
-server.serve_forever()
 """#
 
     @Test(.enabled(if: PythonTLSServer.available))
     func theTokenGoesOnTheWireOverTLS() async throws {
-        let server = try PythonTLSServer(script: Self.echoScript, name: "tls-bearer")
+        let server = try PythonTLSServer(handler: Self.echoHandler, name: "tls-bearer")
         defer { server.stop() }
         let port = server.port
 

@@ -98,6 +98,11 @@ import Testing
         "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
     ])
     func malformedAnswerIsABadResponse(_ answer: String) async throws {
+        try await Self.expectBadResponse(answer)
+    }
+
+    /// A peer that sends `answer` and closes: the GET sent to it fails with `badResponse`.
+    static func expectBadResponse(_ answer: String) async throws {
         let peer = try ScriptedUpstream { _ in [.send(answer), .close] }
         defer { peer.stop() }
         let results = await Self.send(peer, [Self.get])

@@ -1,8 +1,9 @@
 import Foundation
 
 /// A Python TLS server on loopback for upstream tests: a self-signed certificate for `localhost` made with
-/// openssl, then `script` run with the certificate and key paths as its arguments; the script prints its port
-/// once it listens. `stop()` ends the process (by its PID) and removes the files.
+/// openssl, then a threading HTTPS server on an ephemeral port around the test's `Handler` class (`handler`,
+/// Python source defining `class Handler(http.server.BaseHTTPRequestHandler)`). `stop()` ends the process (by
+/// its PID) and removes the files.
 final class PythonTLSServer {
     /// The port the script listens on.
     let port: UInt16
@@ -16,8 +17,22 @@ final class PythonTLSServer {
         FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
     }
 
-    /// Makes the certificate and starts `script`; returns once the script has printed its port.
-    init(script: String, name: String) throws {
+    /// What runs around the handler: the modules it may use, then (after it) the server, which prints its port
+    /// once it listens.
+    private static let prelude = "import http.server, socketserver, ssl, sys\n"
+    private static let serve = #"""
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+server = Server(("127.0.0.1", 0), Handler)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(sys.argv[1], sys.argv[2])
+server.socket = context.wrap_socket(server.socket, server_side=True)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""#
+
+    /// Makes the certificate and starts the server around `handler`; returns once it has printed its port.
+    init(handler: String, name: String) throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("postern-\(name)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try TLSUpstreamTests.TLSServer.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem",
@@ -26,7 +41,7 @@ final class PythonTLSServer {
         certificatePath = dir.appendingPathComponent("cert.pem").path
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", script, certificatePath, dir.appendingPathComponent("key.pem").path]
+        process.arguments = ["-c", PythonTLSServer.prelude + handler + "\n" + PythonTLSServer.serve, certificatePath, dir.appendingPathComponent("key.pem").path]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
