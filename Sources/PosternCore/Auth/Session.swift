@@ -1,9 +1,22 @@
 import Foundation
 
 /// One signed-in client: the digests of its Postern tokens and the Directus tokens behind them.
+///
+/// A value with its fields in one shared box, copied on the first change (as `Array` is): a request carries its
+/// session through several stages, and a copy of the box is one retain where a copy of the fields was one per
+/// text (six).
 public struct Session: Sendable, Equatable {
+    /// The fields; shared by copies until one of them changes a field.
+    private var fields: Fields
+
     /// Stable random session id (not a secret).
-    public var id: String
+    public var id: String {
+        _read { yield fields.id }
+        _modify {
+            makeUnique()
+            yield &fields.id
+        }
+    }
     /// Hex SHA-256 of the current Postern access token.
     public var tokenDigest: String {
         get { token.string }
@@ -15,44 +28,163 @@ public struct Session: Sendable, Equatable {
         set { refresh = SessionDigest(newValue) }
     }
     /// `tokenDigest` held as 32 raw bytes (sessions are many: no hex string per session).
-    var token: SessionDigest
+    var token: SessionDigest {
+        _read { yield fields.token }
+        _modify {
+            makeUnique()
+            yield &fields.token
+        }
+    }
     /// `refreshDigest` held as 32 raw bytes.
-    var refresh: SessionDigest
+    var refresh: SessionDigest {
+        _read { yield fields.refresh }
+        _modify {
+            makeUnique()
+            yield &fields.refresh
+        }
+    }
     /// The Directus user id.
-    public var userID: String
+    public var userID: String {
+        _read { yield fields.userID }
+        _modify {
+            makeUnique()
+            yield &fields.userID
+        }
+    }
     /// The user's email.
-    public var email: String
+    public var email: String {
+        _read { yield fields.email }
+        _modify {
+            makeUnique()
+            yield &fields.email
+        }
+    }
     /// The Directus role id, when known.
-    public var role: String?
+    public var role: String? {
+        _read { yield fields.role }
+        _modify {
+            makeUnique()
+            yield &fields.role
+        }
+    }
     /// The current Directus access token (a JWT).
-    public var directusAccessToken: String
+    public var directusAccessToken: String {
+        _read { yield fields.directusAccessToken }
+        _modify {
+            makeUnique()
+            yield &fields.directusAccessToken
+        }
+    }
     /// When the Directus access token expires.
-    public var directusAccessExpiresAt: Date
+    public var directusAccessExpiresAt: Date {
+        _read { yield fields.directusAccessExpiresAt }
+        _modify {
+            makeUnique()
+            yield &fields.directusAccessExpiresAt
+        }
+    }
     /// The current Directus refresh token.
-    public var directusRefreshToken: String
+    public var directusRefreshToken: String {
+        _read { yield fields.directusRefreshToken }
+        _modify {
+            makeUnique()
+            yield &fields.directusRefreshToken
+        }
+    }
     /// When the session was created.
-    public var createdAt: Date
+    public var createdAt: Date {
+        _read { yield fields.createdAt }
+        _modify {
+            makeUnique()
+            yield &fields.createdAt
+        }
+    }
     /// When the session was last used (sliding idle expiry).
-    public var lastUsedAt: Date
+    public var lastUsedAt: Date {
+        _read { yield fields.lastUsedAt }
+        _modify {
+            makeUnique()
+            yield &fields.lastUsedAt
+        }
+    }
     /// Absolute expiry (created + maximum lifetime).
-    public var expiresAt: Date
+    public var expiresAt: Date {
+        _read { yield fields.expiresAt }
+        _modify {
+            makeUnique()
+            yield &fields.expiresAt
+        }
+    }
 
     /// Builds a session.
     public init(id: String, tokenDigest: String, refreshDigest: String, userID: String, email: String,
                 role: String? = nil, directusAccessToken: String, directusAccessExpiresAt: Date,
                 directusRefreshToken: String, createdAt: Date, lastUsedAt: Date, expiresAt: Date) {
-        self.id = id
-        self.token = SessionDigest(tokenDigest)
-        self.refresh = SessionDigest(refreshDigest)
-        self.userID = userID
-        self.email = email
-        self.role = role
-        self.directusAccessToken = directusAccessToken
-        self.directusAccessExpiresAt = directusAccessExpiresAt
-        self.directusRefreshToken = directusRefreshToken
-        self.createdAt = createdAt
-        self.lastUsedAt = lastUsedAt
-        self.expiresAt = expiresAt
+        fields = Fields(id: id, token: SessionDigest(tokenDigest), refresh: SessionDigest(refreshDigest), userID: userID,
+                        email: email, role: role, directusAccessToken: directusAccessToken,
+                        directusAccessExpiresAt: directusAccessExpiresAt, directusRefreshToken: directusRefreshToken,
+                        createdAt: createdAt, lastUsedAt: lastUsedAt, expiresAt: expiresAt)
+    }
+
+    /// Makes the fields this value's own (a copy when another value shares them), before a change.
+    private mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&fields) { fields = fields.copy() }
+    }
+
+    /// Sessions are equal when every field is.
+    public static func == (lhs: Session, rhs: Session) -> Bool {
+        lhs.fields === rhs.fields || lhs.fields.same(as: rhs.fields)
+    }
+
+    /// The box behind `Session`. Changed only after `makeUnique()`, i.e. while one value holds it: what is shared
+    /// between threads is never written, hence `@unchecked Sendable`.
+    private final class Fields: @unchecked Sendable {
+        var id: String
+        var token: SessionDigest
+        var refresh: SessionDigest
+        var userID: String
+        var email: String
+        var role: String?
+        var directusAccessToken: String
+        var directusAccessExpiresAt: Date
+        var directusRefreshToken: String
+        var createdAt: Date
+        var lastUsedAt: Date
+        var expiresAt: Date
+
+        init(id: String, token: SessionDigest, refresh: SessionDigest, userID: String, email: String, role: String?,
+             directusAccessToken: String, directusAccessExpiresAt: Date, directusRefreshToken: String,
+             createdAt: Date, lastUsedAt: Date, expiresAt: Date) {
+            self.id = id
+            self.token = token
+            self.refresh = refresh
+            self.userID = userID
+            self.email = email
+            self.role = role
+            self.directusAccessToken = directusAccessToken
+            self.directusAccessExpiresAt = directusAccessExpiresAt
+            self.directusRefreshToken = directusRefreshToken
+            self.createdAt = createdAt
+            self.lastUsedAt = lastUsedAt
+            self.expiresAt = expiresAt
+        }
+
+        /// A box of its own with the same fields.
+        func copy() -> Fields {
+            Fields(id: id, token: token, refresh: refresh, userID: userID, email: email, role: role,
+                   directusAccessToken: directusAccessToken, directusAccessExpiresAt: directusAccessExpiresAt,
+                   directusRefreshToken: directusRefreshToken, createdAt: createdAt, lastUsedAt: lastUsedAt,
+                   expiresAt: expiresAt)
+        }
+
+        /// Whether every field equals `other`'s.
+        func same(as other: Fields) -> Bool {
+            id == other.id && token == other.token && refresh == other.refresh && userID == other.userID
+                && email == other.email && role == other.role && directusAccessToken == other.directusAccessToken
+                && directusAccessExpiresAt == other.directusAccessExpiresAt
+                && directusRefreshToken == other.directusRefreshToken && createdAt == other.createdAt
+                && lastUsedAt == other.lastUsedAt && expiresAt == other.expiresAt
+        }
     }
 
     /// The current expiry: min(lastUsedAt + idleTTL, expiresAt).

@@ -121,6 +121,7 @@ extension MicroCache {
                 // Built outside the lock: the answer as a hit serves it, shared by every hit.
                 var hit = response
                 hit.headers.set("X-Cache", Outcome.hit.header)
+                hit.headers.render()
                 stored = hit
             }
             return lock.withLock {

@@ -2,7 +2,7 @@ import Foundation
 
 /// One resource's view of the process-wide micro-cache (docs/api.md, Micro-cache): its TTL and scope, the
 /// collection its answers depend on, and the invalidation bus its writes announce on. Built once per resource.
-struct ResourceCache: Sendable {
+final class ResourceCache: Sendable {
     /// The shared cache; nil when this resource is not cached (`cache.ttl_ms` 0).
     let cache: MicroCache?
     /// The resource name.

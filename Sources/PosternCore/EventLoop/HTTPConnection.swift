@@ -316,15 +316,19 @@ final class HTTPConnection: @unchecked Sendable {
     private func write(_ response: HTTPResponse) {
         let fields = response.headers.fields
         let statusLine = HeadBytes.statusLine(response.status)
+        // Fields rendered once (a stored answer's) are written as they are: none is one of the four below.
+        let rendered = response.headers.renderedPrefix
+        let own = fields[(rendered?.count ?? 0)...]
         // Room for every part at once (the fixed lines take less than 128 bytes), so that no append grows it.
-        var size = statusLine.count + 128
-        for (name, value) in fields { size += name.utf8.count + value.utf8.count + 4 }
+        var size = statusLine.count + 128 + (rendered?.bytes.count ?? 0)
+        for (name, value) in own { size += name.utf8.count + value.utf8.count + 4 }
         head.clear(reserving: size)
         head.append(statusLine)
+        if let rendered { head.append(rendered.bytes) }
         var ownLength: String?
         var hasDate = false
         var connectionSeen = false
-        for (name, value) in fields {
+        for (name, value) in own {
             // Only names of these lengths can be one the server writes itself (most are not: no comparison).
             switch name.utf8.count {
             case 14 where HTTPHeaders.sameName(name, "Content-Length"): ownLength = value; continue

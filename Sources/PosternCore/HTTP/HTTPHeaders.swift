@@ -8,6 +8,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     private var list: [(name: String, value: String)] = []
     /// The received fields, until the first change (read only once handed out: see `HeaderBlock`).
     nonisolated(unsafe) private var block: HeaderBlock?
+    /// The first fields of `list` as the bytes of a head, when `render()` made them (an answer sent many times);
+    /// fields added later come after them, and a change to one of them drops the bytes.
+    private var rendered: RenderedFields?
 
     /// The fields, in order.
     public var fields: [(name: String, value: String)] {
@@ -114,8 +117,24 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     public mutating func remove(_ name: String) {
         guard contains(name) else { return }
         materialize()
+        if let rendered, list.prefix(rendered.count).contains(where: { HTTPHeaders.sameName($0.name, name) }) {
+            self.rendered = nil
+        }
         list.removeAll { HTTPHeaders.sameName($0.name, name) }
     }
+
+    /// Renders the fields as the lines of a head (`Name: value` and CRLF each), once, for an answer that is
+    /// sent many times (a stored micro-cache answer): the server then writes them with one copy. The fields
+    /// themselves do not change. Does nothing when a field is one the server writes or reads itself
+    /// (`Content-Length`, `Connection`, `Transfer-Encoding`, `Date`) or holds a CR or LF.
+    public mutating func render() {
+        materialize()
+        guard rendered == nil, let fields = RenderedFields(list) else { return }
+        rendered = fields
+    }
+
+    /// The bytes of the first `count` fields, when `render()` made them and they are still those fields.
+    var renderedPrefix: RenderedFields? { rendered }
 
     /// Makes room for `more` fields beyond the current ones, so that adding them allocates at most once
     /// (here, and only when the list is shared or too small).
@@ -138,5 +157,32 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
         lhs.fields.map { "\($0.name.lowercased()):\($0.value)" } == rhs.fields.map { "\($0.name.lowercased()):\($0.value)" }
+    }
+}
+
+/// The first fields of a header list as the bytes of a head (see `HTTPHeaders.render()`); shared, never changed.
+final class RenderedFields: Sendable {
+    /// How many fields the bytes hold.
+    let count: Int
+    /// `Name: value` and CRLF for each field, in order.
+    let bytes: [UInt8]
+
+    /// The bytes of `fields`; nil when one of them is a field the server writes or reads itself, or holds a
+    /// CR or LF.
+    init?(_ fields: [(name: String, value: String)]) {
+        var bytes: [UInt8] = []
+        for (name, value) in fields {
+            for special in ["Content-Length", "Connection", "Transfer-Encoding", "Date"]
+                where HTTPHeaders.sameName(name, special) { return nil }
+            if name.utf8.contains(where: { $0 == 13 || $0 == 10 }) || value.utf8.contains(where: { $0 == 13 || $0 == 10 }) {
+                return nil
+            }
+            bytes += name.utf8
+            bytes += [0x3A, 0x20]
+            bytes += value.utf8
+            bytes += [13, 10]
+        }
+        count = fields.count
+        self.bytes = bytes
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One route: a path pattern and a responder per method, built once at start-up.
-struct Route: Sendable {
+final class Route: Sendable {
     /// One path segment of a pattern.
     enum Segment: Sendable, Equatable {
         case literal(String)
