@@ -106,6 +106,10 @@ import Testing
                      "Cache-Control", "Content-Type"] {
             #expect(hit.headers[name] != nil && hit.headers[name] == miss.headers[name], "\(name)")
         }
+        // The same fields, each once as on the miss (a stored answer carries some of them already).
+        let names = { (r: RawHTTPClient.Response) in r.headers.fields.map { $0.name.lowercased() }.filter { $0 != "date" }.sorted() }
+        #expect(names(hit) == names(miss))
+        #expect(Set(names(hit)).count == names(hit).count, "no field twice: \(names(hit))")
         #expect(hit.body == miss.body)
         // A generated request id on a hit, too (no client id given).
         let generated = try client.json("GET", "/api/v1/books", token: token)

@@ -33,7 +33,10 @@ public final class Gateway: Sendable {
         self.log = log
         let schema = SchemaWatch(log: log)
         self.schema = schema
-        let cache = MicroCache(maxEntries: config.cacheMaxEntries, now: cacheClock ?? MicroCache.monotonicClock())
+        // A stored answer carries the edge's fields alike on every answer under /api/ (every cached answer is a
+        // resource's), so that a hit only adds its request id.
+        let cache = MicroCache(maxEntries: config.cacheMaxEntries, now: cacheClock ?? MicroCache.monotonicClock(),
+                               preparing: { EdgeStages.decorateAlike(&$0, underAPI: true) })
         let invalidations = invalidations ?? LocalInvalidationBus()
         cache.attach(to: invalidations, metrics: metrics)
         self.cache = cache

@@ -45,6 +45,8 @@ extension MicroCache {
     final class Shard: @unchecked Sendable {
         private let capacity: Int
         private let now: Clock
+        /// Adds the edge's fields to a stored answer (`MicroCache.init`).
+        private let preparing: @Sendable (inout HTTPHeaders) -> Void
         private let lock = NSLock()
         private var entries: [CacheKey: Node] = [:]
         private var head: Node?
@@ -53,9 +55,10 @@ extension MicroCache {
         private var counts = Counts()
 
         /// An empty shard of at most `capacity` answers (at least 1).
-        init(capacity: Int, now: @escaping Clock) {
+        init(capacity: Int, now: @escaping Clock, preparing: @escaping @Sendable (inout HTTPHeaders) -> Void) {
             self.capacity = max(1, capacity)
             self.now = now
+            self.preparing = preparing
         }
 
         deinit {
@@ -121,7 +124,8 @@ extension MicroCache {
                 // Built outside the lock: the answer as a hit serves it, shared by every hit.
                 var hit = response
                 hit.headers.set("X-Cache", Outcome.hit.header)
-                hit.headers.render()
+                preparing(&hit.headers)
+                hit.headers.render()  // its fields written as one block by every hit
                 stored = hit
             }
             return lock.withLock {

@@ -59,14 +59,16 @@ public final class MicroCache: @unchecked Sendable {
     private let shardMask: Int
     private let generations = LockedBox<[String: Generation]>([:])
 
-    /// An empty cache holding at most `maxEntries` answers (at least 1), timed by `now`.
-    public init(maxEntries: Int, now: @escaping Clock = MicroCache.monotonicClock()) {
+    /// An empty cache holding at most `maxEntries` answers (at least 1), timed by `now`; `preparing` adds to a
+    /// stored answer's headers what every hit would otherwise add the same way on its way out (the edge's fields).
+    public init(maxEntries: Int, now: @escaping Clock = MicroCache.monotonicClock(),
+                preparing: @escaping @Sendable (inout HTTPHeaders) -> Void = { _ in }) {
         let maxEntries = max(1, maxEntries)
         let count = MicroCache.shardCount(maxEntries: maxEntries)
         self.maxEntries = maxEntries
         shardMask = count - 1
         shards = (0..<count).map { i in
-            Shard(capacity: maxEntries / count + (i < maxEntries % count ? 1 : 0), now: now)
+            Shard(capacity: maxEntries / count + (i < maxEntries % count ? 1 : 0), now: now, preparing: preparing)
         }
     }
 

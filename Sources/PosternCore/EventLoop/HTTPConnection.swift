@@ -314,11 +314,9 @@ final class HTTPConnection: @unchecked Sendable {
     /// Serialises the status line and headers into `head` and writes them with the body. A handler's
     /// `Connection: close` (its first `Connection` field) closes the connection after the answer.
     private func write(_ response: HTTPResponse) {
-        let fields = response.headers.fields
         let statusLine = HeadBytes.statusLine(response.status)
         // Fields rendered once (a stored answer's) are written as they are: none is one of the four below.
-        let rendered = response.headers.renderedPrefix
-        let own = fields[(rendered?.count ?? 0)...]
+        let (rendered, own) = response.headers.forWriting
         // Room for every part at once (the fixed lines take less than 128 bytes), so that no append grows it.
         var size = statusLine.count + 128 + (rendered?.bytes.count ?? 0)
         for (name, value) in own { size += name.utf8.count + value.utf8.count + 4 }

@@ -3,19 +3,30 @@
 /// A received request's fields stay as the bytes they came in (`HeaderBlock`) until something changes them:
 /// a lookup compares bytes and makes a `String` only for the value it returns. Any change turns them into
 /// a list of strings first.
+///
+/// An answer sent many times (a stored micro-cache answer) has its fields rendered once (`render()`): they are
+/// kept, with their bytes, in a part shared by every copy, and fields added to a copy go into its own list after
+/// them, with no copy of the shared ones.
 public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
     /// The fields as strings (empty while `block` holds them).
     private var list: [(name: String, value: String)] = []
     /// The received fields, until the first change (read only once handed out: see `HeaderBlock`).
     nonisolated(unsafe) private var block: HeaderBlock?
-    /// The first fields of `list` as the bytes of a head, when `render()` made them (an answer sent many times);
-    /// fields added later come after them, and a change to one of them drops the bytes.
+    /// The fields `render()` rendered, before `list`'s (shared by copies; a change to one of them moves them
+    /// back into `list`).
     private var rendered: RenderedFields?
 
     /// The fields, in order.
     public var fields: [(name: String, value: String)] {
         if let block { return block.fields() }
+        if let rendered { return rendered.fields + list }
         return list
+    }
+
+    /// The rendered fields (written as their bytes) and the fields after them, for the server's writer.
+    var forWriting: (rendered: RenderedFields?, others: [(name: String, value: String)]) {
+        if let block { return (nil, block.fields()) }
+        return (rendered, list)
     }
 
     /// An empty header list.
@@ -42,13 +53,14 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
             guard let i = block.index(of: name) else { return nil }
             return block.value(i)
         }
+        if let value = rendered?.fields.first(where: { HTTPHeaders.sameName($0.name, name) })?.value { return value }
         return list.first { HTTPHeaders.sameName($0.name, name) }?.value
     }
 
     /// Whether a field called `name` is present (no `String` made for its value).
     public func contains(_ name: String) -> Bool {
         if let block { return block.index(of: name) != nil }
-        return list.contains { HTTPHeaders.sameName($0.name, name) }
+        return renderedContains(name) || list.contains { HTTPHeaders.sameName($0.name, name) }
     }
 
     /// Calls `body` with the UTF-8 bytes of the first value of `name` (nil when there is none), without
@@ -58,7 +70,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
             guard let i = block.index(of: name) else { return nil }
             return try block.withValueBytes(i, body)
         }
-        guard var value = list.first(where: { HTTPHeaders.sameName($0.name, name) })?.value else { return nil }
+        guard var value = self[name] else { return nil }
         return try value.withUTF8(body)
     }
 
@@ -73,24 +85,20 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
             }
             return out
         }
-        return list.compactMap { HTTPHeaders.sameName($0.name, name) ? $0.value : nil }
+        return fields.compactMap { HTTPHeaders.sameName($0.name, name) ? $0.value : nil }
     }
 
     /// ASCII case-insensitive comparison of header names, without allocating. Names of different UTF-8
-    /// lengths differ (the usual case, decided without reading a byte).
+    /// lengths differ (the usual case, decided without reading a byte); equal strings are compared as such
+    /// first (a name spelt as the program spells it: no byte by byte walk).
     static func sameName(_ a: String, _ b: String) -> Bool {
         guard a.utf8.count == b.utf8.count else { return false }
-        var i = a.utf8.makeIterator()
-        var j = b.utf8.makeIterator()
-        while true {
-            switch (i.next(), j.next()) {
-            case (nil, nil): return true
-            case let (x?, y?):
-                if x != y && (x | 0x20) != (y | 0x20) { return false }
-                if x != y && !((x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z")) { return false }
-            default: return false
-            }
+        if a == b { return true }
+        for (x, y) in zip(a.utf8, b.utf8) where x != y {
+            // Only letters may differ, and only in case.
+            guard x | 0x20 == y | 0x20, (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z") else { return false }
         }
+        return true
     }
 
     /// Turns received fields into the list of strings (before a change).
@@ -100,14 +108,30 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         self.block = nil
     }
 
+    /// Whether a rendered field is called `name`.
+    private func renderedContains(_ name: String) -> Bool {
+        rendered?.fields.contains { HTTPHeaders.sameName($0.name, name) } ?? false
+    }
+
+    /// Moves the rendered fields back into `list` (before a change to one of them).
+    private mutating func unrender() {
+        guard let rendered else { return }
+        list = rendered.fields + list
+        self.rendered = nil
+    }
+
     /// Appends a field.
     public mutating func add(_ name: String, _ value: String) {
         materialize()
         list.append((name, value))
     }
 
-    /// Replaces every field called `name` with one field.
+    /// Replaces every field called `name` with one field (nothing changes, and nothing shared is copied, when
+    /// the only such field is a rendered one with this value).
     public mutating func set(_ name: String, _ value: String) {
+        if let rendered, rendered.holdsOnly(name, value), !list.contains(where: { HTTPHeaders.sameName($0.name, name) }) {
+            return
+        }
         remove(name)
         materialize()
         list.append((name, value))
@@ -117,9 +141,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     public mutating func remove(_ name: String) {
         guard contains(name) else { return }
         materialize()
-        if let rendered, list.prefix(rendered.count).contains(where: { HTTPHeaders.sameName($0.name, name) }) {
-            self.rendered = nil
-        }
+        if renderedContains(name) { unrender() }
         list.removeAll { HTTPHeaders.sameName($0.name, name) }
     }
 
@@ -129,12 +151,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// (`Content-Length`, `Connection`, `Transfer-Encoding`, `Date`) or holds a CR or LF.
     public mutating func render() {
         materialize()
-        guard rendered == nil, let fields = RenderedFields(list) else { return }
+        unrender()
+        guard let fields = RenderedFields(list) else { return }
         rendered = fields
+        list = []
     }
-
-    /// The bytes of the first `count` fields, when `render()` made them and they are still those fields.
-    var renderedPrefix: RenderedFields? { rendered }
 
     /// Makes room for `more` fields beyond the current ones, so that adding them allocates at most once
     /// (here, and only when the list is shared or too small).
@@ -160,10 +181,10 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 }
 
-/// The first fields of a header list as the bytes of a head (see `HTTPHeaders.render()`); shared, never changed.
+/// Header fields with the bytes of their head lines (see `HTTPHeaders.render()`); shared, never changed.
 final class RenderedFields: Sendable {
-    /// How many fields the bytes hold.
-    let count: Int
+    /// The fields, in order.
+    let fields: [(name: String, value: String)]
     /// `Name: value` and CRLF for each field, in order.
     let bytes: [UInt8]
 
@@ -182,7 +203,17 @@ final class RenderedFields: Sendable {
             bytes += value.utf8
             bytes += [13, 10]
         }
-        count = fields.count
+        self.fields = fields
         self.bytes = bytes
+    }
+
+    /// Whether exactly one of the fields is called `name`, and its value is `value`.
+    func holdsOnly(_ name: String, _ value: String) -> Bool {
+        var found = false
+        for i in fields.indices where HTTPHeaders.sameName(fields[i].name, name) {
+            if found || fields[i].value != value { return false }
+            found = true
+        }
+        return found
     }
 }

@@ -106,10 +106,16 @@ struct EdgeStages: Sendable {
     /// Sets the headers every answer carries: the request id, `nosniff`, and `Cache-Control: no-store`
     /// under `/api/` (also used for answers refused before routing).
     static func decorate(_ response: inout HTTPResponse, path: String, requestID: String) {
-        response.headers.reserve(3)  // one copy at most (a cached answer's list is shared with the cache)
+        response.headers.reserve(3)  // one copy at most
         response.headers.set("X-Request-Id", requestID)
-        response.headers.set("X-Content-Type-Options", "nosniff")
-        if underAPI(path) { response.headers.set("Cache-Control", "no-store") }
+        decorateAlike(&response.headers, underAPI: underAPI(path))
+    }
+
+    /// The fields `decorate` sets the same way on every answer: `nosniff`, and `Cache-Control: no-store` when
+    /// `underAPI` (set already, e.g. on a stored micro-cache answer, they change nothing).
+    static func decorateAlike(_ headers: inout HTTPHeaders, underAPI: Bool) {
+        headers.set("X-Content-Type-Options", "nosniff")
+        if underAPI { headers.set("Cache-Control", "no-store") }
     }
 
     /// True for a path under `/api/`, compared bytewise in place (`hasPrefix` compares Characters).
