@@ -1,7 +1,7 @@
 import Foundation
 
 /// Reads the bearer token and attaches its session; `required` routes answer 401 without one.
-public struct AuthenticationMiddleware: Middleware {
+public final class AuthenticationMiddleware: Middleware {
     let sessions: SessionManager
     let required: Bool
     let rateLimits: RateLimits

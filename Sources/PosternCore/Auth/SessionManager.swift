@@ -65,8 +65,11 @@ public final class SessionManager: @unchecked Sendable {
         self.maxPerUser = max(1, maxPerUser)
         self.clock = clock
         self.revocations = revocations
-        revocations.subscribe { [weak self] id in self?.forgetCached(sessionID: id) }
-        revocations.subscribeReset { [weak self] in self?.forgetAllCached() }
+        // The subscriptions hold the session cache, not the manager, not even weakly: a weak reference gives
+        // the manager a side table, and every retain of it on the request path then takes the slow path.
+        let cache = self.cache
+        revocations.subscribe { id in cache.remove(sessionID: id) }
+        revocations.subscribeReset { cache.removeAll() }
     }
 
     // MARK: Issue

@@ -148,12 +148,36 @@ public final class MicroCache: @unchecked Sendable {
     /// Drops every answer over `collection` (they are never served again) and stops reads already in flight
     /// from storing theirs.
     public func invalidate(collection: String) {
+        MicroCache.invalidate(collection: collection, in: generations)
+    }
+
+    /// `invalidate(collection:)` over the write counters themselves.
+    private static func invalidate(collection: String, in generations: LockedBox<[String: Generation]>) {
         // No counter yet: nothing over the collection is stored or in flight.
         generations.withLock { $0[collection] }?.bump()
     }
 
     /// The counters so far (summed over the shards).
-    public var snapshot: Counts {
+    public var snapshot: Counts { MicroCache.counts(of: shards) }
+
+    /// `invalidate(collection:)` as a closure that holds the write counters, not the cache.
+    ///
+    /// For subscriptions and metrics, which live as long as the cache or longer: they hold no reference to the
+    /// cache itself, not even a weak one (a weak reference gives the cache a side table, and every retain of it
+    /// on the request path then takes the slow path).
+    var invalidator: @Sendable (String) -> Void {
+        let generations = generations
+        return { collection in MicroCache.invalidate(collection: collection, in: generations) }
+    }
+
+    /// `snapshot` as a closure that holds the shards, not the cache (see `invalidator`).
+    var counter: @Sendable () -> Counts {
+        let shards = shards
+        return { MicroCache.counts(of: shards) }
+    }
+
+    /// The counters of `shards`, summed.
+    private static func counts(of shards: [Shard]) -> Counts {
         var total = Counts()
         for shard in shards {
             let c = shard.snapshot

@@ -68,22 +68,16 @@ final class ResourceCache: Sendable {
 extension MicroCache {
     /// Subscribes the cache to `bus` and registers its counters on `metrics` (once, at start).
     func attach(to bus: any CacheInvalidationBus, metrics: Metrics) {
-        bus.subscribe { [weak self] collection in self?.invalidate(collection: collection) }
-        metrics.counter("postern_cache_hits_total", help: "Answers served from the micro-cache.") { [weak self] in
-            Double(self?.snapshot.hits ?? 0)
-        }
-        metrics.counter("postern_cache_misses_total", help: "Cacheable requests that called Directus.") { [weak self] in
-            Double(self?.snapshot.misses ?? 0)
-        }
+        // Closures over the cache's parts, not the cache (`MicroCache.invalidator`).
+        bus.subscribe(invalidator)
+        let counts = counter
+        metrics.counter("postern_cache_hits_total", help: "Answers served from the micro-cache.") { Double(counts().hits) }
+        metrics.counter("postern_cache_misses_total", help: "Cacheable requests that called Directus.") { Double(counts().misses) }
         metrics.counter("postern_cache_coalesced_total",
-                        help: "Requests that waited for an identical request's Directus call.") { [weak self] in
-            Double(self?.snapshot.coalesced ?? 0)
+                        help: "Requests that waited for an identical request's Directus call.") { Double(counts().coalesced) }
+        metrics.counter("postern_cache_evictions_total", help: "Answers dropped to stay within cache_max_entries.") {
+            Double(counts().evictions)
         }
-        metrics.counter("postern_cache_evictions_total", help: "Answers dropped to stay within cache_max_entries.") { [weak self] in
-            Double(self?.snapshot.evictions ?? 0)
-        }
-        metrics.gauge("postern_cache_entries", help: "Answers held by the micro-cache.") { [weak self] in
-            Double(self?.snapshot.entries ?? 0)
-        }
+        metrics.gauge("postern_cache_entries", help: "Answers held by the micro-cache.") { Double(counts().entries) }
     }
 }
