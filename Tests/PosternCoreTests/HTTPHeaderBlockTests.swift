@@ -222,3 +222,26 @@ import Testing
         }
     }
 }
+
+/// The assembler's check of header values, eight bytes at a time: every control byte but HTAB, and DEL, at
+/// every position of values of every length up to 40, and nothing else.
+@Suite struct HeaderValueCheckTests {
+    @Test func everyControlByteAtEveryPositionIsFoundAndNothingElse() {
+        for length in 0...40 {
+            let plain = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+            #expect(!plain.withUnsafeBytes { HTTPRequestAssembler.holdsControlByte($0) })
+            for position in 0..<length {
+                for byte in UInt8(0)...UInt8(255) {
+                    var value = plain
+                    value[position] = byte
+                    let expected = (byte < 0x20 && byte != 0x09) || byte == 0x7F
+                    let found = value.withUnsafeBytes { HTTPRequestAssembler.holdsControlByte($0) }
+                    if found != expected {
+                        Issue.record("byte \(byte) at \(position) of \(length): found \(found)")
+                        return
+                    }
+                }
+            }
+        }
+    }
+}

@@ -126,8 +126,7 @@ public struct CacheKey: Hashable, Sendable {
 
         /// True when `path` and `query` are this prefix's (a string of the same storage compares at once).
         func matches(path: String, query: [(String, String)]) -> Bool {
-            path == self.path && query.count == self.query.count
-                && zip(query, self.query).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+            path == self.path && CacheKey.same(query, self.query)
         }
     }
 
@@ -168,7 +167,14 @@ public struct CacheKey: Hashable, Sendable {
     /// Keys are equal when every part is (keys of different hashes differ: decided without reading a part).
     public static func == (lhs: CacheKey, rhs: CacheKey) -> Bool {
         lhs.digest == rhs.digest && lhs.resource == rhs.resource && lhs.path == rhs.path && lhs.sharedBy == rhs.sharedBy
-            && lhs.query.count == rhs.query.count
-            && zip(lhs.query, rhs.query).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+            && same(lhs.query, rhs.query)
+    }
+
+    /// Whether two queries have the same items in the same order; one array (the usual list's, built once) is
+    /// the same without reading an item.
+    fileprivate static func same(_ a: [(String, String)], _ b: [(String, String)]) -> Bool {
+        guard a.count == b.count else { return false }
+        let shared = a.withUnsafeBufferPointer { x in b.withUnsafeBufferPointer { y in x.baseAddress == y.baseAddress } }
+        return shared || zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
     }
 }
