@@ -54,16 +54,33 @@ struct Router: Sendable {
     private let patterns: [[Route.Segment]]
     /// The same segments as byte ranges, for matching an ASCII path without a `String` operation.
     private let table: SegmentTable
+    /// What `match` answers for each pattern without `{id}` given as the path itself (the usual paths), found
+    /// with one hash lookup.
+    private var exact: [String: Int] = [:]
 
     init(routes: [Route]) {
         self.routes = routes
         patterns = routes.map(\.segments)
         table = SegmentTable(patterns)
+        var exact: [String: Int] = [:]
+        for (index, route) in routes.enumerated() where !route.segments.contains(.id) {
+            // Only where the walk answers this route for that path (an earlier `{id}` route may take it).
+            if let found = walkedMatch(path: route.pattern), found.route === route, found.id == nil {
+                exact[route.pattern] = index
+            }
+        }
+        self.exact = exact
     }
 
     /// The route for a raw (percent-encoded) path; one trailing slash is ignored. The path's segments are
     /// the pieces after its first `/` (as `segments(of:).dropFirst()`), walked in place: no array per request.
     func match(path: String) -> RouteMatch? {
+        if let index = exact[path] { return RouteMatch(route: routes[index], id: nil) }
+        return walkedMatch(path: path)
+    }
+
+    /// `match` by walking the path's segments against every route's.
+    private func walkedMatch(path: String) -> RouteMatch? {
         var text = path
         let fast: (index: Int, id: String?)?? = text.withUTF8 { utf8 in
             // An ASCII path is only ever equivalent to the same bytes: compare bytes (else as `String`s, below).
