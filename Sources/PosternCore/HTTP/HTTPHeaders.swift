@@ -110,7 +110,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// Whether a rendered field is called `name`.
     private func renderedContains(_ name: String) -> Bool {
-        rendered?.fields.contains { HTTPHeaders.sameName($0.name, name) } ?? false
+        rendered?.index(of: name, from: 0) != nil
     }
 
     /// Moves the rendered fields back into `list` (before a change to one of them).
@@ -187,6 +187,9 @@ final class RenderedFields: Sendable {
     let fields: [(name: String, value: String)]
     /// `Name: value` and CRLF for each field, in order.
     let bytes: [UInt8]
+    /// Each field's name as its length and lower-cased first byte (`signature`): most names another one is
+    /// compared with differ there, without a text comparison.
+    private let signatures: [Int]
 
     /// The bytes of `fields`; nil when one of them is a field the server writes or reads itself, or holds a
     /// CR or LF.
@@ -205,15 +208,28 @@ final class RenderedFields: Sendable {
         }
         self.fields = fields
         self.bytes = bytes
+        signatures = fields.map { RenderedFields.signature($0.name) }
+    }
+
+    /// A name's length and lower-cased first byte, as one number (equal for names `sameName` finds equal).
+    private static func signature(_ name: String) -> Int {
+        name.utf8.count << 8 | Int(name.utf8.first.map { $0 | 0x20 } ?? 0)
+    }
+
+    /// The index of the first field called `name` at or after `start`.
+    func index(of name: String, from start: Int) -> Int? {
+        let wanted = RenderedFields.signature(name)
+        var i = start
+        while i < signatures.count {
+            if signatures[i] == wanted && HTTPHeaders.sameName(fields[i].name, name) { return i }
+            i += 1
+        }
+        return nil
     }
 
     /// Whether exactly one of the fields is called `name`, and its value is `value`.
     func holdsOnly(_ name: String, _ value: String) -> Bool {
-        var found = false
-        for i in fields.indices where HTTPHeaders.sameName(fields[i].name, name) {
-            if found || fields[i].value != value { return false }
-            found = true
-        }
-        return found
+        guard let first = index(of: name, from: 0) else { return false }
+        return fields[first].value == value && index(of: name, from: first + 1) == nil
     }
 }
