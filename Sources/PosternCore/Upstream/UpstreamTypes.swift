@@ -39,33 +39,73 @@ public struct CallFields: Sendable, Equatable {
 /// `Authorization` value built per call; `headers` still shows every field in its place to every other reader
 /// (in-process transports, test doubles).
 public struct UpstreamRequest: Sendable {
+    /// The parts, in one box shared by copies until one of them changes a part (a call is handed through
+    /// several layers: a copy is one retain, not one per part).
+    private var parts: Parts
+
     /// The method.
-    public var method: HTTPMethod
+    public var method: HTTPMethod {
+        _read { yield parts.method }
+        _modify {
+            makeUnique()
+            yield &parts.method
+        }
+    }
     /// Path plus optional `?query`, already percent-encoded.
-    public var target: String
+    public var target: String {
+        _read { yield parts.target }
+        _modify {
+            makeUnique()
+            yield &parts.target
+        }
+    }
     /// The fields written before `otherHeaders`, if carried as values.
-    public private(set) var callFields: CallFields?
+    public var callFields: CallFields? { parts.callFields }
     /// The headers to send after `callFields` (Host and Content-Length are added).
-    public private(set) var otherHeaders: HTTPHeaders
+    public var otherHeaders: HTTPHeaders { parts.otherHeaders }
     /// The body (empty for none).
-    public var body: Data
+    public var body: Data {
+        _read { yield parts.body }
+        _modify {
+            makeUnique()
+            yield &parts.body
+        }
+    }
 
     /// Builds a request.
     public init(method: HTTPMethod, target: String, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
-        self.method = method
-        self.target = target
-        callFields = nil
-        otherHeaders = headers
-        self.body = body
+        parts = Parts(method: method, target: target, callFields: nil, otherHeaders: headers, body: body)
     }
 
     /// Builds a Directus call whose head fields are `fields`.
     public init(method: HTTPMethod, target: String, fields: CallFields, body: Data = Data()) {
-        self.method = method
-        self.target = target
-        callFields = fields
-        otherHeaders = HTTPHeaders()
-        self.body = body
+        parts = Parts(method: method, target: target, callFields: fields, otherHeaders: HTTPHeaders(), body: body)
+    }
+
+    /// Makes the parts this value's own (a copy when another value shares them), before a change.
+    private mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&parts) {
+            parts = Parts(method: parts.method, target: parts.target, callFields: parts.callFields,
+                          otherHeaders: parts.otherHeaders, body: parts.body)
+        }
+    }
+
+    /// The box behind `UpstreamRequest`. Changed only after `makeUnique()`, i.e. while one value holds it: what
+    /// is shared between threads is never written, hence `@unchecked Sendable`.
+    private final class Parts: @unchecked Sendable {
+        var method: HTTPMethod
+        var target: String
+        var callFields: CallFields?
+        var otherHeaders: HTTPHeaders
+        var body: Data
+
+        init(method: HTTPMethod, target: String, callFields: CallFields?, otherHeaders: HTTPHeaders, body: Data) {
+            self.method = method
+            self.target = target
+            self.callFields = callFields
+            self.otherHeaders = otherHeaders
+            self.body = body
+        }
     }
 
     /// Every header to send, in the order they go on the wire (Host and Content-Length are added); setting it
@@ -78,8 +118,9 @@ public struct UpstreamRequest: Sendable {
             return all
         }
         set {
-            callFields = nil
-            otherHeaders = newValue
+            makeUnique()
+            parts.callFields = nil
+            parts.otherHeaders = newValue
         }
     }
 }
