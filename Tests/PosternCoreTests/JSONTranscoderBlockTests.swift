@@ -49,6 +49,46 @@ import Testing
         }
     }
 
+    @Test func vectorScanFlagsExactlyTheBytesThatEndAPlainRunInEveryLane() {
+        // `JSONWord.specials16` (SSE2 or NEON in CJSONScan): the same bytes as the word tests.
+        for lane in 0..<16 {
+            for byte in 0...255 {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 16)
+                bytes[lane] = UInt8(byte)
+                // A non-empty array always has a base address.
+                let mask = bytes.withUnsafeBufferPointer { JSONWord.specials16($0.baseAddress!) }
+                let special = byte == 0x22 || byte == 0x5C || byte < 0x20 || byte > 0x7F
+                #expect((mask == 0) == !special, "byte \(byte) in lane \(lane)")
+                if special {
+                    #expect(JSONWord.firstFlagged16(mask) == lane, "byte \(byte) in lane \(lane)")
+                }
+            }
+        }
+        // Two flagged bytes: the first one is found, in either half; unaligned loads too.
+        for first in 0..<15 {
+            var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 17)
+            bytes[first + 1] = 0x22
+            bytes[16] = 0x5C
+            // A non-empty array always has a base address.
+            let mask = bytes.withUnsafeBufferPointer { JSONWord.specials16($0.baseAddress! + 1) }
+            #expect(JSONWord.firstFlagged16(mask) == first)
+        }
+    }
+
+    @Test func writesCommonFieldsAfterRareOnesWhileTheOutputGrows() {
+        // The item's room is reserved once; a rare field (written through the general path, which
+        // may grow the buffer) comes first, long common ones after it, in items far larger than the
+        // first reserve, so that the buffer moves between fields.
+        let long = String(repeating: "L", count: 300)
+        for id in [#""\u0041""#, "1.0", "-3", #""\/x""#] {
+            for title in [#""\b""#, "true", "2e1", #""t\u00e9""#] {
+                let item = #"{"id":"# + id + #","title":"# + title + #","content":""# + long
+                    + #"","user_created":""# + long + #""}"#
+                agree(Array((#"{"data":["# + Array(repeating: item, count: 8).joined(separator: ",") + "]}").utf8))
+            }
+        }
+    }
+
     @Test(arguments: [Array(#"\""#.utf8), Array(#"\b"#.utf8), Array(#"\u00e9"#.utf8), Array("é".utf8),
                       Array("日".utf8), Array("🚀".utf8), [0x7F], [0x01], [0xE2, 0x82]] as [[UInt8]])
     func scansStringsOfEveryLengthWithASpecialByteAtEveryPosition(_ special: [UInt8]) {

@@ -152,6 +152,9 @@ final class TranscoderPlan: @unchecked Sendable {
     let onlyField: UnsafeMutablePointer<Int>
     /// True when every Directus name is ASCII, so that an ASCII key matches by its bytes alone.
     let namesAreASCII: Bool
+    /// Room one item's output needs beyond its values' bytes: braces, every `,"<resourceName>":`,
+    /// two quotes per field and sixteen bytes for block stores.
+    let itemBytes: Int
     /// `{"<name>":[` as UTF-8.
     let prefix: [UInt8]
     /// The distinct Directus names as strings, for keys that need `String` comparison (escapes,
@@ -170,6 +173,7 @@ final class TranscoderPlan: @unchecked Sendable {
         // Every key behind a comma; sixteen zero bytes of padding, so that
         // `TranscoderOutput.appendBlocks` can copy any key.
         let keys = table.fields.flatMap { [UInt8(ascii: ",")] + $0.keyBytes }
+        itemBytes = 2 + keys.count + 2 * fieldCount + 16
         keyBytes = .allocate(capacity: keys.count + 16)
         keyBytes.initialize(from: keys, count: keys.count)
         (keyBytes + keys.count).initialize(repeating: 0, count: 16)
