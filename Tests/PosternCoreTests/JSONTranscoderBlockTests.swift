@@ -75,6 +75,27 @@ import Testing
         }
     }
 
+    @Test(arguments: [#"\""#, #"\\"#, #"\n"#, #"\r"#, #"\t"#, #"\/"#, #"\b"#, #"\f"#, #"\u0009"#, #"\u00e9"#,
+                      #"\uD83D\uDE80"#, #"\x"#, #"\u12"#, "\\"])
+    func copiesTheEscapesTheReferenceWritesAlikeAndReencodesTheOthers(_ escape: String) {
+        // `\"`, `\\`, `\n`, `\r`, `\t` are written by the reference as they are, so the string is
+        // copied; the others are decoded and re-encoded; bad ones, and a backslash that ends the
+        // input, are refused. At every position of strings of 0 to 40 bytes, in every field.
+        for length in 0...40 {
+            for position in 0...length {
+                var raw = String(repeating: "a", count: length)
+                raw.insert(contentsOf: escape, at: raw.index(raw.startIndex, offsetBy: position))
+                let body = #"{"data":[{"id":""# + raw + #"","title":""# + raw + #"","content":""# + raw
+                    + #"","user_created":""# + raw + #""},{"id":2,"title":""# + raw + #""}]}"#
+                agree(Array(body.utf8))
+            }
+            // The escape's backslash as the last byte of the input, and its letter as well.
+            let cut = #"{"data":[{"id":1,"title":""# + String(repeating: "a", count: length) + escape
+            agree(Array(cut.utf8))
+            agree(Array(cut.utf8).dropLast())
+        }
+    }
+
     @Test func writesCommonFieldsAfterRareOnesWhileTheOutputGrows() {
         // The item's room is reserved once; a rare field (written through the general path, which
         // may grow the buffer) comes first, long common ones after it, in items far larger than the

@@ -20,10 +20,25 @@ struct TranscodePass {
     var depth = 0
     /// The client body being written.
     var out: TranscoderOutput
-    /// The resource's tables.
-    let plan: TranscoderPlan
+    /// The resource's tables. `unowned(unsafe)`: the pass lives only inside `JSONTranscoder.run`,
+    /// whose caller holds the plan, so it is never freed under the pass; reading it then costs no
+    /// retain and release per item.
+    unowned(unsafe) let plan: TranscoderPlan
     /// The mapped fields (`plan.fields`).
     let fields: UnsafeMutablePointer<TranscoderField>
+    /// `plan.fieldCount`, `plan.onlyField`, `plan.names`, `plan.fieldIndices`, `plan.keyBytes` and
+    /// `plan.itemBytes`, copied so that the item loop reads them without touching the plan object.
+    let fieldCount: Int
+    /// See `fieldCount`.
+    let onlyField: UnsafeMutablePointer<Int>
+    /// See `fieldCount`.
+    let names: UnsafeMutablePointer<TranscoderName>
+    /// See `fieldCount`.
+    let fieldIndices: UnsafeMutablePointer<Int>
+    /// See `fieldCount`.
+    let keyBytes: UnsafeMutablePointer<UInt8>
+    /// See `fieldCount`.
+    let itemBytes: Int
     /// One slot per mapped field, reused for every item.
     let slots: UnsafeMutablePointer<TranscoderSlot>
     /// The key tokens of the first `KeyPrediction.capacity` members of the last items.
@@ -36,6 +51,12 @@ struct TranscodePass {
         end = count
         self.plan = plan
         fields = plan.fields
+        fieldCount = plan.fieldCount
+        onlyField = plan.onlyField
+        names = plan.names
+        fieldIndices = plan.fieldIndices
+        keyBytes = plan.keyBytes
+        itemBytes = plan.itemBytes
         self.slots = slots
         self.predictions = predictions
         out = TranscoderOutput(capacity: count + 256)
@@ -190,9 +211,8 @@ struct TranscodePass {
         try enter()
         let p = self.p
         let end = self.end
-        let plan = self.plan
         let slots = self.slots
-        for k in 0..<plan.fieldCount { slots[k].start = -1 }
+        for k in 0..<fieldCount { slots[k].start = -1 }
         // Bytes of the mapped values found (the first of each field), for the output's reserve.
         var valueBytes = 0
         var member = 0
@@ -270,16 +290,16 @@ struct TranscodePass {
                 }
                 if name >= 0 {
                     let slot = TranscoderSlot(start: start, end: i, kind: kind, flags: flags)
-                    let field = plan.onlyField[name]
+                    let field = onlyField[name]
                     if field >= 0 {
                         if slots[field].start < 0 {
                             slots[field] = slot
                             valueBytes &+= i &- start
                         }
                     } else {
-                        let entry = plan.names[name]
+                        let entry = names[name]
                         for k in entry.firstIndex..<(entry.firstIndex &+ entry.indexCount) {
-                            let index = plan.fieldIndices[k]
+                            let index = fieldIndices[k]
                             if slots[index].start < 0 {
                                 slots[index] = slot
                                 valueBytes &+= i &- start
@@ -519,6 +539,12 @@ struct TranscodePass {
             }
             if b == UInt8(ascii: "\\") {
                 flags |= JSONTokenFlags.escaped
+                // The escapes the reference writes the same way need no other check.
+                if i &+ 1 < end, Self.isCanonicalEscape(p[i &+ 1]) {
+                    i &+= 2
+                    continue
+                }
+                flags |= JSONTokenFlags.reencoded
                 pos = i
                 try scanEscape()
                 i = pos
@@ -534,6 +560,14 @@ struct TranscodePass {
                 i = pos
             }
         }
+    }
+
+    /// Is `\` followed by `b` an escape that `JSONValue.writeString` writes as it is (`\"`, `\\`,
+    /// `\n`, `\r`, `\t`)?
+    @inline(__always)
+    static func isCanonicalEscape(_ b: UInt8) -> Bool {
+        b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b == UInt8(ascii: "n") || b == UInt8(ascii: "r")
+            || b == UInt8(ascii: "t")
     }
 
     /// One well-formed UTF-8 sequence (Unicode table 3-7) whose lead byte `b` is at `pos`.

@@ -7,22 +7,22 @@ extension TranscodePass {
     /// fields as strings, optional fields without a value omitted. `valueBytes` is the length of
     /// the values in the slots.
     ///
-    /// Room for the whole item is reserved once; the common fields (an unescaped string, a plain
+    /// Room for the whole item is reserved once; the common fields (a string copied as it is, a plain
     /// integer id or required field) are then stored at an offset kept in a register. The rare ones
     /// go through the `TranscoderOutput` methods, which reserve for themselves; the item's room is
     /// reserved again after each.
     mutating func writeItem(valueBytes: Int) throws(GatewayError) {
-        let bound = plan.itemBytes &+ valueBytes
+        let bound = itemBytes &+ valueBytes
         out.reserve(bound)
         var o = out.store(UInt8(ascii: "{"), at: out.count)
         var comma = 0
-        let keyBytes = plan.keyBytes
-        for i in 0..<plan.fieldCount {
+        let keyBytes = self.keyBytes
+        for i in 0..<fieldCount {
             let field = fields[i]
             let slot = slots[i]
-            // A string without escapes (a non-empty one for the id) is copied as it is; a
+            // A string that needs no re-encoding (a non-empty one for the id) is copied as it is; a
             // non-negative plain integer id or required field in quotes.
-            if slot.kind == .string, slot.start >= 0, slot.flags & JSONTokenFlags.escaped == 0,
+            if slot.kind == .string, slot.start >= 0, slot.flags & JSONTokenFlags.reencoded == 0,
                !field.isID || slot.end &- slot.start > 2 {
                 o = out.storeBlocks(keyBytes + (field.keyStart &- comma), field.keyCount &+ comma, at: o)
                 o = storeToken(slot.start, slot.end, at: o)
@@ -59,7 +59,7 @@ extension TranscodePass {
         return out.store(p + start, end &- start, at: at)
     }
 
-    /// One field that is not a common shape (a missing or null value, an escaped string, an empty
+    /// One field that is not a common shape (a missing or null value, a string to re-encode, an empty
     /// id, a number that is not a plain integer, a boolean, a container), through `out`.
     private mutating func writeField(_ field: TranscoderField, _ slot: TranscoderSlot,
                                      _ first: inout Bool) throws(GatewayError) {
@@ -88,7 +88,7 @@ extension TranscodePass {
     private mutating func writeKey(_ field: TranscoderField, _ first: inout Bool) {
         let comma = first ? 0 : 1
         first = false
-        out.appendBlocks(plan.keyBytes + (field.keyStart &- comma), field.keyCount &+ comma)
+        out.appendBlocks(keyBytes + (field.keyStart &- comma), field.keyCount &+ comma)
     }
 
     /// The key: a non-empty string as it is, an integral number in decimal, in quotes.
@@ -177,11 +177,12 @@ extension TranscodePass {
         out.append(bytes)
     }
 
-    /// The validated string token `start..<end` (quotes included): copied when it has no escape,
-    /// else decoded and re-escaped as `JSONValue.writeString` does.
+    /// The validated string token `start..<end` (quotes included): copied when it needs no
+    /// re-encoding (`JSONTokenFlags.reencoded`), else decoded and re-escaped as
+    /// `JSONValue.writeString` does.
     @inline(__always)
     private mutating func writeString(_ start: Int, _ end: Int, _ flags: UInt8) {
-        if flags & JSONTokenFlags.escaped == 0 {
+        if flags & JSONTokenFlags.reencoded == 0 {
             appendToken(start, end)
         } else {
             _ = writeEscapedString(start)

@@ -119,8 +119,12 @@ enum JSONTokenKind: UInt8 {
 
 /// Facts about a scanned token that decide how it is written.
 enum JSONTokenFlags {
-    /// A string with at least one escape (it must be re-encoded, not copied).
+    /// A string with at least one escape (its text is not its bytes).
     static let escaped: UInt8 = 1
+    /// A string with an escape that `JSONValue.writeString` writes differently (`\/`, `\b`, `\f`,
+    /// `\u…`): it must be decoded and re-encoded, not copied. The escapes it writes itself (`\"`,
+    /// `\\`, `\n`, `\r`, `\t`) are copied as they are.
+    static let reencoded: UInt8 = 8
     /// A string with bytes above 0x7F.
     static let nonASCII: UInt8 = 2
     /// A number with no fraction, no exponent and at most 18 digits: its text is its rendering.
