@@ -96,6 +96,27 @@ import Testing
         }
     }
 
+    @Test func validatesRunsOfNonASCIICharactersOneAfterTheOther() {
+        // Runs of 1 to 6 characters of every UTF-8 length back to back (validated without going back
+        // to the block test between them), then a bad or cut sequence, ASCII, a quote or the end of
+        // the input right after the run, at several offsets across the sixteen-byte blocks.
+        let characters = ["é", "日", "🚀", "ß"]
+        let tails: [[UInt8]] = [[], [0x80], [0xC3], [0xE6, 0x97], [0xF0, 0x9F, 0x9A], [0xED, 0xA0, 0x80],
+                                [0xC0, 0xAF], Array("a".utf8), Array(#"\n"#.utf8)]
+        for count in 1...6 {
+            for first in 0..<characters.count {
+                let run = (0..<count).map { characters[($0 + first) % characters.count] }.joined()
+                for tail in tails {
+                    for offset in [0, 5, 13, 15, 16, 17] {
+                        let text = Array(String(repeating: "a", count: offset).utf8) + Array(run.utf8) + tail
+                        agree(Array(#"{"data":[{"id":1,"title":""#.utf8) + text + Array(#"","content":"x"}]}"#.utf8))
+                        agree(Array(#"{"data":[{"id":1,"title":""#.utf8) + text)
+                    }
+                }
+            }
+        }
+    }
+
     @Test func writesCommonFieldsAfterRareOnesWhileTheOutputGrows() {
         // The item's room is reserved once; a rare field (written through the general path, which
         // may grow the buffer) comes first, long common ones after it, in items far larger than the

@@ -554,10 +554,17 @@ struct TranscodePass {
             } else if b < 0x80 {
                 i &+= 1
             } else {
+                // Consecutive non-ASCII characters (CJK, emoji runs) one after the other, without
+                // going back to the block test for each.
                 flags |= JSONTokenFlags.nonASCII
-                pos = i
-                try scanUTF8(b)
-                i = pos
+                repeat {
+                    let next = Self.utf8SequenceEnd(p, i, end)
+                    guard next > i else {
+                        pos = i
+                        throw fail("invalid UTF-8 in string")
+                    }
+                    i = next
+                } while i < end && p[i] >= 0x80
             }
         }
     }
@@ -570,31 +577,28 @@ struct TranscodePass {
             || b == UInt8(ascii: "t")
     }
 
-    /// One well-formed UTF-8 sequence (Unicode table 3-7) whose lead byte `b` is at `pos`.
+    /// The offset past the well-formed UTF-8 sequence (Unicode table 3-7) whose lead byte, above
+    /// 0x7F, is at `i`; `i` itself when the sequence is not well formed or not complete before `end`.
     @inline(__always)
-    private mutating func scanUTF8(_ b: UInt8) throws(GatewayError) {
+    static func utf8SequenceEnd(_ p: UnsafePointer<UInt8>, _ i: Int, _ end: Int) -> Int {
         @inline(__always) func isContinuation(_ c: UInt8) -> Bool { c & 0xC0 == 0x80 }
+        let b = p[i]
         if b >= 0xC2, b <= 0xDF {
-            guard pos + 2 <= end, isContinuation(p[pos + 1]) else { throw fail("invalid UTF-8 in string") }
-            pos += 2
+            guard i &+ 2 <= end, isContinuation(p[i &+ 1]) else { return i }
+            return i &+ 2
         } else if b >= 0xE0, b <= 0xEF {
             let low: UInt8 = b == 0xE0 ? 0xA0 : 0x80
             let high: UInt8 = b == 0xED ? 0x9F : 0xBF
-            guard pos + 3 <= end, p[pos + 1] >= low, p[pos + 1] <= high, isContinuation(p[pos + 2]) else {
-                throw fail("invalid UTF-8 in string")
-            }
-            pos += 3
+            guard i &+ 3 <= end, p[i &+ 1] >= low, p[i &+ 1] <= high, isContinuation(p[i &+ 2]) else { return i }
+            return i &+ 3
         } else if b >= 0xF0, b <= 0xF4 {
             let low: UInt8 = b == 0xF0 ? 0x90 : 0x80
             let high: UInt8 = b == 0xF4 ? 0x8F : 0xBF
-            guard pos + 4 <= end, p[pos + 1] >= low, p[pos + 1] <= high, isContinuation(p[pos + 2]),
-                  isContinuation(p[pos + 3]) else {
-                throw fail("invalid UTF-8 in string")
-            }
-            pos += 4
-        } else {
-            throw fail("invalid UTF-8 in string")
+            guard i &+ 4 <= end, p[i &+ 1] >= low, p[i &+ 1] <= high, isContinuation(p[i &+ 2]),
+                  isContinuation(p[i &+ 3]) else { return i }
+            return i &+ 4
         }
+        return i
     }
 
     /// One escape at `pos` (its backslash); a high surrogate must be followed by a low one.
