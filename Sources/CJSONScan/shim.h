@@ -10,9 +10,7 @@
 
    A byte is "special" when it ends a plain ASCII run inside a JSON string: '"', '\\', a control
    byte (below 0x20), or a byte above 0x7F (the start or middle of a UTF-8 sequence). */
-#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -63,14 +61,4 @@ static inline unsigned postern_json_first_flagged(uint64_t mask) {
 #endif
 }
 
-/* Copies the sixteen bytes at `from` to `to` (unaligned; the buffers do not overlap). */
-static inline void postern_json_copy16(uint8_t *to, const uint8_t *from) {
-#if defined(__SSE2__)
-    _mm_storeu_si128((__m128i *)to, _mm_loadu_si128((const __m128i *)from));
-#elif defined(__ARM_NEON)
-    vst1q_u8(to, vld1q_u8(from));
-#else
-    memcpy(to, from, 16);
-#endif
-}
 #endif

@@ -12,10 +12,12 @@ import Foundation
 /// value, so that they follow the reference's rules exactly.
 ///
 /// The common shapes take fast paths that never read past the answer: plain ASCII in strings is
-/// scanned sixteen bytes at a time (`JSONWord`), keys are matched by length and 16-byte words, each
-/// item's `"key":` bytes are first compared with those at the same member of the previous item
-/// (`KeyPrediction`), and unescaped strings and plain numbers are copied to the output sixteen bytes
-/// at a time. Per render it allocates the output buffer and `Data`'s own storage object only.
+/// scanned sixteen bytes at a time with vector compares (`JSONWord.specials16`: SSE2 or NEON in the
+/// `CJSONScan` header), keys are matched by length and 16-byte words, each item's `"key":` bytes are
+/// first compared with those at the same member of the previous item (`KeyPrediction`), and strings
+/// (including those whose escapes the reference writes alike: `\"`, `\\`, `\n`, `\r`, `\t`) and
+/// plain numbers are copied to the output sixteen bytes at a time, into room reserved once per item.
+/// Per render it allocates the output buffer and `Data`'s own storage object only.
 public struct JSONTranscoder: ResourceRenderer {
     /// The resource's field tables, flattened for the byte scanner.
     let plan: TranscoderPlan

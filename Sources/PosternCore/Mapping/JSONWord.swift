@@ -37,7 +37,8 @@ enum JSONWord {
     }
 
     /// The bytes of `v` that end a plain ASCII run inside a string (as `special`), as two words with
-    /// the high bit of each such byte set; both are 0 when the sixteen bytes are plain.
+    /// the high bit of each such byte set; both are 0 when the sixteen bytes are plain. (The portable
+    /// form of `specials16`, which the scanner uses; kept with its test as the reference for it.)
     ///
     /// The same tests as `special`, lane by lane: lanes do not borrow from each other, so every flag
     /// is exact. Written with wrapping arithmetic only (no vector comparisons), which the compiler
