@@ -216,6 +216,33 @@ import Testing
                 == #"{"books":[{"id":"12","title":"0"},{"id":"3","title":"40"}],"total":2}"#)
     }
 
+    @Test func guessesTheFirstItemsKeysFromTheConfigOrderAndRecoversFromWrongGuesses() throws {
+        // Each render starts by guessing that the first item's members are the Directus names in
+        // config order. Names whose token is exactly 16 bytes (guessed), 17 bytes, with an escaped
+        // quote or non-ASCII text (not guessed); first items in config order, reversed, with one
+        // member missing, with an extra member first, and with spaces before the colon.
+        let names = ["id", "thirteen_char", "fourteen_chars", #"q"x"#, "é"]
+        let resource = ResourceConfig(name: "guess", collection: "guess",
+                                      fields: names.enumerated().map { ("f\($0.offset)", $0.element) })
+        let tokens = names.enumerated().map { index, name -> String in
+            var key: [UInt8] = []
+            JSONValue.writeString(name, into: &key)
+            return String(decoding: key, as: UTF8.self) + ":" + String(index)
+        }
+        let firsts = [tokens, tokens.reversed(), Array(tokens.dropFirst(2)), [#""other":0"#] + tokens,
+                      tokens.map { $0.replacingOccurrences(of: #"":"#, with: #"" :"#) }]
+        for first in firsts {
+            let body = #"{"data":[{"# + first.joined(separator: ",") + "},{" + tokens.joined(separator: ",") + "}]}"
+            let fast = try JSONTranscoder(resource).renderList(directusBody: Data(body.utf8))
+            let slow = try JSONValueRenderer(resource).renderList(directusBody: Data(body.utf8))
+            #expect(String(decoding: fast, as: UTF8.self) == String(decoding: slow, as: UTF8.self), "\(body)")
+        }
+        // The guesses for `"id":` and `"thirteen_char":` (a 16-byte token) are taken in the only
+        // item, and give the right fields.
+        let out = try JSONTranscoder(resource).renderItem(directusBody: Data(#"{"data":{"id":5,"thirteen_char":"t"}}"#.utf8))
+        #expect(String(decoding: out, as: UTF8.self) == #"{"guess":[{"f0":5,"f1":"t"}],"total":1}"#)
+    }
+
     @Test func feedsOneDirectusFieldToSeveralFields() throws {
         // A Directus name mapped twice goes through the name's field list, not the one-field shortcut.
         let resource = ResourceConfig(name: "twice", collection: "twice",

@@ -63,7 +63,7 @@ public struct JSONTranscoder: ResourceRenderer {
             withUnsafeTemporaryAllocation(of: KeyPrediction.self, capacity: KeyPrediction.capacity) { guesses in
                 // Temporary allocations of capacity ≥ 1 always have a base address.
                 let predictions = guesses.baseAddress!
-                predictions.initialize(repeating: .none, count: KeyPrediction.capacity)
+                predictions.initialize(from: plan.seeds, count: KeyPrediction.capacity)
                 var pass = TranscodePass(bytes: bytes, count: count, plan: plan, slots: slots.baseAddress!,
                                          predictions: predictions)
                 do throws(GatewayError) {
@@ -161,6 +161,11 @@ final class TranscoderPlan: @unchecked Sendable {
     /// Room one item's output needs beyond its values' bytes: braces, every `,"<resourceName>":`,
     /// two quotes per field and sixteen bytes for block stores.
     let itemBytes: Int
+    /// The key predictions each render starts from: member `m` of the first item is guessed to be
+    /// the `m`-th distinct Directus name, in config order (`.none` past them, and for a name whose
+    /// `"name":` token is not its plain bytes or does not fit sixteen bytes). A wrong guess costs
+    /// what no guess costs: the key is read and looked up.
+    let seeds: UnsafeMutablePointer<KeyPrediction>
     /// `{"<name>":[` as UTF-8.
     let prefix: [UInt8]
     /// The distinct Directus names as strings, for keys that need `String` comparison (escapes,
@@ -227,6 +232,26 @@ final class TranscoderPlan: @unchecked Sendable {
             (nameWords + 2 * i).initialize(to: words.0)
             (nameWords + 2 * i + 1).initialize(to: words.1)
         }
+        seeds = .allocate(capacity: KeyPrediction.capacity)
+        seeds.initialize(repeating: .none, count: KeyPrediction.capacity)
+        for (i, name) in distinct.prefix(KeyPrediction.capacity).enumerated() {
+            let token = [UInt8(ascii: "\"")] + Array(name.utf8) + Array("\":".utf8)
+            // Only bytes that stand for themselves in a JSON string, and a token of at most 16 bytes.
+            guard token.count <= 16, name.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != 0x22 && $0 != 0x5C }) else {
+                continue
+            }
+            let padded = token + [UInt8](repeating: 0, count: 16 - token.count)
+            var first: UInt64 = 0
+            var second: UInt64 = 0
+            for j in 0..<8 {
+                first |= UInt64(padded[j]) << UInt64(8 * j)
+                second |= UInt64(padded[j + 8]) << UInt64(8 * j)
+            }
+            (seeds + i).pointee = KeyPrediction(first: first, second: second,
+                                                firstMask: JSONWord.prefix(~0, token.count),
+                                                secondMask: JSONWord.prefix(~0, token.count - 8),
+                                                length: token.count, name: i)
+        }
     }
 
     deinit {
@@ -237,5 +262,6 @@ final class TranscoderPlan: @unchecked Sendable {
         fieldIndices.deallocate()
         nameWords.deallocate()
         onlyField.deallocate()
+        seeds.deallocate()
     }
 }
