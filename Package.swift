@@ -17,7 +17,9 @@ let package = Package(
         .systemLibrary(name: "CHiredis", path: "Sources/CHiredis", providers: [.apt(["libhiredis-dev"])]),
         // Node's http-parser: no pkg-config file either; the module map links it.
         .systemLibrary(name: "CHTTPParser", path: "Sources/CHTTPParser", providers: [.apt(["libhttp-parser-dev"])]),
-        .target(name: "PosternCore", dependencies: ["CEvent", "COpenSSL", "CSQLite", "CHiredis", "CHTTPParser"]),
+        // Header only: the transcoder's SSE2/NEON string scanner as `static inline` C (no library to link).
+        .systemLibrary(name: "CJSONScan", path: "Sources/CJSONScan"),
+        .target(name: "PosternCore", dependencies: ["CEvent", "COpenSSL", "CSQLite", "CHiredis", "CHTTPParser", "CJSONScan"]),
         .target(name: "DirectusStandIn", dependencies: ["PosternCore", "COpenSSL"]),
         // jemalloc (Debian's libjemalloc, unprefixed) takes malloc/free from glibc for the whole process: the Swift
         // runtime allocates every object through them, and with glibc's allocator the gateway spent about 9 % more

@@ -12,7 +12,8 @@ OUT=.build/fuzz
 mkdir -p "$OUT"
 
 FLAGS=(-swift-version 6 -O -sanitize=fuzzer,address -g
-       -I Sources/CEvent -I Sources/COpenSSL -I Sources/CSQLite -I Sources/CHiredis -I Sources/CHTTPParser)
+       -I Sources/CEvent -I Sources/COpenSSL -I Sources/CSQLite -I Sources/CHiredis -I Sources/CHTTPParser
+       -I Sources/CJSONScan)
 LIBS=(-use-ld=lld -levent_openssl -levent -levent_pthreads -lssl -lcrypto -lsqlite3 -lhiredis -lhttp_parser)
 
 lib="$OUT/libPosternCore.a"

@@ -73,6 +73,43 @@ struct TranscoderOutput {
         count &+= n
     }
 
+    /// Copies `n` bytes from `source`, which has at least `n + 15` readable bytes, to offset `at`
+    /// sixteen at a time (as `appendBlocks`), inside room reserved already; returns `at + n`. With
+    /// `store(_:at:)` and `commit(_:)`, a writer that reserved once keeps its offset in a register.
+    @inline(__always)
+    func storeBlocks(_ source: UnsafePointer<UInt8>, _ n: Int, at: Int) -> Int {
+        let from = UnsafeRawPointer(source)
+        let to = UnsafeMutableRawPointer(base + at)
+        var k = 0
+        repeat {
+            to.storeBytes(of: from.loadUnaligned(fromByteOffset: k, as: SIMD16<UInt8>.self), toByteOffset: k,
+                          as: SIMD16<UInt8>.self)
+            k &+= 16
+        } while k < n
+        return at &+ n
+    }
+
+    /// Copies `n` bytes from `source` to offset `at` exactly, inside room reserved already; returns
+    /// `at + n`.
+    @inline(__always)
+    func store(_ source: UnsafePointer<UInt8>, _ n: Int, at: Int) -> Int {
+        Self.copy(source, to: base + at, n)
+        return at &+ n
+    }
+
+    /// Stores one byte at offset `at`, inside room reserved already; returns `at + 1`.
+    @inline(__always)
+    func store(_ byte: UInt8, at: Int) -> Int {
+        base[at] = byte
+        return at &+ 1
+    }
+
+    /// Takes the bytes stored up to offset `count` (inside the reserved room) as written.
+    @inline(__always)
+    mutating func commit(_ count: Int) {
+        self.count = count
+    }
+
     /// Copies `n` bytes: short runs (keys, ids, short values) as a few overlapping words inline, which
     /// reads and writes only the `n` bytes themselves; longer ones with `memcpy`.
     @inline(__always)

@@ -20,10 +20,25 @@ struct TranscodePass {
     var depth = 0
     /// The client body being written.
     var out: TranscoderOutput
-    /// The resource's tables.
-    let plan: TranscoderPlan
+    /// The resource's tables. `unowned(unsafe)`: the pass lives only inside `JSONTranscoder.run`,
+    /// whose caller holds the plan, so it is never freed under the pass; reading it then costs no
+    /// retain and release per item.
+    unowned(unsafe) let plan: TranscoderPlan
     /// The mapped fields (`plan.fields`).
     let fields: UnsafeMutablePointer<TranscoderField>
+    /// `plan.fieldCount`, `plan.onlyField`, `plan.names`, `plan.fieldIndices`, `plan.keyBytes` and
+    /// `plan.itemBytes`, copied so that the item loop reads them without touching the plan object.
+    let fieldCount: Int
+    /// See `fieldCount`.
+    let onlyField: UnsafeMutablePointer<Int>
+    /// See `fieldCount`.
+    let names: UnsafeMutablePointer<TranscoderName>
+    /// See `fieldCount`.
+    let fieldIndices: UnsafeMutablePointer<Int>
+    /// See `fieldCount`.
+    let keyBytes: UnsafeMutablePointer<UInt8>
+    /// See `fieldCount`.
+    let itemBytes: Int
     /// One slot per mapped field, reused for every item.
     let slots: UnsafeMutablePointer<TranscoderSlot>
     /// The key tokens of the first `KeyPrediction.capacity` members of the last items.
@@ -36,6 +51,12 @@ struct TranscodePass {
         end = count
         self.plan = plan
         fields = plan.fields
+        fieldCount = plan.fieldCount
+        onlyField = plan.onlyField
+        names = plan.names
+        fieldIndices = plan.fieldIndices
+        keyBytes = plan.keyBytes
+        itemBytes = plan.itemBytes
         self.slots = slots
         self.predictions = predictions
         out = TranscoderOutput(capacity: count + 256)
@@ -182,76 +203,144 @@ struct TranscodePass {
     }
 
     /// One Directus item: its mapped fields' first values are located, then written in config order.
+    ///
+    /// The cursor lives in a local (a register) and is stored to `pos` only around the calls that
+    /// read it (the rare paths and errors): the common member (a predicted key, a plain ASCII string
+    /// or a small integer) never touches `self.pos`.
     private mutating func transcodeItem() throws(GatewayError) {
         try enter()
-        pos += 1
-        for i in 0..<plan.fieldCount { slots[i].start = -1 }
+        let p = self.p
+        let end = self.end
+        let slots = self.slots
+        for k in 0..<fieldCount { slots[k].start = -1 }
+        // Bytes of the mapped values found (the first of each field), for the output's reserve.
+        var valueBytes = 0
         var member = 0
-        skipSpace()
-        if pos < end, p[pos] == UInt8(ascii: "}") {
-            pos += 1
+        var i = Self.skipSpace(p, pos &+ 1, end)
+        if i < end, p[i] == UInt8(ascii: "}") {
+            i &+= 1
         } else {
             while true {
-                skipSpace()
-                guard pos < end, p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
-                let name = try memberKey(member)
-                member &+= 1
-                let start = pos
-                let kind: JSONTokenKind
-                let flags: UInt8
-                let b = pos < end ? p[pos] : 0
-                if b == UInt8(ascii: "\"") {
-                    kind = .string
-                    flags = try scanStringInline()
-                } else if b &- 0x31 < 9 {
-                    kind = .number
-                    flags = try scanNumberInline()
+                i = Self.skipSpace(p, i, end)
+                guard i < end, p[i] == UInt8(ascii: "\"") else {
+                    pos = i
+                    throw fail("expected a string key")
+                }
+                // The key: the `"key":` token seen at the same member of the earlier items, as two
+                // masked words (see `KeyPrediction`), else scanned and looked up.
+                var name: Int
+                if member < KeyPrediction.capacity, i &+ 16 <= end,
+                   case let guess = predictions[member],
+                   (JSONWord.load(p + i) ^ guess.first) & guess.firstMask
+                    | (JSONWord.load(p + i + 8) ^ guess.second) & guess.secondMask == 0 {
+                    i &+= guess.length
+                    name = guess.name
                 } else {
+                    pos = i
+                    name = try memberKeyMiss(member)
+                    i = pos
+                }
+                member &+= 1
+                i = Self.skipSpace(p, i, end)
+                let start = i
+                var kind = JSONTokenKind.string
+                var flags: UInt8 = 0
+                let b = i < end ? p[i] : 0
+                if b == UInt8(ascii: "\"") {
+                    // A plain ASCII string ends here; anything else goes on in `scanStringRest`.
+                    var j = i &+ 1
+                    var closed = false
+                    while j &+ 16 <= end {
+                        let specials = JSONWord.specials16(p + j)
+                        if specials == 0 {
+                            // A constant step: the next load does not wait for this block's test.
+                            j &+= 16
+                            continue
+                        }
+                        j &+= JSONWord.firstFlagged16(specials)
+                        closed = p[j] == UInt8(ascii: "\"")
+                        break
+                    }
+                    if closed {
+                        i = j &+ 1
+                    } else {
+                        pos = i
+                        flags = try scanStringRest(j, flags: 0)
+                        i = pos
+                    }
+                } else if b &- 0x31 < 9 {
+                    // A positive integer of at most 18 digits ends here; anything else is scanned
+                    // again by `scanNumber`.
+                    kind = .number
+                    var j = i &+ 1
+                    while j < end, p[j] &- 0x30 < 10 { j &+= 1 }
+                    let c = j < end ? p[j] : 0
+                    if j &- i <= 18, j < end, c != UInt8(ascii: "."), c != UInt8(ascii: "e"), c != UInt8(ascii: "E") {
+                        flags = JSONTokenFlags.plainInteger
+                        i = j
+                    } else {
+                        pos = i
+                        flags = try scanNumber()
+                        i = pos
+                    }
+                } else {
+                    pos = i
                     (kind, flags) = try scanValue()
+                    i = pos
                 }
                 if name >= 0 {
-                    let slot = TranscoderSlot(start: start, end: pos, kind: kind, flags: flags)
-                    let field = plan.onlyField[name]
+                    let slot = TranscoderSlot(start: start, end: i, kind: kind, flags: flags)
+                    let field = onlyField[name]
                     if field >= 0 {
-                        if slots[field].start < 0 { slots[field] = slot }
+                        if slots[field].start < 0 {
+                            slots[field] = slot
+                            valueBytes &+= i &- start
+                        }
                     } else {
-                        let entry = plan.names[name]
+                        let entry = names[name]
                         for k in entry.firstIndex..<(entry.firstIndex &+ entry.indexCount) {
-                            let index = plan.fieldIndices[k]
-                            if slots[index].start < 0 { slots[index] = slot }
+                            let index = fieldIndices[k]
+                            if slots[index].start < 0 {
+                                slots[index] = slot
+                                valueBytes &+= i &- start
+                            }
                         }
                     }
                 }
-                if try nextMember(closer: UInt8(ascii: "}")) { break }
+                // `,` or `}` after the member.
+                i = Self.skipSpace(p, i, end)
+                guard i < end else {
+                    pos = i
+                    throw fail("unexpected end of input")
+                }
+                let c = p[i]
+                i &+= 1
+                if c == UInt8(ascii: ",") { continue }
+                if c == UInt8(ascii: "}") { break }
+                pos = i &- 1
+                throw fail("expected ',' or '}'")
             }
         }
+        pos = i
         depth -= 1
-        try writeItem()
+        try writeItem(valueBytes: valueBytes)
     }
 
-    /// The key of member `member` of an item, at `pos` (its opening quote), and the `:` after it
-    /// (with the whitespace around it): its index in `plan.names`, or -1 for an unmapped key.
-    ///
-    /// Directus writes every item's keys in the same order, so the `"key":` token found at the same
-    /// member of an earlier item is tried first, as two masked words: when the next bytes are that
-    /// token, the key is that one (a plain ASCII token ends at its own closing quote, so equal bytes
-    /// are an equal, valid key, and its `:` is there).
+    /// The offset of the first byte at or after `i` that is not JSON whitespace (or `end`). One
+    /// compare when there is none: every whitespace byte is at most 0x20.
     @inline(__always)
-    private mutating func memberKey(_ member: Int) throws(GatewayError) -> Int {
-        if member < KeyPrediction.capacity, pos &+ 16 <= end {
-            let guess = predictions[member]
-            let first = JSONWord.load(p + pos)
-            let second = JSONWord.load(p + pos + 8)
-            if (first ^ guess.first) & guess.firstMask | (second ^ guess.second) & guess.secondMask == 0 {
-                pos &+= guess.length
-                skipSpace()
-                return guess.name
-            }
+    static func skipSpace(_ p: UnsafePointer<UInt8>, _ from: Int, _ end: Int) -> Int {
+        var i = from
+        while i < end {
+            let b = p[i]
+            guard b <= 0x20, b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 else { return i }
+            i &+= 1
         }
-        return try memberKeyMiss(member)
+        return i
     }
 
-    /// `memberKey` when the prediction fails: the key is scanned and looked up, and remembered for
+    /// The key of member `member` of an item at `pos` (its opening quote) when its prediction fails,
+    /// and the `:` after it: its index in `plan.names`, or -1. The key is scanned and looked up, and remembered for
     /// the next items when it is plain ASCII and its `"key":` fits sixteen bytes.
     @inline(never)
     private mutating func memberKeyMiss(_ member: Int) throws(GatewayError) -> Int {
@@ -403,34 +492,13 @@ struct TranscodePass {
 
     /// The string at `pos` (its opening quote): validated and skipped; returns its `JSONTokenFlags`.
     ///
-    /// Plain ASCII goes sixteen bytes at a time (`JSONWord.specials` finds the first `"`, `\`,
-    /// control byte or byte above 0x7F of a block), then eight (`JSONWord.special`) in the last
+    /// Plain ASCII goes sixteen bytes at a time (`JSONWord.specials16`, vector compares in
+    /// `CJSONScan`, finds the first `"`, `\`, control byte or byte above 0x7F of a block), then
+    /// eight (`JSONWord.special`) in the last
     /// sixteen bytes of the input; escapes and UTF-8 sequences are checked byte by byte, and the last
     /// bytes of the input (fewer than eight) one at a time, so that no read passes `end`.
     mutating func scanString() throws(GatewayError) -> UInt8 {
         try scanStringRest(pos &+ 1, flags: 0)
-    }
-
-    /// `scanString` for an item's values, inlined into the item loop: plain ASCII strings (the
-    /// common case) end here; at the first escape, control byte, byte above 0x7F, or within the last
-    /// sixteen bytes of the input, `scanStringRest` goes on from there.
-    @inline(__always)
-    mutating func scanStringInline() throws(GatewayError) -> UInt8 {
-        var i = pos &+ 1
-        while i &+ 16 <= end {
-            let specials = JSONWord.specials(JSONWord.load16(p + i))
-            if specials.low | specials.high == 0 {
-                i &+= 16
-                continue
-            }
-            i &+= JSONWord.firstFlagged(specials)
-            if p[i] == UInt8(ascii: "\"") {
-                pos = i &+ 1
-                return 0
-            }
-            break
-        }
-        return try scanStringRest(i, flags: 0)
     }
 
     /// The rest of a string whose content before `from` was scanned already with `flags`.
@@ -444,12 +512,12 @@ struct TranscodePass {
         while true {
             if i &+ 16 <= end {
                 // The plain case adds a constant: the next load does not wait for this block's test.
-                let specials = JSONWord.specials(JSONWord.load16(p + i))
-                if specials.low | specials.high == 0 {
+                let specials = JSONWord.specials16(p + i)
+                if specials == 0 {
                     i &+= 16
                     continue
                 }
-                i &+= JSONWord.firstFlagged(specials)
+                i &+= JSONWord.firstFlagged16(specials)
             } else {
                 while i &+ 8 <= end {
                     let special = JSONWord.special(JSONWord.load(p + i))
@@ -472,6 +540,12 @@ struct TranscodePass {
             }
             if b == UInt8(ascii: "\\") {
                 flags |= JSONTokenFlags.escaped
+                // The escapes the reference writes the same way need no other check.
+                if i &+ 1 < end, Self.isCanonicalEscape(p[i &+ 1]) {
+                    i &+= 2
+                    continue
+                }
+                flags |= JSONTokenFlags.reencoded
                 pos = i
                 try scanEscape()
                 i = pos
@@ -481,39 +555,51 @@ struct TranscodePass {
             } else if b < 0x80 {
                 i &+= 1
             } else {
+                // Consecutive non-ASCII characters (CJK, emoji runs) one after the other, without
+                // going back to the block test for each.
                 flags |= JSONTokenFlags.nonASCII
-                pos = i
-                try scanUTF8(b)
-                i = pos
+                repeat {
+                    let next = Self.utf8SequenceEnd(p, i, end)
+                    guard next > i else {
+                        pos = i
+                        throw fail("invalid UTF-8 in string")
+                    }
+                    i = next
+                } while i < end && p[i] >= 0x80
             }
         }
     }
 
-    /// One well-formed UTF-8 sequence (Unicode table 3-7) whose lead byte `b` is at `pos`.
+    /// Is `\` followed by `b` an escape that `JSONValue.writeString` writes as it is (`\"`, `\\`,
+    /// `\n`, `\r`, `\t`)?
     @inline(__always)
-    private mutating func scanUTF8(_ b: UInt8) throws(GatewayError) {
+    static func isCanonicalEscape(_ b: UInt8) -> Bool {
+        b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b == UInt8(ascii: "n") || b == UInt8(ascii: "r")
+            || b == UInt8(ascii: "t")
+    }
+
+    /// The offset past the well-formed UTF-8 sequence (Unicode table 3-7) whose lead byte, above
+    /// 0x7F, is at `i`; `i` itself when the sequence is not well formed or not complete before `end`.
+    @inline(__always)
+    static func utf8SequenceEnd(_ p: UnsafePointer<UInt8>, _ i: Int, _ end: Int) -> Int {
         @inline(__always) func isContinuation(_ c: UInt8) -> Bool { c & 0xC0 == 0x80 }
+        let b = p[i]
         if b >= 0xC2, b <= 0xDF {
-            guard pos + 2 <= end, isContinuation(p[pos + 1]) else { throw fail("invalid UTF-8 in string") }
-            pos += 2
+            guard i &+ 2 <= end, isContinuation(p[i &+ 1]) else { return i }
+            return i &+ 2
         } else if b >= 0xE0, b <= 0xEF {
             let low: UInt8 = b == 0xE0 ? 0xA0 : 0x80
             let high: UInt8 = b == 0xED ? 0x9F : 0xBF
-            guard pos + 3 <= end, p[pos + 1] >= low, p[pos + 1] <= high, isContinuation(p[pos + 2]) else {
-                throw fail("invalid UTF-8 in string")
-            }
-            pos += 3
+            guard i &+ 3 <= end, p[i &+ 1] >= low, p[i &+ 1] <= high, isContinuation(p[i &+ 2]) else { return i }
+            return i &+ 3
         } else if b >= 0xF0, b <= 0xF4 {
             let low: UInt8 = b == 0xF0 ? 0x90 : 0x80
             let high: UInt8 = b == 0xF4 ? 0x8F : 0xBF
-            guard pos + 4 <= end, p[pos + 1] >= low, p[pos + 1] <= high, isContinuation(p[pos + 2]),
-                  isContinuation(p[pos + 3]) else {
-                throw fail("invalid UTF-8 in string")
-            }
-            pos += 4
-        } else {
-            throw fail("invalid UTF-8 in string")
+            guard i &+ 4 <= end, p[i &+ 1] >= low, p[i &+ 1] <= high, isContinuation(p[i &+ 2]),
+                  isContinuation(p[i &+ 3]) else { return i }
+            return i &+ 4
         }
+        return i
     }
 
     /// One escape at `pos` (its backslash); a high surrogate must be followed by a low one.
@@ -561,22 +647,6 @@ struct TranscodePass {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): return UInt32(b &- 55)
         default: return nil
         }
-    }
-
-    /// `scanNumber` for an item's values, inlined into the item loop: a positive integer of at most
-    /// 18 digits (the common id or count) ends here; anything else is scanned again by `scanNumber`.
-    @inline(__always)
-    mutating func scanNumberInline() throws(GatewayError) -> UInt8 {
-        var i = pos &+ 1
-        while i < end, p[i] &- 0x30 < 10 { i &+= 1 }
-        if i &- pos <= 18, i < end {
-            let b = p[i]
-            if b != UInt8(ascii: "."), b != UInt8(ascii: "e"), b != UInt8(ascii: "E") {
-                pos = i
-                return JSONTokenFlags.plainInteger
-            }
-        }
-        return try scanNumber()
     }
 
     /// The number at `pos`: RFC 8259 grammar, and (like the reference) one that reads as an infinite

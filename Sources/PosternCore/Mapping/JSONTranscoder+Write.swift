@@ -4,49 +4,83 @@ import Foundation
 /// output is byte for byte the reference renderer's.
 extension TranscodePass {
     /// Writes the current item from its slots: mapped fields in config order, ids and required
-    /// fields as strings, optional fields without a value omitted.
-    mutating func writeItem() throws(GatewayError) {
-        out.append(UInt8(ascii: "{"))
-        var first = true
-        for i in 0..<plan.fieldCount {
+    /// fields as strings, optional fields without a value omitted. `valueBytes` is the length of
+    /// the values in the slots.
+    ///
+    /// Room for the whole item is reserved once; the common fields (a string copied as it is, a plain
+    /// integer id or required field) are then stored at an offset kept in a register. The rare ones
+    /// go through the `TranscoderOutput` methods, which reserve for themselves; the item's room is
+    /// reserved again after each.
+    mutating func writeItem(valueBytes: Int) throws(GatewayError) {
+        let bound = itemBytes &+ valueBytes
+        out.reserve(bound)
+        var o = out.store(UInt8(ascii: "{"), at: out.count)
+        var comma = 0
+        let keyBytes = self.keyBytes
+        for i in 0..<fieldCount {
             let field = fields[i]
             let slot = slots[i]
-            // The common shapes first, inline: a string without escapes (a non-empty one for the
-            // id) is copied as it is; a non-negative plain integer id or required field in quotes.
-            if slot.kind == .string, slot.start >= 0, slot.flags & JSONTokenFlags.escaped == 0,
+            // A string that needs no re-encoding (a non-empty one for the id) is copied as it is; a
+            // non-negative plain integer id or required field in quotes.
+            if slot.kind == .string, slot.start >= 0, slot.flags & JSONTokenFlags.reencoded == 0,
                !field.isID || slot.end &- slot.start > 2 {
-                writeKey(field, &first)
-                appendToken(slot.start, slot.end)
+                o = out.storeBlocks(keyBytes + (field.keyStart &- comma), field.keyCount &+ comma, at: o)
+                o = storeToken(slot.start, slot.end, at: o)
+                comma = 1
                 continue
             }
             if slot.kind == .number, slot.start >= 0, slot.flags & JSONTokenFlags.plainInteger != 0,
                field.isID || field.isRequired, p[slot.start] != UInt8(ascii: "-") {
-                writeKey(field, &first)
-                out.append(UInt8(ascii: "\""))
-                appendToken(slot.start, slot.end)
-                out.append(UInt8(ascii: "\""))
+                o = out.storeBlocks(keyBytes + (field.keyStart &- comma), field.keyCount &+ comma, at: o)
+                o = out.store(UInt8(ascii: "\""), at: o)
+                o = storeToken(slot.start, slot.end, at: o)
+                o = out.store(UInt8(ascii: "\""), at: o)
+                comma = 1
                 continue
             }
-            let present = slot.start >= 0 && slot.kind != .null
-            if field.isID {
-                guard present else { throw .upstreamError("item has no usable id: missing or null") }
-                writeKey(field, &first)
-                try writeID(slot)
-            } else if field.isRequired {
-                writeKey(field, &first)
-                if present {
-                    try writeRequired(slot)
-                } else {
-                    out.reserve(2)
-                    out.appendReserved(UInt8(ascii: "\""))
-                    out.appendReserved(UInt8(ascii: "\""))
-                }
-            } else if present {
-                writeKey(field, &first)
-                writeValue(slot)
-            }
+            out.commit(o)
+            var first = comma == 0
+            try writeField(field, slot, &first)
+            comma = first ? 0 : 1
+            out.reserve(bound)
+            o = out.count
         }
-        out.append(UInt8(ascii: "}"))
+        o = out.store(UInt8(ascii: "}"), at: o)
+        out.commit(o)
+    }
+
+    /// Copies the input bytes `start..<end` to offset `at` of the output (room reserved): by blocks
+    /// when fifteen more bytes of input follow them, else exactly. Returns the offset past them.
+    @inline(__always)
+    private func storeToken(_ start: Int, _ end: Int, at: Int) -> Int {
+        if end &+ 15 <= self.end {
+            return out.storeBlocks(p + start, end &- start, at: at)
+        }
+        return out.store(p + start, end &- start, at: at)
+    }
+
+    /// One field that is not a common shape (a missing or null value, a string to re-encode, an empty
+    /// id, a number that is not a plain integer, a boolean, a container), through `out`.
+    private mutating func writeField(_ field: TranscoderField, _ slot: TranscoderSlot,
+                                     _ first: inout Bool) throws(GatewayError) {
+        let present = slot.start >= 0 && slot.kind != .null
+        if field.isID {
+            guard present else { throw .upstreamError("item has no usable id: missing or null") }
+            writeKey(field, &first)
+            try writeID(slot)
+        } else if field.isRequired {
+            writeKey(field, &first)
+            if present {
+                try writeRequired(slot)
+            } else {
+                out.reserve(2)
+                out.appendReserved(UInt8(ascii: "\""))
+                out.appendReserved(UInt8(ascii: "\""))
+            }
+        } else if present {
+            writeKey(field, &first)
+            writeValue(slot)
+        }
     }
 
     /// `,"<resourceName>":` (no comma before the first).
@@ -54,7 +88,7 @@ extension TranscodePass {
     private mutating func writeKey(_ field: TranscoderField, _ first: inout Bool) {
         let comma = first ? 0 : 1
         first = false
-        out.appendBlocks(plan.keyBytes + (field.keyStart &- comma), field.keyCount &+ comma)
+        out.appendBlocks(keyBytes + (field.keyStart &- comma), field.keyCount &+ comma)
     }
 
     /// The key: a non-empty string as it is, an integral number in decimal, in quotes.
@@ -143,11 +177,12 @@ extension TranscodePass {
         out.append(bytes)
     }
 
-    /// The validated string token `start..<end` (quotes included): copied when it has no escape,
-    /// else decoded and re-escaped as `JSONValue.writeString` does.
+    /// The validated string token `start..<end` (quotes included): copied when it needs no
+    /// re-encoding (`JSONTokenFlags.reencoded`), else decoded and re-escaped as
+    /// `JSONValue.writeString` does.
     @inline(__always)
     private mutating func writeString(_ start: Int, _ end: Int, _ flags: UInt8) {
-        if flags & JSONTokenFlags.escaped == 0 {
+        if flags & JSONTokenFlags.reencoded == 0 {
             appendToken(start, end)
         } else {
             _ = writeEscapedString(start)

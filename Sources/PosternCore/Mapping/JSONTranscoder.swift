@@ -12,10 +12,12 @@ import Foundation
 /// value, so that they follow the reference's rules exactly.
 ///
 /// The common shapes take fast paths that never read past the answer: plain ASCII in strings is
-/// scanned sixteen bytes at a time (`JSONWord`), keys are matched by length and 16-byte words, each
-/// item's `"key":` bytes are first compared with those at the same member of the previous item
-/// (`KeyPrediction`), and unescaped strings and plain numbers are copied to the output sixteen bytes
-/// at a time. Per render it allocates the output buffer and `Data`'s own storage object only.
+/// scanned sixteen bytes at a time with vector compares (`JSONWord.specials16`: SSE2 or NEON in the
+/// `CJSONScan` header), keys are matched by length and 16-byte words, each item's `"key":` bytes are
+/// first compared with those at the same member of the previous item (`KeyPrediction`), and strings
+/// (including those whose escapes the reference writes alike: `\"`, `\\`, `\n`, `\r`, `\t`) and
+/// plain numbers are copied to the output sixteen bytes at a time, into room reserved once per item.
+/// Per render it allocates the output buffer and `Data`'s own storage object only.
 public struct JSONTranscoder: ResourceRenderer {
     /// The resource's field tables, flattened for the byte scanner.
     let plan: TranscoderPlan
@@ -61,7 +63,7 @@ public struct JSONTranscoder: ResourceRenderer {
             withUnsafeTemporaryAllocation(of: KeyPrediction.self, capacity: KeyPrediction.capacity) { guesses in
                 // Temporary allocations of capacity ≥ 1 always have a base address.
                 let predictions = guesses.baseAddress!
-                predictions.initialize(repeating: .none, count: KeyPrediction.capacity)
+                predictions.initialize(from: plan.seeds, count: KeyPrediction.capacity)
                 var pass = TranscodePass(bytes: bytes, count: count, plan: plan, slots: slots.baseAddress!,
                                          predictions: predictions)
                 do throws(GatewayError) {
@@ -119,8 +121,12 @@ enum JSONTokenKind: UInt8 {
 
 /// Facts about a scanned token that decide how it is written.
 enum JSONTokenFlags {
-    /// A string with at least one escape (it must be re-encoded, not copied).
+    /// A string with at least one escape (its text is not its bytes).
     static let escaped: UInt8 = 1
+    /// A string with an escape that `JSONValue.writeString` writes differently (`\/`, `\b`, `\f`,
+    /// `\u…`): it must be decoded and re-encoded, not copied. The escapes it writes itself (`\"`,
+    /// `\\`, `\n`, `\r`, `\t`) are copied as they are.
+    static let reencoded: UInt8 = 8
     /// A string with bytes above 0x7F.
     static let nonASCII: UInt8 = 2
     /// A number with no fraction, no exponent and at most 18 digits: its text is its rendering.
@@ -152,6 +158,14 @@ final class TranscoderPlan: @unchecked Sendable {
     let onlyField: UnsafeMutablePointer<Int>
     /// True when every Directus name is ASCII, so that an ASCII key matches by its bytes alone.
     let namesAreASCII: Bool
+    /// Room one item's output needs beyond its values' bytes: braces, every `,"<resourceName>":`,
+    /// two quotes per field and sixteen bytes for block stores.
+    let itemBytes: Int
+    /// The key predictions each render starts from: member `m` of the first item is guessed to be
+    /// the `m`-th distinct Directus name, in config order (`.none` past them, and for a name whose
+    /// `"name":` token is not its plain bytes or does not fit sixteen bytes). A wrong guess costs
+    /// what no guess costs: the key is read and looked up.
+    let seeds: UnsafeMutablePointer<KeyPrediction>
     /// `{"<name>":[` as UTF-8.
     let prefix: [UInt8]
     /// The distinct Directus names as strings, for keys that need `String` comparison (escapes,
@@ -170,6 +184,7 @@ final class TranscoderPlan: @unchecked Sendable {
         // Every key behind a comma; sixteen zero bytes of padding, so that
         // `TranscoderOutput.appendBlocks` can copy any key.
         let keys = table.fields.flatMap { [UInt8(ascii: ",")] + $0.keyBytes }
+        itemBytes = 2 + keys.count + 2 * fieldCount + 16
         keyBytes = .allocate(capacity: keys.count + 16)
         keyBytes.initialize(from: keys, count: keys.count)
         (keyBytes + keys.count).initialize(repeating: 0, count: 16)
@@ -217,6 +232,26 @@ final class TranscoderPlan: @unchecked Sendable {
             (nameWords + 2 * i).initialize(to: words.0)
             (nameWords + 2 * i + 1).initialize(to: words.1)
         }
+        seeds = .allocate(capacity: KeyPrediction.capacity)
+        seeds.initialize(repeating: .none, count: KeyPrediction.capacity)
+        for (i, name) in distinct.prefix(KeyPrediction.capacity).enumerated() {
+            let token = [UInt8(ascii: "\"")] + Array(name.utf8) + Array("\":".utf8)
+            // Only bytes that stand for themselves in a JSON string, and a token of at most 16 bytes.
+            guard token.count <= 16, name.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != 0x22 && $0 != 0x5C }) else {
+                continue
+            }
+            let padded = token + [UInt8](repeating: 0, count: 16 - token.count)
+            var first: UInt64 = 0
+            var second: UInt64 = 0
+            for j in 0..<8 {
+                first |= UInt64(padded[j]) << UInt64(8 * j)
+                second |= UInt64(padded[j + 8]) << UInt64(8 * j)
+            }
+            (seeds + i).pointee = KeyPrediction(first: first, second: second,
+                                                firstMask: JSONWord.prefix(~0, token.count),
+                                                secondMask: JSONWord.prefix(~0, token.count - 8),
+                                                length: token.count, name: i)
+        }
     }
 
     deinit {
@@ -227,5 +262,6 @@ final class TranscoderPlan: @unchecked Sendable {
         fieldIndices.deallocate()
         nameWords.deallocate()
         onlyField.deallocate()
+        seeds.deallocate()
     }
 }

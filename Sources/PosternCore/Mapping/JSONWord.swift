@@ -1,3 +1,5 @@
+import CJSONScan
+
 /// Eight input bytes at a time: the word-wise tests of the transcoder's string scanner.
 ///
 /// Each test flags a byte by setting its high bit. The subtractions can borrow into the byte above a
@@ -35,7 +37,8 @@ enum JSONWord {
     }
 
     /// The bytes of `v` that end a plain ASCII run inside a string (as `special`), as two words with
-    /// the high bit of each such byte set; both are 0 when the sixteen bytes are plain.
+    /// the high bit of each such byte set; both are 0 when the sixteen bytes are plain. (The portable
+    /// form of `specials16`, which the scanner uses; kept with its test as the reference for it.)
     ///
     /// The same tests as `special`, lane by lane: lanes do not borrow from each other, so every flag
     /// is exact. Written with wrapping arithmetic only (no vector comparisons), which the compiler
@@ -47,6 +50,20 @@ enum JSONWord {
             | (v &- SIMD16(repeating: 0x20)) | v) & SIMD16(repeating: 0x80)
         let words = unsafeBitCast(flags, to: SIMD2<UInt64>.self)
         return (UInt64(littleEndian: words[0]), UInt64(littleEndian: words[1]))
+    }
+
+    /// Which of the sixteen bytes at `at` end a plain ASCII run inside a string (as `special`): 0
+    /// when none does, else a mask for `firstFlagged16`. The caller keeps `at + 16` within the input.
+    /// One vector compare per test and a movemask (SSE2 or NEON, in `CJSONScan`).
+    @inline(__always)
+    static func specials16(_ at: UnsafePointer<UInt8>) -> UInt64 {
+        postern_json_specials16(at)
+    }
+
+    /// The index (0 to 15) of the first flagged byte of a non-zero `specials16` mask.
+    @inline(__always)
+    static func firstFlagged16(_ mask: UInt64) -> Int {
+        Int(truncatingIfNeeded: postern_json_first_flagged(mask))
     }
 
     /// The index of the first flagged byte of `specials` (at least one byte is flagged).
