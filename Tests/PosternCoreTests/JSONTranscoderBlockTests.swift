@@ -24,33 +24,8 @@ import Testing
         return fast
     }
 
-    @Test func flagsExactlyTheBytesThatEndAPlainRunInEveryLane() {
-        for lane in 0..<16 {
-            for byte in 0...255 {
-                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 16)
-                bytes[lane] = UInt8(byte)
-                // A non-empty array always has a base address.
-                let specials = bytes.withUnsafeBufferPointer { JSONWord.specials(JSONWord.load16($0.baseAddress!)) }
-                let special = byte == 0x22 || byte == 0x5C || byte < 0x20 || byte > 0x7F
-                #expect((specials.low | specials.high == 0) == !special, "byte \(byte) in lane \(lane)")
-                if special {
-                    #expect(JSONWord.firstFlagged(specials) == lane, "byte \(byte) in lane \(lane)")
-                }
-            }
-        }
-        // Two flagged bytes: the first one is found, in either half.
-        for first in 0..<15 {
-            var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 16)
-            bytes[first] = 0x22
-            bytes[15] = 0x5C
-            // A non-empty array always has a base address.
-            let specials = bytes.withUnsafeBufferPointer { JSONWord.specials(JSONWord.load16($0.baseAddress!)) }
-            #expect(JSONWord.firstFlagged(specials) == first)
-        }
-    }
-
     @Test func vectorScanFlagsExactlyTheBytesThatEndAPlainRunInEveryLane() {
-        // `JSONWord.specials16` (SSE2 or NEON in CJSONScan): the same bytes as the word tests.
+        // `JSONWord.specials16` (SSE2 or NEON in CJSONScan): the bytes `JSONWord.special` flags in a word.
         for lane in 0..<16 {
             for byte in 0...255 {
                 var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 16)

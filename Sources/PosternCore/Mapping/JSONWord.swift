@@ -30,28 +30,6 @@ enum JSONWord {
         return ((quote &- ones) | (backslash &- ones) | (w &- ones &* 0x20) | w) & high
     }
 
-    /// Sixteen bytes at `at` (the caller keeps `at + 16` within the input).
-    @inline(__always)
-    static func load16(_ at: UnsafePointer<UInt8>) -> SIMD16<UInt8> {
-        UnsafeRawPointer(at).loadUnaligned(as: SIMD16<UInt8>.self)
-    }
-
-    /// The bytes of `v` that end a plain ASCII run inside a string (as `special`), as two words with
-    /// the high bit of each such byte set; both are 0 when the sixteen bytes are plain. (The portable
-    /// form of `specials16`, which the scanner uses; kept with its test as the reference for it.)
-    ///
-    /// The same tests as `special`, lane by lane: lanes do not borrow from each other, so every flag
-    /// is exact. Written with wrapping arithmetic only (no vector comparisons), which the compiler
-    /// turns into a handful of SSE2 instructions.
-    @inline(__always)
-    static func specials(_ v: SIMD16<UInt8>) -> (low: UInt64, high: UInt64) {
-        let one = SIMD16<UInt8>(repeating: 1)
-        let flags = (((v ^ SIMD16(repeating: 0x22)) &- one) | ((v ^ SIMD16(repeating: 0x5C)) &- one)
-            | (v &- SIMD16(repeating: 0x20)) | v) & SIMD16(repeating: 0x80)
-        let words = unsafeBitCast(flags, to: SIMD2<UInt64>.self)
-        return (UInt64(littleEndian: words[0]), UInt64(littleEndian: words[1]))
-    }
-
     /// Which of the sixteen bytes at `at` end a plain ASCII run inside a string (as `special`): 0
     /// when none does, else a mask for `firstFlagged16`. The caller keeps `at + 16` within the input.
     /// One vector compare per test and a movemask (SSE2 or NEON, in `CJSONScan`).
@@ -64,14 +42,6 @@ enum JSONWord {
     @inline(__always)
     static func firstFlagged16(_ mask: UInt64) -> Int {
         Int(truncatingIfNeeded: postern_json_first_flagged(mask))
-    }
-
-    /// The index of the first flagged byte of `specials` (at least one byte is flagged).
-    @inline(__always)
-    static func firstFlagged(_ specials: (low: UInt64, high: UInt64)) -> Int {
-        // Branch-free: 64 zero bits in the low half add the high half's count.
-        let lowZeros = specials.low.trailingZeroBitCount
-        return (lowZeros &+ (lowZeros == 64 ? specials.high.trailingZeroBitCount : 0)) &>> 3
     }
 
     /// The low `n` bytes of `w` (none when `n` ≤ 0, all when `n` ≥ 8), the others zero.
