@@ -6,7 +6,8 @@ import Foundation
 /// and 304 (the client never sends `HEAD`).
 ///
 /// Bytes are parsed where they were read: only the header fields named in `keptHeaders` become `String`s, and
-/// the body is copied once, into one `Data` sized from `Content-Length` when the answer gives it.
+/// the body is copied once, into raw memory sized from `Content-Length` when the answer gives it, which becomes
+/// the answer's `Data` without a copy.
 /// Loop thread only (owned by one `UpstreamConnection`).
 final class UpstreamResponseParser {
     /// What feeding bytes to the parser gave.
@@ -29,8 +30,10 @@ final class UpstreamResponseParser {
     private(set) var status = 0
     /// The kept headers of the answer being parsed.
     private(set) var headers = HTTPHeaders()
-    /// The body of the answer being parsed.
+    /// The body of the answer, once it is complete (empty before).
     private(set) var body = Data()
+    /// The body's bytes as they arrive (handed to `body` when the answer is complete).
+    private var arriving = BodyBuffer()
     /// Whether the connection may carry another request after this answer (http-parser's verdict: HTTP/1.1
     /// without `Connection: close`, and a body not delimited by the close).
     private(set) var keepAlive = false
@@ -57,7 +60,10 @@ final class UpstreamResponseParser {
         http_parser_init(parser, HTTP_RESPONSE)
     }
 
-    deinit { parser.deallocate() }
+    deinit {
+        parser.deallocate()
+        arriving.discard()
+    }
 
     /// Gets ready for the next answer (before each request is sent).
     func reset() {
@@ -65,6 +71,7 @@ final class UpstreamResponseParser {
         status = 0
         headers = HTTPHeaders()
         body = Data()
+        arriving.discard()
         keepAlive = false
         messageComplete = false
         fieldName.count = 0
@@ -170,13 +177,13 @@ final class UpstreamResponseParser {
             if owner.status < 200 || owner.status == 204 || owner.status == 304 { return 1 }
             if state.flags & UInt32(F_CONTENTLENGTH.rawValue) != 0, state.content_length > 0,
                state.content_length <= UInt64(UpstreamResponseParser.maxReservation) {
-                owner.body.reserveCapacity(Int(state.content_length))
+                owner.arriving.reserve(Int(state.content_length))
             }
             return 0
         }
         settings.on_body = { parser, at, length in
             let owner = UpstreamResponseParser.owner(parser)
-            if let at { owner.body.append(UnsafeRawPointer(at).assumingMemoryBound(to: UInt8.self), count: length) }
+            if let at { owner.arriving.append(UnsafeRawPointer(at), length) }
             return 0
         }
         settings.on_message_complete = { parser in
@@ -190,6 +197,7 @@ final class UpstreamResponseParser {
             }
             owner.keepAlive = http_should_keep_alive(parser) != 0
             owner.messageComplete = true
+            owner.body = owner.arriving.take()
             // Stop here: bytes after the answer are not parsed as another one.
             http_parser_pause(parser, 1)
             return 0
@@ -224,5 +232,58 @@ final class UpstreamResponseParser {
 
     private static func lower(_ byte: UInt8) -> UInt8 {
         byte >= 65 && byte <= 90 ? byte | 0x20 : byte
+    }
+}
+
+/// An answer's body as it arrives, in `malloc`ed memory that becomes a `Data` without a copy (`take`): each piece
+/// is one copy, without `Data`'s own checks on every append. Owned by one parser on one loop thread.
+private struct BodyBuffer {
+    /// The bytes (nil while nothing is held or reserved).
+    private var base: UnsafeMutableRawPointer?
+    /// Bytes allocated.
+    private var capacity = 0
+    /// Bytes held.
+    private var count = 0
+
+    /// Room for `bytes` in all (a `Content-Length` known up front), so that the pieces need no growth.
+    mutating func reserve(_ bytes: Int) {
+        if bytes > capacity { resize(to: bytes) }
+    }
+
+    /// Appends `length` bytes from `at`, growing to twice the size when full.
+    mutating func append(_ at: UnsafeRawPointer, _ length: Int) {
+        guard length > 0 else { return }
+        if count + length > capacity { resize(to: max(capacity * 2, count + length, 256)) }
+        // Not nil: the resize above allocated room for these bytes.
+        (base! + count).copyMemory(from: at, byteCount: length)
+        count += length
+    }
+
+    /// The bytes as a `Data` that takes the memory over; the buffer is empty afterwards.
+    mutating func take() -> Data {
+        guard let base, count > 0 else {
+            discard()
+            return Data()
+        }
+        let data = Data(bytesNoCopy: base, count: count, deallocator: .free)
+        self.base = nil
+        capacity = 0
+        count = 0
+        return data
+    }
+
+    /// Frees the bytes; the buffer is empty afterwards.
+    mutating func discard() {
+        free(base)
+        base = nil
+        capacity = 0
+        count = 0
+    }
+
+    /// Moves the bytes to an allocation of `size` bytes.
+    private mutating func resize(to size: Int) {
+        guard let grown = realloc(base, size) else { fatalError("out of memory (\(size) bytes)") }
+        base = grown
+        capacity = size
     }
 }
