@@ -48,6 +48,29 @@ import Testing
         #expect(AuthenticationMiddleware.bearer(long) == "pst_" + String(repeating: "y", count: 60))
     }
 
+    /// The token's end is found eight bytes at a time: a space at every position of every length up to 40, from
+    /// every start, with bytes around it that differ from a space by one bit (0x00, 0x21, 0xA0) and two spaces.
+    @Test func theFirstSpaceIsFoundAtEveryPosition() {
+        for length in 0...40 {
+            for filler: UInt8 in [UInt8(ascii: "x"), 0x00, 0x21, 0xA0] {
+                let plain = [UInt8](repeating: filler, count: length)
+                for start in 0...length {
+                    #expect(plain.withUnsafeBufferPointer { AuthenticationMiddleware.firstSpace($0, from: start) } == length)
+                    for space in start..<length {
+                        var bytes = plain
+                        bytes[space] = 0x20
+                        if space + 3 < length { bytes[space + 3] = 0x20 }
+                        let found = bytes.withUnsafeBufferPointer { AuthenticationMiddleware.firstSpace($0, from: start) }
+                        if found != space {
+                            Issue.record("length \(length), filler \(filler), start \(start): space at \(space), found \(found)")
+                            return
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @Test func generatedRequestIDsAreDistinctSafeHex() {
         var seen = Set<String>()
         for _ in 0..<10_000 {

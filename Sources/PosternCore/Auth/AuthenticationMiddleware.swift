@@ -101,11 +101,29 @@ public final class AuthenticationMiddleware: Middleware {
         guard i != end, bytes[i] == space else { return nil }
         while i != end && bytes[i] == space { i += 1 }
         let start = i
-        while i != end && bytes[i] != space { i += 1 }
+        i = firstSpace(bytes, from: i)
         let tokenEnd = i
         while i != end && bytes[i] == space { i += 1 }
         guard start != tokenEnd, i == end else { return nil }
         return start..<tokenEnd
+    }
+
+    /// The index of the first space in `bytes` at or after `from` (`bytes.count` when none): eight bytes at a time
+    /// (a token is some 50 bytes without one).
+    static func firstSpace(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        var i = from
+        if let base = bytes.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            while i &+ 8 <= bytes.count {
+                // A space becomes a zero byte; the lowest byte flagged by the zero test is exact.
+                let w = UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)) ^ (ones &* 0x20)
+                let zero = (w &- ones) & ~w & (ones &* 0x80)
+                if zero != 0 { return i &+ zero.trailingZeroBitCount &>> 3 }
+                i &+= 8
+            }
+        }
+        while i < bytes.count && bytes[i] != UInt8(ascii: " ") { i &+= 1 }
+        return i
     }
 
     /// `bearerRange` through the UTF-8 view (a string without contiguous UTF-8 storage).
