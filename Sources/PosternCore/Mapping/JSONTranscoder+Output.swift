@@ -62,15 +62,7 @@ struct TranscoderOutput {
     @inline(__always)
     mutating func appendBlocks(_ source: UnsafePointer<UInt8>, _ n: Int) {
         reserve(n &+ 16)
-        let from = UnsafeRawPointer(source)
-        let to = UnsafeMutableRawPointer(base + count)
-        var k = 0
-        repeat {
-            to.storeBytes(of: from.loadUnaligned(fromByteOffset: k, as: SIMD16<UInt8>.self), toByteOffset: k,
-                          as: SIMD16<UInt8>.self)
-            k &+= 16
-        } while k < n
-        count &+= n
+        count = storeBlocks(source, n, at: count)
     }
 
     /// Copies `n` bytes from `source`, which has at least `n + 15` readable bytes, to offset `at`
