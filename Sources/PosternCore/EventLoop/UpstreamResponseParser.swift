@@ -116,9 +116,11 @@ final class UpstreamResponseParser {
 
     /// The parser's owner, from its `data` pointer (set before every `http_parser_execute`; the owner outlives
     /// the call, so the unretained pointer is valid).
-    private static func owner(_ parser: UnsafeMutablePointer<http_parser>?) -> UpstreamResponseParser {
-        // http-parser passes the parser it runs, whose data was set just before.
-        Unmanaged<UpstreamResponseParser>.fromOpaque(parser!.pointee.data).takeUnretainedValue()
+    /// Calls `body` with the parser's owner, without retaining it: `run` runs every callback while the owner is
+    /// alive. (http-parser passes the parser it runs, whose data was set just before.)
+    @inline(__always)
+    private static func with(_ parser: UnsafeMutablePointer<http_parser>?, _ body: (UpstreamResponseParser) -> Int32) -> Int32 {
+        Unmanaged<UpstreamResponseParser>.fromOpaque(parser!.pointee.data)._withUnsafeGuaranteedRef(body)
     }
 
     /// The callbacks, shared by every parser (they find their parser through `data`): written once, then
@@ -132,75 +134,80 @@ final class UpstreamResponseParser {
     private static func makeSettings() -> http_parser_settings {
         var settings = http_parser_settings()
         settings.on_header_field = { parser, at, length in
-            let owner = UpstreamResponseParser.owner(parser)
-            if owner.inValue { owner.endField() }
-            if let at { owner.fieldName.append(at, length) }
-            return 0
-        }
-        settings.on_header_value = { parser, at, length in
-            let owner = UpstreamResponseParser.owner(parser)
-            if !owner.inValue {
-                owner.inValue = true
-                owner.keepingValue = owner.keeps(owner.fieldName.bytes)
-                // http-parser 2.9 marks the answer as using Transfer-Encoding as soon as a field's name *begins*
-                // with it (`Transfer-Encoding-X`), and would then read a 204 until the close or refuse a
-                // Content-Length: only the exact name counts (the whole name is known at its first value piece;
-                // http-parser itself also takes `Transfer-Encoding :`, and so does this check).
-                if parser!.pointee.uses_transfer_encoding != 0 && !owner.sawTransferEncoding {
-                    var name = owner.fieldName.bytes[...]
-                    while name.last == 0x20 || name.last == 0x09 { name = name.dropLast() }
-                    if UpstreamResponseParser.sameName(UnsafeBufferPointer(rebasing: name), "transfer-encoding") {
-                        owner.sawTransferEncoding = true
-                    } else {
-                        parser!.pointee.uses_transfer_encoding = 0
-                    }
-                }
-            }
-            if owner.keepingValue, let at {
-                owner.fieldValue.append(at, length)
-            }
-            return 0
-        }
-        settings.on_headers_complete = { parser in
-            let owner = UpstreamResponseParser.owner(parser)
-            if owner.inValue { owner.endField() }
-            // Non-nil: http-parser runs callbacks with the parser it runs.
-            let state = parser!.pointee
-            owner.status = Int(state.status_code)
-            // http-parser takes any three digits (even `000`, or fewer: `HTTP/1.1 30 x`): only HTTP's codes are answers.
-            guard (100...599).contains(owner.status) else {
-                owner.statusOutOfRange = true
-                return -1
-            }
-            // 1xx, 204 and 304 answers have no body whatever their fields say (RFC 9112 §6.3); http-parser would
-            // read one by their Content-Length. 1 tells it to skip the body.
-            if owner.status < 200 || owner.status == 204 || owner.status == 304 { return 1 }
-            if state.flags & UInt32(F_CONTENTLENGTH.rawValue) != 0, state.content_length > 0,
-               state.content_length <= UInt64(UpstreamResponseParser.maxReservation) {
-                owner.arriving.reserve(Int(state.content_length))
-            }
-            return 0
-        }
-        settings.on_body = { parser, at, length in
-            let owner = UpstreamResponseParser.owner(parser)
-            if let at { owner.arriving.append(UnsafeRawPointer(at), length) }
-            return 0
-        }
-        settings.on_message_complete = { parser in
-            let owner = UpstreamResponseParser.owner(parser)
-            if (100..<200).contains(owner.status) {
-                // An interim answer (100 Continue, 103 Early Hints): the final one follows.
-                owner.headers = HTTPHeaders()
-                owner.status = 0
-                owner.sawTransferEncoding = false
+            UpstreamResponseParser.with(parser) { owner in
+                if owner.inValue { owner.endField() }
+                if let at { owner.fieldName.append(at, length) }
                 return 0
             }
-            owner.keepAlive = http_should_keep_alive(parser) != 0
-            owner.messageComplete = true
-            owner.body = owner.arriving.take()
-            // Stop here: bytes after the answer are not parsed as another one.
-            http_parser_pause(parser, 1)
-            return 0
+        }
+        settings.on_header_value = { parser, at, length in
+            UpstreamResponseParser.with(parser) { owner in
+                if !owner.inValue {
+                    owner.inValue = true
+                    owner.keepingValue = owner.keeps(owner.fieldName.bytes)
+                    // http-parser 2.9 marks the answer as using Transfer-Encoding as soon as a field's name *begins*
+                    // with it (`Transfer-Encoding-X`), and would then read a 204 until the close or refuse a
+                    // Content-Length: only the exact name counts (the whole name is known at its first value piece;
+                    // http-parser itself also takes `Transfer-Encoding :`, and so does this check).
+                    if parser!.pointee.uses_transfer_encoding != 0 && !owner.sawTransferEncoding {
+                        var name = owner.fieldName.bytes[...]
+                        while name.last == 0x20 || name.last == 0x09 { name = name.dropLast() }
+                        if UpstreamResponseParser.sameName(UnsafeBufferPointer(rebasing: name), "transfer-encoding") {
+                            owner.sawTransferEncoding = true
+                        } else {
+                            parser!.pointee.uses_transfer_encoding = 0
+                        }
+                    }
+                }
+                if owner.keepingValue, let at {
+                    owner.fieldValue.append(at, length)
+                }
+                return 0
+            }
+        }
+        settings.on_headers_complete = { parser in
+            UpstreamResponseParser.with(parser) { owner in
+                if owner.inValue { owner.endField() }
+                // Non-nil: http-parser runs callbacks with the parser it runs.
+                let state = parser!.pointee
+                owner.status = Int(state.status_code)
+                // http-parser takes any three digits (even `000`, or fewer: `HTTP/1.1 30 x`): only HTTP's codes are answers.
+                guard (100...599).contains(owner.status) else {
+                    owner.statusOutOfRange = true
+                    return -1
+                }
+                // 1xx, 204 and 304 answers have no body whatever their fields say (RFC 9112 §6.3); http-parser would
+                // read one by their Content-Length. 1 tells it to skip the body.
+                if owner.status < 200 || owner.status == 204 || owner.status == 304 { return 1 }
+                if state.flags & UInt32(F_CONTENTLENGTH.rawValue) != 0, state.content_length > 0,
+                   state.content_length <= UInt64(UpstreamResponseParser.maxReservation) {
+                    owner.arriving.reserve(Int(state.content_length))
+                }
+                return 0
+            }
+        }
+        settings.on_body = { parser, at, length in
+            UpstreamResponseParser.with(parser) { owner in
+                if let at { owner.arriving.append(UnsafeRawPointer(at), length) }
+                return 0
+            }
+        }
+        settings.on_message_complete = { parser in
+            UpstreamResponseParser.with(parser) { owner in
+                if (100..<200).contains(owner.status) {
+                    // An interim answer (100 Continue, 103 Early Hints): the final one follows.
+                    owner.headers = HTTPHeaders()
+                    owner.status = 0
+                    owner.sawTransferEncoding = false
+                    return 0
+                }
+                owner.keepAlive = http_should_keep_alive(parser) != 0
+                owner.messageComplete = true
+                owner.body = owner.arriving.take()
+                // Stop here: bytes after the answer are not parsed as another one.
+                http_parser_pause(parser, 1)
+                return 0
+            }
         }
         return settings
     }
