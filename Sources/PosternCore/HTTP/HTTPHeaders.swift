@@ -54,13 +54,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
             return block.value(i)
         }
         if let value = rendered?.fields.first(where: { HTTPHeaders.sameName($0.name, name) })?.value { return value }
-        return list.first { HTTPHeaders.sameName($0.name, name) }?.value
+        return listIndex(of: name).map { list[$0].value }
     }
 
     /// Whether a field called `name` is present (no `String` made for its value).
     public func contains(_ name: String) -> Bool {
         if let block { return block.index(of: name) != nil }
-        return renderedContains(name) || list.contains { HTTPHeaders.sameName($0.name, name) }
+        return renderedContains(name) || listIndex(of: name) != nil
     }
 
     /// Calls `body` with the UTF-8 bytes of the first value of `name` (nil when there is none), without
@@ -108,6 +108,14 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         self.block = nil
     }
 
+    /// The index in `list` of the first field called `name`, read in place (no copy of a field).
+    private func listIndex(of name: String) -> Int? {
+        list.withUnsafeBufferPointer { fields in
+            for i in fields.indices where HTTPHeaders.sameName(fields[i].name, name) { return i }
+            return nil
+        }
+    }
+
     /// Whether a rendered field is called `name`.
     private func renderedContains(_ name: String) -> Bool {
         rendered?.index(of: name, from: 0) != nil
@@ -129,7 +137,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// Replaces every field called `name` with one field (nothing changes, and nothing shared is copied, when
     /// the only such field is a rendered one with this value).
     public mutating func set(_ name: String, _ value: String) {
-        if let rendered, rendered.holdsOnly(name, value), !list.contains(where: { HTTPHeaders.sameName($0.name, name) }) {
+        if let rendered, rendered.holdsOnly(name, value), listIndex(of: name) == nil {
             return
         }
         remove(name)
