@@ -113,12 +113,9 @@ public final class AuthenticationMiddleware: Middleware {
     static func firstSpace(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
         var i = from
         if let base = bytes.baseAddress {
-            let ones: UInt64 = 0x0101_0101_0101_0101
             while i &+ 8 <= bytes.count {
-                // A space becomes a zero byte; the lowest byte flagged by the zero test is exact.
-                let w = UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)) ^ (ones &* 0x20)
-                let zero = (w &- ones) & ~w & (ones &* 0x80)
-                if zero != 0 { return i &+ zero.trailingZeroBitCount &>> 3 }
+                let spaces = ByteWord.equal(ByteWord.load(base + i), UInt8(ascii: " "))
+                if spaces != 0 { return i &+ ByteWord.firstFlagged(spaces) }
                 i &+= 8
             }
         }

@@ -67,6 +67,8 @@ public final class SessionManager: @unchecked Sendable {
         self.revocations = revocations
         // The subscriptions hold the session cache, not the manager, not even weakly: a weak reference gives
         // the manager a side table, and every retain of it on the request path then takes the slow path.
+        // A session another instance revoked leaves the cache (the store already forgot it); a reset of the bus
+        // (announcements may have been missed) empties it.
         let cache = self.cache
         revocations.subscribe { id in cache.remove(sessionID: id) }
         revocations.subscribeReset { cache.removeAll() }
@@ -415,12 +417,6 @@ public final class SessionManager: @unchecked Sendable {
     /// Whether the session store can answer now (`/readyz`).
     public func storeIsAvailable() async -> Bool {
         await store.isAvailable()
-    }
-
-    /// Drops the cached copy of a session that another instance revoked (from a `SessionRevocationBus`); the
-    /// store already forgot it.
-    public func forgetCached(sessionID: String) {
-        cache.remove(sessionID: sessionID)
     }
 
     /// Drops every cached session (a shared bus may have missed announcements: each is read again).

@@ -194,15 +194,11 @@ final class HTTPRequestAssembler {
     static func holdsControlByte(_ piece: UnsafeRawBufferPointer) -> Bool {
         @inline(__always) func bad(_ byte: UInt8) -> Bool { (byte < 0x20 && byte != 0x09) || byte == 0x7F }
         guard let base = piece.baseAddress else { return false }
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let high: UInt64 = 0x8080_8080_8080_8080
         var i = 0
         while i &+ 8 <= piece.count {
-            let w = (base + i).loadUnaligned(as: UInt64.self)
-            // A byte below 0x20, or equal to 0x7F, sets its high bit here (a borrow may set a higher one as
-            // well: a flagged word is only a candidate).
-            let del = w ^ (ones &* 0x7F)
-            if ((w &- ones &* 0x20) & ~w | (del &- ones) & ~del) & high != 0 {
+            let w = ByteWord.load(base + i)
+            // A flagged word is only a candidate (a borrow may flag a byte above a flagged one; HTAB is flagged).
+            if ByteWord.below(w, 0x20) | ByteWord.equal(w, 0x7F) != 0 {
                 for k in i..<(i &+ 8) where bad(piece[k]) { return true }
             }
             i &+= 8
