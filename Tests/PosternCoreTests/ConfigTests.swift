@@ -52,6 +52,7 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         #expect(config.directus.timeoutMs == 10_000)
         #expect(config.directus.keepaliveIdleMs == 4000)
         #expect(config.directus.maxWaitingPerWorker == 1024)
+        #expect(config.directus.pipelineDepth == 8)
         #expect(config.sessions.storeKind == .sqlite(path: "data/sessions.db"))
         #expect(config.limits.maxBodyBytes == 1_048_576)
         #expect(config.cors.allowedOrigins == ["*"] && !config.cors.allowCredentials)
@@ -168,6 +169,8 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         BadConfig(#"{"directus": {"registration": "open"}}"#, "directus.registration", #""users" or "register""#),
         BadConfig(#"{"directus": {"keepalive_idle_ms": 0}}"#, "directus.keepalive_idle_ms", "between 1 and 600000"),
         BadConfig(#"{"directus": {"max_waiting_per_worker": -1}}"#, "directus.max_waiting_per_worker", "between 0 and 1000000"),
+        BadConfig(#"{"directus": {"pipeline_depth": 0}}"#, "directus.pipeline_depth", "between 1 and 64"),
+        BadConfig(#"{"directus": {"pipeline_depth": 65}}"#, "directus.pipeline_depth", "between 1 and 64"),
         BadConfig(#"{"directus": []}"#, "directus", "must be a JSON object"),
         BadConfig(#"{"sessions": {"store": "file:x.db"}}"#, "sessions.store", "memory, sqlite:<path> or redis://[:password@]host:port[/db]"),
         BadConfig(#"{"sessions": {"store": "sqlite:"}}"#, "sessions.store", "sqlite:<path>"),

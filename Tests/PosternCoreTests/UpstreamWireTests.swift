@@ -206,6 +206,8 @@ final class ScriptedUpstream: @unchecked Sendable {
         case trickle(String)
         /// Close the connection.
         case close
+        /// Wait this many seconds (a slow answer; the connection's next requests wait behind it).
+        case wait(Double)
     }
 
     let port: UInt16
@@ -289,6 +291,8 @@ final class ScriptedUpstream: @unchecked Sendable {
                     }
                 case .close:
                     return
+                case .wait(let seconds):
+                    usleep(UInt32(seconds * 1_000_000))
                 }
             }
         }

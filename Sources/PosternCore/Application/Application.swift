@@ -56,7 +56,8 @@ public final class Application: @unchecked Sendable {
             group = workers
             upstream = LoopTransport(group: workers, endpoint: endpoint, maxConnections: config.directus.maxConnectionsPerWorker,
                                      maxWaiting: config.directus.maxWaitingPerWorker,
-                                     keepaliveIdle: Double(config.directus.keepaliveIdleMs) / 1000)
+                                     keepaliveIdle: Double(config.directus.keepaliveIdleMs) / 1000,
+                                     pipelineDepth: config.directus.pipelineDepth)
         }
         let backend: SessionBackend
         do {

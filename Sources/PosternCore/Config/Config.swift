@@ -45,6 +45,8 @@ public struct DirectusConfig: Sendable, Equatable {
     public var keepaliveIdleMs = 4000
     /// Requests that may wait for a free pooled connection per worker; beyond it → 503.
     public var maxWaitingPerWorker = 1024
+    /// GETs sent in the same turn of a worker's loop that may share one connection, pipelined (1: none).
+    public var pipelineDepth = 8
     /// The defaults.
     public init() {}
 }

@@ -26,6 +26,8 @@ struct IntRule: Sendable {
     static let timeoutMs = IntRule(min: 1, max: 600_000)
     /// `directus.max_connections_per_worker`.
     static let connections = IntRule(min: 1, max: 10_000)
+    /// `directus.pipeline_depth`.
+    static let pipelineDepth = IntRule(min: 1, max: 64)
     /// `directus.keepalive_idle_ms`.
     static let keepaliveIdleMs = IntRule(min: 1, max: 600_000)
     /// `directus.max_waiting_per_worker` (0: never wait for a connection).

@@ -33,6 +33,7 @@ extension PosternConfig {
         check("directus.max_connections_per_worker", directus.maxConnectionsPerWorker, .connections)
         check("directus.keepalive_idle_ms", directus.keepaliveIdleMs, .keepaliveIdleMs)
         check("directus.max_waiting_per_worker", directus.maxWaitingPerWorker, .waiting)
+        check("directus.pipeline_depth", directus.pipelineDepth, .pipelineDepth)
         if !["users", "register"].contains(directus.registration) {
             report("directus.registration", "must be \"users\" or \"register\" (got \"\(directus.registration)\")")
         }

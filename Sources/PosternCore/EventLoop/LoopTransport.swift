@@ -7,13 +7,14 @@ public final class LoopTransport: UpstreamTransport, @unchecked Sendable {
     private let fallback: (EventLoop, UpstreamHTTPClient)
 
     /// One pool per loop of `group` (its responses carry only the headers the gateway reads), each with at most `maxConnections` connections and `maxWaiting` calls
-    /// waiting for one; connections idle longer than `keepaliveIdle` seconds are not reused.
+    /// waiting for one; connections idle longer than `keepaliveIdle` seconds are not reused; up to `pipelineDepth`
+    /// GETs of one turn share a connection.
     public init(group: EventLoopGroup, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil,
-                maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0) {
+                maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0, pipelineDepth: Int = 1) {
         clients = group.loops.map { loop in
             (loop, UpstreamHTTPClient(loop: loop, endpoint: endpoint, maxConnections: maxConnections,
                                       tls: tls, maxWaiting: maxWaiting, keepaliveIdle: keepaliveIdle,
-                                      keptHeaders: UpstreamHTTPClient.gatewayHeaders))
+                                      pipelineDepth: pipelineDepth, keptHeaders: UpstreamHTTPClient.gatewayHeaders))
         }
         fallback = clients[0]
     }

@@ -2,13 +2,19 @@ import CEvent
 import Foundation
 
 /// One keep-alive HTTP/1.1 connection to the upstream, on one loop: a nonblocking socket (TLS through OpenSSL
-/// on the same socket for `https`), one request at a time.
+/// on the same socket for `https`), carrying one request, or several pipelined GETs, at a time.
 ///
-/// A request is serialized into one reusable buffer and written with one `send` (write readiness is waited for
-/// only when the socket is full); the socket's read event stays armed for the connection's life, and the
-/// answer is parsed where it was read (`UpstreamResponseParser`). The connection connects lazily, on its first
-/// request, and again when a request finds it closed before anything was sent. While it idles in the pool, a
-/// close or stray bytes from the peer close it and call `onIdleClose`.
+/// Requests are serialized one after another into one reusable buffer, which the pool flushes with one `send`
+/// at the end of the loop's turn (write readiness is waited for only when the socket is full), so that the
+/// GETs a turn pipelines on the connection cost one system call together. Their answers come back in order
+/// and are handed to their calls in order. The socket's read event stays armed for the connection's life, and
+/// each answer is parsed where it was read (`UpstreamResponseParser`). The connection connects lazily, on its
+/// first request, and again when a request finds it closed before anything was sent. While it idles in the
+/// pool, a close or stray bytes from the peer close it and call `onIdleClose`.
+///
+/// When the connection fails (closed by the peer, an invalid answer, a timeout), the call whose answer was
+/// being read gets that failure and every call pipelined behind it gets `.closed`: their GETs are retried once
+/// on a fresh connection by the pool.
 ///
 /// Ownership: the libevent events carry `self` unretained; the connection frees them (in `close()` or
 /// `deinit`) before it goes away, so a callback never sees a freed object. Not thread-safe: every method runs
@@ -43,15 +49,20 @@ final class UpstreamConnection: @unchecked Sendable {
     private var timeoutEvent: OpaquePointer?
     private var resolving: DNSLookup?
     private let parser: UpstreamResponseParser
-    /// The serialized request (reused: no allocation once it has grown to the usual size).
+    /// The serialized requests not yet written (reused: no allocation once it has grown to the usual size).
     private let output = RawBytes(capacity: 1024)
+    /// Bytes of `output` already written.
     private var written = 0
     /// A TLS read that wanted to write first (renegotiation or key update): retried when the socket is writable.
     private var readWantsWrite = false
     /// The read buffer, allocated once.
     private let buffer: UnsafeMutableRawBufferPointer
-    /// The call in flight, resumed exactly once.
-    private var continuation: UnsafeContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>?
+    /// The calls whose requests were queued on the connection, in the order their answers come; `first` is the one
+    /// whose answer is being read. Each is resumed exactly once.
+    private var calls: [Call] = []
+    private var first = 0
+    /// The earliest deadline of the calls in flight (monotonic nanoseconds; the timeout event is armed for it).
+    private var earliestDeadline = UInt64.max
 
     /// When the connection last went back to the idle pool (monotonic nanoseconds).
     var idleSince: UInt64 = 0
@@ -64,6 +75,26 @@ final class UpstreamConnection: @unchecked Sendable {
     var pooled = false
     /// Called when the peer closes the connection while it is pooled (loop thread).
     var onIdleClose: ((UpstreamConnection) -> Void)?
+    /// Called when the last call in flight got its outcome (loop thread): the pool takes the connection back.
+    var onDrained: ((UpstreamConnection) -> Void)?
+
+    /// A call in flight: who waits for the answer, and until when.
+    private struct Call {
+        let continuation: UnsafeContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>
+        let deadline: UInt64
+    }
+
+    /// Calls in flight (sent, or queued to be sent at the end of the turn).
+    var inFlight: Int { calls.count - first }
+
+    /// True while another GET may be pipelined behind the calls in flight: the connection is not closed or
+    /// failing, and it holds fewer than `depth` calls.
+    func canPipeline(depth: Int) -> Bool {
+        !closedByPeer && inFlight > 0 && inFlight < depth
+    }
+
+    /// True when bytes wait to be written (the pool flushes them at the end of the turn).
+    var hasUnwritten: Bool { written < output.count }
 
     /// The read buffer's size: an answer larger than this arrives in several reads.
     static let readBufferSize = 16 * 1024
@@ -86,11 +117,14 @@ final class UpstreamConnection: @unchecked Sendable {
 
     // MARK: Requests
 
-    /// Serializes `request` for the upstream: request line, `Host`, its headers, `Content-Length`, body.
-    /// A header whose name or value holds CR, LF or NUL is not sent (it would split the request).
-    /// `versionAndHost` is `" HTTP/1.1\r\nHost: <host>\r\n"`, built once by the pool.
-    func prepare(_ request: UpstreamRequest, versionAndHost: [UInt8]) {
-        output.count = 0
+    /// Serializes `request` for the upstream after any request still waiting to be written: request line,
+    /// `Host`, its headers, `Content-Length`, body. A header whose name or value holds CR, LF or NUL is not sent
+    /// (it would split the request). `versionAndHost` is `" HTTP/1.1\r\nHost: <host>\r\n"`, built once by the pool.
+    private func serialize(_ request: UpstreamRequest, versionAndHost: [UInt8]) {
+        if written == output.count {
+            output.count = 0
+            written = 0
+        }
         output.append(request.method.description)
         output.append(0x20)
         output.append(endpoint.basePath)
@@ -141,25 +175,34 @@ final class UpstreamConnection: @unchecked Sendable {
         return text.withCString { strcspn($0, "\r\n") } == length
     }
 
-    /// Sends the prepared request and resumes `continuation` once, with the answer, a failure, or `.timeout`
-    /// after `timeout` seconds.
-    func start(_ continuation: UnsafeContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>, timeout: Double) {
-        self.continuation = continuation
-        parser.reset()
-        written = 0
-        armTimeout(timeout)
+    /// Queues `request` behind the calls in flight and resumes `continuation` once, with its answer, a failure,
+    /// or `.timeout` at `deadline` (monotonic nanoseconds). The bytes go out when the pool calls `flush` at the
+    /// end of the turn, or as soon as a connection still to be opened is connected.
+    func queue(_ request: UpstreamRequest, versionAndHost: [UInt8],
+               _ continuation: UnsafeContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>, deadline: UInt64) {
+        let idle = inFlight == 0
+        serialize(request, versionAndHost: versionAndHost)
+        calls.append(Call(continuation: continuation, deadline: deadline))
+        if idle { parser.reset() }
+        if deadline < earliestDeadline {
+            earliestDeadline = deadline
+            armTimeout()
+        }
         switch state {
-        case .open:
-            writeOutput()
+        case .open, .resolving, .connecting, .handshaking:
+            // Open: written by `flush`; on the way to open: written once connected.
+            break
         case .closed:
             // Never connected, or closed by the peer while idle: nothing was sent yet, so any method may open a
             // fresh socket.
             closedByPeer = false
             connect()
-        case .resolving, .connecting, .handshaking:
-            // Not reachable: a connection is only handed out between calls, when it is open or closed.
-            fail(.unreachable("connection busy"))
         }
+    }
+
+    /// Writes what the calls queued (the pool's end-of-turn flush); a full socket finishes it when writable.
+    func flush() {
+        if state == .open && hasUnwritten { writeOutput() }
     }
 
     /// True when the peer has closed this idle connection (end of stream already queued on the socket), seen
@@ -311,7 +354,7 @@ final class UpstreamConnection: @unchecked Sendable {
                 readWantsWrite = false
                 readable()
             }
-            if continuation != nil && written < output.count { writeOutput() }
+            if inFlight > 0 && hasUnwritten { writeOutput() }
         case .closed, .resolving:
             break
         }
@@ -328,30 +371,19 @@ final class UpstreamConnection: @unchecked Sendable {
             return
         }
         // A TLS write that wanted to read first goes on now.
-        if ssl != nil, continuation != nil, written < output.count { writeOutput() }
+        if ssl != nil, inFlight > 0, hasUnwritten { writeOutput() }
         while state == .open {
             let n = receive()
             if n > 0 {
-                guard continuation != nil else {
+                guard inFlight > 0 else {
                     // Bytes while no request is in flight: the connection can no longer be trusted.
                     closedIdle()
                     return
                 }
-                switch parser.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) {
-                case .needMore:
-                    // A short plain read emptied the socket: don't spend a read on EAGAIN.
-                    if ssl == nil && n < buffer.count { return }
-                    if let ssl, SSL_pending(ssl) == 0, n < buffer.count { return }
-                case .complete(let leftover):
-                    answered(reusable: leftover == 0)
-                    return
-                case .invalid(let reason):
-                    fail(.badResponse("invalid HTTP answer (\(reason))"))
-                    return
-                case .truncated:
-                    fail(.closed)
-                    return
-                }
+                guard parse(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else { return }
+                // A short plain read emptied the socket: don't spend a read on EAGAIN.
+                if ssl == nil && n < buffer.count { return }
+                if let ssl, SSL_pending(ssl) == 0, n < buffer.count { return }
             } else if n == 0 {
                 endOfStream()
                 return
@@ -359,6 +391,37 @@ final class UpstreamConnection: @unchecked Sendable {
                 if errno == EAGAIN || errno == EWOULDBLOCK { return }
                 endOfStream()
                 return
+            }
+        }
+    }
+
+    /// Parses bytes read: each answer completed goes to its call, and the bytes after it start the next call's
+    /// answer. False when the connection ended (failed, closed, or no call left for the bytes that remain).
+    private func parse(_ read: UnsafeRawBufferPointer) -> Bool {
+        var bytes = read
+        while true {
+            switch parser.feed(bytes) {
+            case .needMore:
+                return true
+            case .complete(let leftover):
+                let open = answered()
+                if leftover == 0 { return open && state == .open }
+                guard open, inFlight > 0 else {
+                    // Bytes after the last answer: nothing asked for them, the connection can no longer be trusted.
+                    if inFlight == 0 {
+                        closedByPeer = true
+                        closeSocket()
+                        if pooled { onIdleClose?(self) }
+                    }
+                    return false
+                }
+                bytes = UnsafeRawBufferPointer(rebasing: bytes[(bytes.count - leftover)...])
+            case .invalid(let reason):
+                fail(.badResponse("invalid HTTP answer (\(reason))"))
+                return false
+            case .truncated:
+                fail(.closed)
+                return false
             }
         }
     }
@@ -389,13 +452,16 @@ final class UpstreamConnection: @unchecked Sendable {
     }
 
     private func endOfStream() {
-        guard continuation != nil else {
+        guard inFlight > 0 else {
             closedIdle()
             return
         }
         switch parser.feedEndOfStream() {
         case .complete:
-            answered(reusable: false)
+            closedByPeer = true
+            closeSocket()
+            _ = answered()
+            fail(.closed)
         case .invalid(let reason):
             fail(.badResponse("invalid HTTP answer (\(reason))"))
         case .needMore, .truncated:
@@ -440,19 +506,45 @@ final class UpstreamConnection: @unchecked Sendable {
 
     // MARK: Outcomes
 
-    private func answered(reusable: Bool) {
+    /// Hands the answer just parsed to the first call in flight, and gets the parser ready for the next one.
+    /// False when the answer closes the connection (`Connection: close`, or delimited by the close): the calls
+    /// behind it then fail with `.closed`.
+    private func answered() -> Bool {
         completed += 1
-        if !reusable || !parser.keepAlive {
+        let keepAlive = parser.keepAlive
+        let response = UpstreamResponse(status: parser.status, headers: parser.headers, body: parser.body)
+        parser.reset()
+        let call = calls[first]
+        first += 1
+        if !keepAlive {
             closedByPeer = true
             closeSocket()
         }
-        finish(.success(UpstreamResponse(status: parser.status, headers: parser.headers, body: parser.body)))
+        resumeFirst(call, .success(response))
+        if !keepAlive {
+            fail(.closed)
+            return false
+        }
+        return true
     }
 
+    /// Closes the connection: the first call in flight gets `failure`, the calls behind it `.closed` (nothing of
+    /// their answers was read: the pool retries their GETs once on a fresh connection).
     private func fail(_ failure: UpstreamFailure) {
         closedByPeer = true
         closeSocket()
-        finish(.failure(failure))
+        written = 0
+        output.count = 0
+        // Unreachable: nothing was sent, and the calls behind the first would meet the same.
+        let behind: UpstreamFailure
+        if case .unreachable = failure { behind = failure } else { behind = .closed }
+        var outcome = failure
+        while first < calls.count {
+            let call = calls[first]
+            first += 1
+            resumeFirst(call, .failure(outcome))
+            outcome = behind
+        }
     }
 
     /// The peer closed (or wrote to) the connection while no request was in flight.
@@ -462,14 +554,27 @@ final class UpstreamConnection: @unchecked Sendable {
         if pooled { onIdleClose?(self) }
     }
 
-    private func finish(_ result: Result<UpstreamResponse, UpstreamFailure>) {
-        if let timeoutEvent { event_del(timeoutEvent) }
-        guard let continuation else { return }
-        self.continuation = nil
-        continuation.resume(returning: result)
+    /// Resumes `call`, just taken off the front of the queue; when it was the last one, the timeout is disarmed
+    /// and the pool takes the connection back, else the timeout is armed for the earliest deadline left.
+    private func resumeFirst(_ call: Call, _ result: Result<UpstreamResponse, UpstreamFailure>) {
+        if first == calls.count {
+            calls.removeAll(keepingCapacity: true)
+            first = 0
+            earliestDeadline = .max
+            if let timeoutEvent { event_del(timeoutEvent) }
+            call.continuation.resume(returning: result)
+            onDrained?(self)
+            return
+        }
+        if call.deadline == earliestDeadline && !closedByPeer {
+            earliestDeadline = calls[first...].lazy.map(\.deadline).min() ?? .max
+            armTimeout()
+        }
+        call.continuation.resume(returning: result)
     }
 
-    private func armTimeout(_ seconds: Double) {
+    /// Arms the timeout event for `earliestDeadline`.
+    private func armTimeout() {
         if timeoutEvent == nil {
             timeoutEvent = event_new(loop.base, -1, 0, { _, _, arg in
                 guard let arg else { return }
@@ -477,15 +582,29 @@ final class UpstreamConnection: @unchecked Sendable {
                 connection.timedOut()
             }, Unmanaged.passUnretained(self).toOpaque())
         }
-        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1_000_000))
+        let now = DispatchTime.now().uptimeNanoseconds
+        let left = earliestDeadline > now ? earliestDeadline - now : 0
+        var tv = timeval(tv_sec: Int(left / 1_000_000_000), tv_usec: Int(left % 1_000_000_000 / 1000))
         event_add(timeoutEvent, &tv)
     }
 
+    /// A call's deadline passed: as an answer cannot be skipped, the connection closes; the calls whose deadline
+    /// passed get `.timeout`, the others `.closed` (nothing of their answers was read: their GETs are retried).
     private func timedOut() {
-        guard continuation != nil else { return }
+        guard inFlight > 0 else { return }
         resolving?.cancel()
         resolving = nil
-        fail(.timeout)
+        closedByPeer = true
+        closeSocket()
+        written = 0
+        output.count = 0
+        // The timer may fire a little before the deadline by the precise clock (libevent reads a coarse one).
+        let passed = max(DispatchTime.now().uptimeNanoseconds, earliestDeadline)
+        while first < calls.count {
+            let call = calls[first]
+            first += 1
+            resumeFirst(call, .failure(call.deadline <= passed ? .timeout : .closed))
+        }
     }
 
     private func closeSocket() {

@@ -7,17 +7,31 @@ import Foundation
 /// `maxWaiting` calls wait, later ones fail at once. A connection idle longer than `keepaliveIdle` is
 /// closed instead of reused: Directus (Node) closes idle keep-alive connections after 5 s, and a request
 /// sent just as it does is lost (docs/api.md, Upstream and edge rules).
+///
+/// GETs that the same turn of the loop sends are pipelined (HTTP/1.1): the first takes a connection as any call
+/// does, the next ones (up to `pipelineDepth` in all) are queued behind it on that connection, and the turn's
+/// requests are written at its end, one `send` per connection. A request that is not a GET always has a
+/// connection of its own. A pipelined GET that loses its connection before its answer came (the peer closed
+/// it, or the answer before it failed) is retried once on a fresh connection, like a GET on a reused one.
 public final class UpstreamHTTPClient: @unchecked Sendable {
     let loop: EventLoop
     let endpoint: UpstreamEndpoint
     private let maxConnections: Int
     private let maxWaiting: Int
     private let keepaliveIdleNanos: UInt64
+    /// At most this many GETs in flight on one connection (1: no pipelining).
+    private let pipelineDepth: Int
     /// Idle connections, oldest first.
     private var idle: [UpstreamConnection] = []
     private var open = 0
     /// Calls waiting for a connection, first come first served.
     private var waiters: [PoolWaiter] = []
+    /// The connection this turn's GETs are pipelined on (nil between turns).
+    private var batch: UpstreamConnection?
+    /// The connections this turn queued requests on, flushed at its end.
+    private var unflushed: [UpstreamConnection] = []
+    /// The end-of-turn flush (made once: registering it allocates nothing).
+    private lazy var flushAtEndOfTurn: () -> Void = { [unowned self] in self.flush() }
     private let tlsContext: TLSClientContext?
     /// `" HTTP/1.1\r\nHost: <host>\r\n"`, built once: what follows the target in every request.
     private let versionAndHost: [UInt8]
@@ -29,14 +43,16 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     public static let gatewayHeaders: [StaticString] = ["Retry-After"]
 
     /// Creates a client for `endpoint` on `loop`; its responses carry the answer headers named in `keptHeaders`
-    /// (every one when nil).
+    /// (every one when nil). Up to `pipelineDepth` GETs of one turn share a connection.
     public init(loop: EventLoop, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil,
-                maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0, keptHeaders: [StaticString]? = nil) {
+                maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0, pipelineDepth: Int = 1,
+                keptHeaders: [StaticString]? = nil) {
         self.keptHeaders = keptHeaders
         self.loop = loop
         self.endpoint = endpoint
         self.maxConnections = max(1, maxConnections)
         self.maxWaiting = max(0, maxWaiting)
+        self.pipelineDepth = max(1, pipelineDepth)
         keepaliveIdleNanos = UInt64(max(0, keepaliveIdle) * 1_000_000_000)
         tlsContext = endpoint.tls ? (tls ?? TLSClientContext.shared) : nil
         versionAndHost = UpstreamConnection.versionAndHost(endpoint.hostHeader)
@@ -44,30 +60,32 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
 
     /// Sends one request and waits for the answer, at most `timeout` seconds from now (waiting for a pooled
     /// connection included). An idempotent GET that fails because a reused keep-alive connection was closed
-    /// is retried once on a fresh one, within the same time.
+    /// (or the connection it was pipelined on) is retried once on a fresh one, within the same time.
     public func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
         let now = Self.now()
         let deadline = now &+ UInt64(max(0, timeout) * 1_000_000_000)
         // A GET that meets a closed connection is retried; any other method first checks that the peer has not
         // already closed the idle connection it would reuse (its FIN may be queued before libevent saw it).
         let outcome: Result<UpstreamResponse, UpstreamFailure>
-        let reused: Bool
-        if let connection = try takeConnection(now: now, probeIdle: request.method != .get) {
+        let retryable: Bool
+        if request.method == .get, let batch, batch.canPipeline(depth: pipelineDepth) {
+            // Behind this turn's GETs on one connection: written with them at the end of the turn.
+            retryable = true
+            outcome = await exchange(request, on: batch, deadline: deadline)
+        } else if let connection = try takeConnection(now: now, probeIdle: request.method != .get) {
             // The usual case: a pooled connection (or room for a new one) without suspending, and no time spent
             // waiting, so the whole timeout is left for the exchange.
-            reused = connection.completed > 0
-            let left = Double(deadline &- now) / 1_000_000_000
-            outcome = left > 0 ? await exchange(request, on: connection, timeout: left)
-                : await perform(request, on: connection, deadline: deadline)
+            retryable = connection.completed > 0
+            outcome = await exchange(request, on: connection, deadline: deadline)
         } else {
             let connection = try await waitForConnection(deadline: deadline)
-            reused = connection.completed > 0
+            retryable = connection.completed > 0
             outcome = await perform(request, on: connection, deadline: deadline)
         }
         switch outcome {
         case .success(let response):
             return response
-        case .failure(.closed) where reused && request.method == .get:
+        case .failure(.closed) where retryable && request.method == .get:
             let fresh = try await checkout(fresh: true, deadline: deadline)
             return try await perform(request, on: fresh, deadline: deadline).get()
         case .failure(let failure):
@@ -86,25 +104,40 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
 
     private func perform(_ request: UpstreamRequest, on connection: UpstreamConnection, deadline: UInt64) async
         -> Result<UpstreamResponse, UpstreamFailure> {
-        let timeout = Self.remaining(deadline)
-        guard timeout > 0 else {
+        guard Self.now() < deadline else {
             // The wait for the connection used up the time: nothing was sent, the connection is still good.
             checkin(connection, healthy: true)
             return .failure(.timeout)
         }
-        return await exchange(request, on: connection, timeout: timeout)
+        return await exchange(request, on: connection, deadline: deadline)
     }
 
-    /// Sends `request` on `connection`, waits at most `timeout` seconds (> 0) for the answer, and gives the
-    /// connection back to the pool.
+    /// Queues `request` on `connection` (written at the end of the turn) and waits for the answer, until
+    /// `deadline`. The connection comes back to the pool when its last call is answered (`drained`).
     @inline(__always)
-    private func exchange(_ request: UpstreamRequest, on connection: UpstreamConnection, timeout: Double) async
+    private func exchange(_ request: UpstreamRequest, on connection: UpstreamConnection, deadline: UInt64) async
         -> Result<UpstreamResponse, UpstreamFailure> {
-        connection.prepare(request, versionAndHost: versionAndHost)
         // The connection resumes the continuation exactly once (answer, failure or its deadline).
-        let result = await withUnsafeContinuation { connection.start($0, timeout: timeout) }
-        checkin(connection, healthy: (try? result.get()) != nil && !connection.closedByPeer)
-        return result
+        await withUnsafeContinuation { continuation in
+            connection.queue(request, versionAndHost: versionAndHost, continuation, deadline: deadline)
+            if pipelineDepth > 1 && request.method == .get && !connection.closedByPeer { batch = connection }
+            if unflushed.isEmpty { loop.atEndOfTurn(flushAtEndOfTurn) }
+            if unflushed.last !== connection { unflushed.append(connection) }
+        }
+    }
+
+    /// The end of the turn: writes what the turn's calls queued, one `send` per connection; the next turn's GETs
+    /// start a new batch.
+    private func flush() {
+        batch = nil
+        for connection in unflushed { connection.flush() }
+        unflushed.removeAll(keepingCapacity: true)
+    }
+
+    /// A connection's last call got its outcome: back to the pool (or closed, when it failed).
+    private func drained(_ connection: UpstreamConnection) {
+        if batch === connection { batch = nil }
+        checkin(connection, healthy: !connection.closedByPeer)
     }
 
     // MARK: Pool
@@ -155,6 +188,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     /// while idle.
     private func makeConnection() -> UpstreamConnection {
         let connection = UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext, keptHeaders: keptHeaders)
+        connection.onDrained = { [weak self] drained in self?.drained(drained) }
         connection.onIdleClose = { [weak self] closed in
             guard let self, let index = self.idle.firstIndex(where: { $0 === closed }) else { return }
             self.idle.remove(at: index)
