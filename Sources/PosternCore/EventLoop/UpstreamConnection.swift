@@ -55,8 +55,10 @@ final class UpstreamConnection: @unchecked Sendable {
     private var written = 0
     /// A TLS read that wanted to write first (renegotiation or key update): retried when the socket is writable.
     private var readWantsWrite = false
-    /// The read buffer, allocated once.
-    private let buffer: UnsafeMutableRawBufferPointer
+    /// The read buffer, shared by the loop's connections (taken when the socket opens): each read is parsed
+    /// before the callback returns, and the parser copies what it keeps, so no connection needs its own.
+    private var readBuffer: ReadBuffer?
+    private var buffer: UnsafeMutableRawBufferPointer { readBuffer!.bytes }
     /// The calls whose requests were queued on the connection, in the order their answers come; `first` is the one
     /// whose answer is being read. Each is resumed exactly once.
     private var calls: [Call] = []
@@ -96,8 +98,16 @@ final class UpstreamConnection: @unchecked Sendable {
     /// True when bytes wait to be written (the pool flushes them at the end of the turn).
     var hasUnwritten: Bool { written < output.count }
 
-    /// The read buffer's size: an answer larger than this arrives in several reads.
-    static let readBufferSize = 16 * 1024
+    /// The read buffer's size: an answer larger than this arrives in several reads (and several pipelined
+    /// answers of the usual size arrive in one).
+    static let readBufferSize = 64 * 1024
+
+    /// One loop's upstream read buffer.
+    final class ReadBuffer {
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: UpstreamConnection.readBufferSize, alignment: 16)
+        deinit { bytes.deallocate() }
+    }
+    private static let readBufferKey = EventLoop.LocalKey()
 
     /// A connection to `endpoint` (not connected yet) whose answers keep `keptHeaders` (all when nil).
     init(loop: EventLoop, endpoint: UpstreamEndpoint, tls: TLSClientContext?, keptHeaders: [StaticString]?) {
@@ -105,14 +115,12 @@ final class UpstreamConnection: @unchecked Sendable {
         self.endpoint = endpoint
         self.tls = tls
         parser = UpstreamResponseParser(keptHeaders: keptHeaders)
-        buffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
     }
 
     deinit {
         closeSocket()
         resolving?.cancel()
         if let timeoutEvent { event_free(timeoutEvent) }
-        buffer.deallocate()
     }
 
     // MARK: Requests
@@ -261,6 +269,7 @@ final class UpstreamConnection: @unchecked Sendable {
             return
         }
         fd = socketFD
+        if readBuffer == nil { readBuffer = loop.local(Self.readBufferKey) { ReadBuffer() } }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         let me = Unmanaged.passUnretained(self).toOpaque()
