@@ -305,4 +305,23 @@ import Testing
         #expect(client.waitForClose(seconds: 3))
         #expect(Date().timeIntervalSince(started) < 3.5)
     }
+
+    /// The idle time counts from the last answer: a connection used more often than the timeout stays open
+    /// however long it lives in all (the worker's inactivity sweep reads each connection's last activity).
+    @Test func busyKeepAliveConnectionOutlivesTheInactivityTimeout() throws {
+        let gw = try TestGateway { $0.limits.inactivityTimeoutSeconds = 1 }
+        defer { gw.stop() }
+        let client = gw.client()
+        let started = Date()
+        var lastAnswer = started
+        while Date().timeIntervalSince(started) < 2.6 {
+            usleep(400_000)
+            // RawHTTPClient never reconnects on its own: a closed connection throws here.
+            #expect(try client.request("GET", "/healthz").status == 200)
+            lastAnswer = Date()
+        }
+        // Then idle: closed about a second after the last answer, not before.
+        #expect(client.waitForClose(seconds: 3))
+        #expect(Date().timeIntervalSince(lastAnswer) >= 0.9, "not before the timeout")
+    }
 }

@@ -26,7 +26,14 @@ final class HTTPConnection: @unchecked Sendable {
     private var readEvent: OpaquePointer?
     private var writeEvent: OpaquePointer?
     private var deadlineEvent: OpaquePointer?
+    /// The inactivity timeout, for the write event (a slow reader).
     private var inactivity: timeval
+    /// The same timeout in milliseconds, for the worker's sweep (`closeIfInactive`).
+    private let inactivityMilliseconds: Int64
+    /// When the socket was last readable or an answer was last written out (`coarseMilliseconds`): the idle
+    /// time counts from then. A field, not a timer on the read event: re-arming a libevent timer on every read
+    /// and every answer cost two timer-heap updates per request.
+    private var lastActivity: Int64
     private var deadlineArmed = false
     private var readPaused = false
     /// The peer sent EOF while a request was being handled: answer it, then close.
@@ -79,11 +86,10 @@ final class HTTPConnection: @unchecked Sendable {
         self.peer = peer
         self.worker = worker
         self.limits = limits
-        if let ms = limits.inactivityTimeoutMilliseconds {
-            inactivity = timeval(tv_sec: ms / 1000, tv_usec: (ms % 1000) * 1000)
-        } else {
-            inactivity = timeval(tv_sec: limits.inactivityTimeoutSeconds, tv_usec: 0)
-        }
+        let ms = limits.inactivityMilliseconds
+        inactivity = timeval(tv_sec: ms / 1000, tv_usec: (ms % 1000) * 1000)
+        inactivityMilliseconds = Int64(ms)
+        lastActivity = HTTPConnection.coarseMilliseconds()
         capacity = HTTPConnection.initialCapacity
         buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
         assembler = HTTPRequestAssembler(limits: limits, peer: peer)
@@ -93,7 +99,7 @@ final class HTTPConnection: @unchecked Sendable {
         readEvent = event_new(base, fd, Int16(EV_READ | EV_PERSIST), { _, what, arg in
             guard let arg else { return }
             let conn = Unmanaged<HTTPConnection>.fromOpaque(arg).takeUnretainedValue()
-            if what & Int16(EV_TIMEOUT) != 0 { conn.inactive() } else { conn.readable() }
+            conn.readable()
         }, me)
         writeEvent = event_new(base, fd, Int16(EV_WRITE), { _, what, arg in
             guard let arg else { return }
@@ -104,7 +110,7 @@ final class HTTPConnection: @unchecked Sendable {
             guard let arg else { return }
             Unmanaged<HTTPConnection>.fromOpaque(arg).takeUnretainedValue().deadlinePassed()
         }, me)
-        event_add(readEvent, &inactivity)
+        event_add(readEvent, nil)
     }
 
     deinit {
@@ -131,6 +137,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// The socket is readable: one read into the buffer, then parse (level-triggered: more comes next turn).
     private func readable() {
+        lastActivity = HTTPConnection.coarseMilliseconds()
         if lingering { discard(); return }
         if end == capacity && !makeRoom() {
             pauseReading()
@@ -179,7 +186,7 @@ final class HTTPConnection: @unchecked Sendable {
     private func resumeReading() {
         guard readPaused, !peerGone, let readEvent else { return }
         readPaused = false
-        event_add(readEvent, &inactivity)
+        event_add(readEvent, nil)
     }
 
     /// EOF from the peer: close now, unless a request is being answered (a half-closed client still reads).
@@ -193,11 +200,19 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    /// The inactivity timer: close an idle or slow-sending connection, never one waiting for its answer
-    /// (a slow write has the write event's own timer).
-    private func inactive() {
-        if busy && !lingering { return }
+    /// The worker's sweep: close the connection when it has been idle (or sending slowly) for the inactivity
+    /// timeout, never while it waits for its answer (a slow write has the write event's own timer).
+    func closeIfInactive(now: Int64) {
+        guard now &- lastActivity >= inactivityMilliseconds, !busy || lingering else { return }
         close()
+    }
+
+    /// A monotonic clock in milliseconds, read without a system call and without the TSC (`CLOCK_MONOTONIC_COARSE`:
+    /// a few milliseconds of resolution, plenty for a timeout of seconds).
+    static func coarseMilliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+        return Int64(now.tv_sec) &* 1000 &+ Int64(now.tv_nsec) / 1_000_000
     }
 
     /// Parses the buffered bytes, handing each whole request to the handler, until the buffer is empty or
@@ -435,7 +450,7 @@ final class HTTPConnection: @unchecked Sendable {
         }
         busy = false
         // The idle time before the next request counts from the answer, not from the last read.
-        if let readEvent, !readPaused { event_add(readEvent, &inactivity) }
+        lastActivity = HTTPConnection.coarseMilliseconds()
         resumeReading()
         drive()
     }
@@ -453,7 +468,7 @@ final class HTTPConnection: @unchecked Sendable {
         end = 0
         if readPaused, let readEvent {
             readPaused = false
-            event_add(readEvent, &inactivity)
+            event_add(readEvent, nil)
         }
         if let deadlineEvent {
             var tv = timeval(tv_sec: 2, tv_usec: 0)

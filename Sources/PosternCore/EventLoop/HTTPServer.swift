@@ -29,6 +29,13 @@ public struct ServerLimits: Sendable {
     public var inactivityTimeoutMilliseconds: Int? = nil
     /// The defaults.
     public init() {}
+
+    /// The inactivity timeout in milliseconds, whichever way it was given.
+    var inactivityMilliseconds: Int { inactivityTimeoutMilliseconds ?? inactivityTimeoutSeconds * 1000 }
+
+    /// How often a worker looks for inactive connections: a tenth of the timeout (so that a connection is closed
+    /// at most 10 % after its time), between 5 ms and 1 s.
+    var inactivitySweepMilliseconds: Int { min(1000, max(5, inactivityMilliseconds / 10)) }
 }
 
 /// Why a server could not start.
@@ -258,7 +265,26 @@ final class ServerWorker: @unchecked Sendable {
             Unmanaged<ServerWorker>.fromOpaque(arg).takeUnretainedValue().acceptAll()
         }, Unmanaged.passUnretained(self).toOpaque())
         event_add(listenEvent, nil)
+        // Freed in free(), like the listen event.
+        sweepEvent = event_new(loop.base, -1, Int16(EV_PERSIST), { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<ServerWorker>.fromOpaque(arg).takeUnretainedValue().closeInactive()
+        }, Unmanaged.passUnretained(self).toOpaque())
+        let every = limits.inactivitySweepMilliseconds
+        var interval = timeval(tv_sec: every / 1000, tv_usec: (every % 1000) * 1000)
+        event_add(sweepEvent, &interval)
         return .success(SocketAddress.localPort(of: fd))
+    }
+
+    /// The inactivity sweep's timer (persistent, every `limits.inactivitySweepMilliseconds`).
+    private var sweepEvent: OpaquePointer?
+
+    /// Closes the connections idle (or sending slowly) for the inactivity timeout, except those waiting for
+    /// their answer: one pass over this loop's connections, instead of a timer re-armed on every request.
+    private func closeInactive() {
+        let now = HTTPConnection.coarseMilliseconds()
+        // Collected first: closing a connection removes it from `connections`.
+        for conn in Array(connections.values) { conn.closeIfInactive(now: now) }
     }
 
     private var acceptBackoff: EventLoop.Timer?
@@ -347,6 +373,8 @@ final class ServerWorker: @unchecked Sendable {
             self.acceptBackoff?.cancel()
             self.acceptBackoff = nil
             self.closeListener()
+            if let sweep = self.sweepEvent { event_free(sweep) }
+            self.sweepEvent = nil
             for conn in Array(self.connections.values) { conn.close() }
             self.connections.removeAll()
             self.freed = true
