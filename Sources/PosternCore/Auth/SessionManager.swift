@@ -34,15 +34,6 @@ public final class SessionManager: @unchecked Sendable {
     public let maxPerUser: Int
     /// The wall clock (injected in tests).
     let clock: @Sendable () -> Date
-
-    /// The default wall clock: `CLOCK_REALTIME_COARSE`, read on every authenticated request for a quarter of
-    /// the cost of `Date()`; its few milliseconds of resolution are nothing next to session lifetimes of
-    /// seconds and more.
-    public static let coarseWallClock: @Sendable () -> Date = {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME_COARSE, &now)
-        return Date(timeIntervalSince1970: Double(now.tv_sec) + Double(now.tv_nsec) / 1_000_000_000)
-    }
     /// The in-process cache in front of the store.
     let cache: SessionCache
     private let knownCount = LockedBox(0)
@@ -65,7 +56,7 @@ public final class SessionManager: @unchecked Sendable {
     public init(store: any SessionStore, directus: DirectusClient, idleTTL: TimeInterval, maxTTL: TimeInterval,
                 maxPerUser: Int = 20, cacheCapacity: Int = SessionManager.defaultCacheCapacity,
                 revocations: any SessionRevocationBus = LocalRevocationBus(),
-                clock: @escaping @Sendable () -> Date = SessionManager.coarseWallClock) {
+                clock: @escaping @Sendable () -> Date = { Date() }) {
         self.cache = SessionCache(capacity: cacheCapacity)
         self.store = store
         self.directus = directus

@@ -47,7 +47,7 @@ public final class AccessLog: @unchecked Sendable {
     /// A line for a finished request.
     func access(_ request: HTTPRequest, _ response: HTTPResponse, context: RequestContext, trace: RequestTrace) {
         guard level.rawValue <= Level.info.rawValue else { return }
-        let seconds = (ContinuousClock.now - context.startedAt).seconds
+        let seconds = context.startedAt.secondsElapsed
         emit { line in
             line.begin(level: "info")
             line.field("msg", "request")

@@ -76,7 +76,7 @@ struct EdgeStages: Sendable {
         cors.decorate(&response, origin: request.headers["Origin"])
         EdgeStages.decorate(&response, path: request.path, requestID: context.requestID)
         metrics.request(route: context.routePattern, method: EdgeStages.methodLabel(request.method),
-                        status: response.status, seconds: (ContinuousClock.now - context.startedAt).seconds)
+                        status: response.status, seconds: context.startedAt.secondsElapsed)
         if let trace { log.access(request, response, context: context, trace: trace) }
     }
 

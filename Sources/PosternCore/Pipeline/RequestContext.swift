@@ -20,7 +20,7 @@ public struct RequestContext: Sendable {
     /// choose between create and update); handlers parse it themselves otherwise.
     public var parsedWriteBody: ResourceMapper.WritePayload?
     /// When the request started (monotonic clock).
-    public let startedAt: ContinuousClock.Instant
+    let startedAt: MonotonicInstant
 
     /// Builds a context for a new request.
     public init(requestID: String, clientIP: String, routePattern: String = "unmatched", resourceName: String? = nil) {

@@ -100,7 +100,7 @@ struct GuardedTransport: UpstreamTransport {
             metrics.upstreamError("circuit_open")
             throw .unreachable("circuit open")
         }
-        let start = ContinuousClock.now
+        let start = MonotonicInstant.now
         do {
             let response: UpstreamResponse
             if let pools {
@@ -110,12 +110,12 @@ struct GuardedTransport: UpstreamTransport {
             }
             breaker.succeeded()
             // One clock read for the metric and the request's trace.
-            let seconds = (ContinuousClock.now - start).seconds
+            let seconds = start.secondsElapsed
             metrics.upstream(method: request.method.description, seconds: seconds)
             RequestTrace.current?.addUpstream(seconds)
             return response
         } catch {
-            RequestTrace.current?.addUpstream((ContinuousClock.now - start).seconds)
+            RequestTrace.current?.addUpstream(start.secondsElapsed)
             switch error {
             case .unreachable(UpstreamFailure.poolQueueFull):
                 // Our own queue is full: says nothing about Directus being reachable.
