@@ -69,8 +69,6 @@ final class HTTPConnection: @unchecked Sendable {
 
     // Output: `head` then `outBody`, `sent` bytes of both written so far.
     private var head = HeadBuffer(capacity: 1024)
-    /// The worker's `Date` line for the answer being written.
-    private var dateLine: [UInt8] = []
     private var outBody = Data()
     private var sent = 0
     private var writeBlocked = false
@@ -366,9 +364,7 @@ final class HTTPConnection: @unchecked Sendable {
             head.append(HeadBytes.crlf)
         }
         if !hasDate {
-            dateLine.removeAll(keepingCapacity: true)
-            worker.appendDate(to: &dateLine)
-            head.append(dateLine)
+            worker.appendDate(to: &head)
         }
         if closeAfterAnswer {
             head.append(HeadBytes.connectionClose)

@@ -222,8 +222,8 @@ final class ServerWorker: @unchecked Sendable {
         if !freed { conn.finish(response) }
     }
 
-    /// Appends `Date: <IMF-fixdate>\r\n`, formatted once a second.
-    func appendDate(to out: inout [UInt8]) {
+    /// Appends `Date: <IMF-fixdate>\r\n`, formatted once a second, to an answer's head (one copy of the bytes).
+    func appendDate(to out: inout HeadBuffer) {
         let now = time(nil)
         if now != dateSecond {
             dateSecond = now
@@ -234,7 +234,7 @@ final class ServerWorker: @unchecked Sendable {
             let n = strftime(&text, 64, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &parts)
             dateLine = text.prefix(n).map { UInt8(bitPattern: $0) }
         }
-        out.append(contentsOf: dateLine)
+        dateLine.withUnsafeBytes { out.append($0) }
     }
 
     /// Opens the listening socket on the loop thread; returns the bound port.
