@@ -57,6 +57,15 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         return listIndex(of: name).map { list[$0].value }
     }
 
+    /// The fields the edge sets the same way on every answer under `/api/` (`EdgeStages.decorateAlike`).
+    static let alike: [(name: String, value: String)] = [("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store")]
+
+    /// True when the fields are a rendered part that holds `alike` (each once) and nothing was added to them:
+    /// setting the fields of `alike` would change nothing (a stored micro-cache answer, before a hit adds its own).
+    var rendersOnlyAlike: Bool {
+        block == nil && list.isEmpty && rendered?.holdsAlike == true
+    }
+
     /// Whether a field called `name` is present (no `String` made for its value).
     public func contains(_ name: String) -> Bool {
         if let block { return block.index(of: name) != nil }
@@ -199,6 +208,10 @@ final class RenderedFields: Sendable {
     /// compared with differ there, without a text comparison.
     private let signatures: [Int]
 
+    /// Whether the fields hold `HTTPHeaders.alike` (each name once, with its value): the fields the edge sets
+    /// the same way on every answer under `/api/`, which a hit then need not set again.
+    let holdsAlike: Bool
+
     /// The bytes of `fields`; nil when one of them is a field the server writes or reads itself, or holds a
     /// CR or LF.
     init?(_ fields: [(name: String, value: String)]) {
@@ -217,6 +230,10 @@ final class RenderedFields: Sendable {
         self.fields = fields
         self.bytes = bytes
         signatures = fields.map { RenderedFields.signature($0.name) }
+        holdsAlike = HTTPHeaders.alike.allSatisfy { pair in
+            let named = fields.filter { HTTPHeaders.sameName($0.name, pair.name) }
+            return named.count == 1 && named[0].value == pair.value
+        }
     }
 
     /// A name's length and lower-cased first byte, as one number (equal for names `sameName` finds equal).

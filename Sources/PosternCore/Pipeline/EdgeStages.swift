@@ -106,16 +106,20 @@ struct EdgeStages: Sendable {
     /// Sets the headers every answer carries: the request id, `nosniff`, and `Cache-Control: no-store`
     /// under `/api/` (also used for answers refused before routing).
     static func decorate(_ response: inout HTTPResponse, path: String, requestID: String) {
-        response.headers.reserve(3)  // one copy at most
+        let underAPI = underAPI(path)
+        // A stored micro-cache answer carries the alike fields already, rendered: setting them would find them and
+        // change nothing, at the cost of two lookups on every hit.
+        let alikeDone = underAPI && response.headers.rendersOnlyAlike
+        response.headers.reserve(alikeDone ? 1 : 3)  // one copy at most
         response.headers.set("X-Request-Id", requestID)
-        decorateAlike(&response.headers, underAPI: underAPI(path))
+        if !alikeDone { decorateAlike(&response.headers, underAPI: underAPI) }
     }
 
     /// The fields `decorate` sets the same way on every answer: `nosniff`, and `Cache-Control: no-store` when
     /// `underAPI` (set already, e.g. on a stored micro-cache answer, they change nothing).
     static func decorateAlike(_ headers: inout HTTPHeaders, underAPI: Bool) {
-        headers.set("X-Content-Type-Options", "nosniff")
-        if underAPI { headers.set("Cache-Control", "no-store") }
+        headers.set(HTTPHeaders.alike[0].name, HTTPHeaders.alike[0].value)
+        if underAPI { headers.set(HTTPHeaders.alike[1].name, HTTPHeaders.alike[1].value) }
     }
 
     /// True for a path under `/api/`, compared bytewise in place (`hasPrefix` compares Characters).
