@@ -330,10 +330,9 @@ final class HTTPConnection: @unchecked Sendable {
         let statusLine = HeadBytes.statusLine(response.status)
         // Fields rendered once (a stored answer's) are written as they are: none is one of the four below.
         let (rendered, own) = response.headers.forWriting
-        // Room for every part at once (the fixed lines take less than 128 bytes), so that no append grows it.
-        var size = statusLine.count + 128 + (rendered?.bytes.count ?? 0)
-        for (name, value) in own { size += name.utf8.count + value.utf8.count + 4 }
-        head.clear(reserving: size)
+        // Room for the usual head at once (the fixed lines take less than 128 bytes, and a field of its own rarely
+        // more than 128): a longer one grows the buffer as it is appended (no pass over the fields to size them).
+        head.clear(reserving: statusLine.count + 128 + (rendered?.bytes.count ?? 0) + own.count * 128)
         head.append(statusLine)
         if let rendered { head.append(rendered.bytes) }
         var ownLength: String?
