@@ -85,14 +85,8 @@ public final class MicroCache: @unchecked Sendable {
     /// inside a TTL's precision (an answer may be served up to one tick after its TTL, never taken for expired
     /// early by more than one tick).
     public static func monotonicClock() -> Clock {
-        let origin = coarseNanoseconds()
-        return { .nanoseconds(coarseNanoseconds() &- origin) }
-    }
-
-    private static func coarseNanoseconds() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
-        return Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec)
+        let origin = MonotonicInstant.coarse.nanoseconds
+        return { .nanoseconds(Int64(bitPattern: MonotonicInstant.coarse.nanoseconds &- origin)) }
     }
 
     /// The write counter of `collection` (made on first use; resources keep theirs from start).

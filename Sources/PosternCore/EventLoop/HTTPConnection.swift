@@ -205,12 +205,9 @@ final class HTTPConnection: @unchecked Sendable {
         close()
     }
 
-    /// A monotonic clock in milliseconds, read without a system call and without the TSC (`CLOCK_MONOTONIC_COARSE`:
-    /// a few milliseconds of resolution, plenty for a timeout of seconds).
+    /// The coarse monotonic clock in milliseconds (`MonotonicInstant.coarse`: plenty for a timeout of seconds).
     static func coarseMilliseconds() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
-        return Int64(now.tv_sec) &* 1000 &+ Int64(now.tv_nsec) / 1_000_000
+        Int64(MonotonicInstant.coarse.nanoseconds / 1_000_000)
     }
 
     /// Parses the buffered bytes, handing each whole request to the handler, until the buffer is empty or

@@ -229,11 +229,9 @@ final class RenderedFields: Sendable {
         }
         self.fields = fields
         self.bytes = bytes
-        signatures = fields.map { RenderedFields.signature($0.name) }
-        holdsAlike = HTTPHeaders.alike.allSatisfy { pair in
-            let named = fields.filter { HTTPHeaders.sameName($0.name, pair.name) }
-            return named.count == 1 && named[0].value == pair.value
-        }
+        let signatures = fields.map { RenderedFields.signature($0.name) }
+        self.signatures = signatures
+        holdsAlike = HTTPHeaders.alike.allSatisfy { RenderedFields.holdsOnly($0.name, $0.value, fields, signatures) }
     }
 
     /// A name's length and lower-cased first byte, as one number (equal for names `sameName` finds equal).
@@ -243,7 +241,18 @@ final class RenderedFields: Sendable {
 
     /// The index of the first field called `name` at or after `start`.
     func index(of name: String, from start: Int) -> Int? {
-        let wanted = RenderedFields.signature(name)
+        RenderedFields.index(of: name, from: start, fields, signatures)
+    }
+
+    /// Whether exactly one of the fields is called `name`, and its value is `value`.
+    func holdsOnly(_ name: String, _ value: String) -> Bool {
+        RenderedFields.holdsOnly(name, value, fields, signatures)
+    }
+
+    /// `index(of:from:)` over `fields` and their `signatures` (also while the fields are being set up).
+    private static func index(of name: String, from start: Int, _ fields: [(name: String, value: String)],
+                              _ signatures: [Int]) -> Int? {
+        let wanted = signature(name)
         var i = start
         while i < signatures.count {
             if signatures[i] == wanted && HTTPHeaders.sameName(fields[i].name, name) { return i }
@@ -252,9 +261,10 @@ final class RenderedFields: Sendable {
         return nil
     }
 
-    /// Whether exactly one of the fields is called `name`, and its value is `value`.
-    func holdsOnly(_ name: String, _ value: String) -> Bool {
-        guard let first = index(of: name, from: 0) else { return false }
-        return fields[first].value == value && index(of: name, from: first + 1) == nil
+    /// `holdsOnly(_:_:)` over `fields` and their `signatures` (also while the fields are being set up).
+    private static func holdsOnly(_ name: String, _ value: String, _ fields: [(name: String, value: String)],
+                                  _ signatures: [Int]) -> Bool {
+        guard let first = index(of: name, from: 0, fields, signatures) else { return false }
+        return fields[first].value == value && index(of: name, from: first + 1, fields, signatures) == nil
     }
 }
