@@ -607,14 +607,19 @@ final class UpstreamConnection: @unchecked Sendable {
         closeSocket()
         written = 0
         output.count = 0
-        // The timer may fire a little before the deadline by the precise clock (libevent reads a coarse one).
-        let passed = max(DispatchTime.now().uptimeNanoseconds, earliestDeadline)
+        // The timer may fire a little before the deadline by the precise clock (libevent reads a coarse one). A call
+        // with less than `minimumRetryTime` left times out too: its retry could not be answered in time, and the
+        // calls of one turn have deadlines a hair apart (more when the loop's thread was preempted between them).
+        let passed = max(DispatchTime.now().uptimeNanoseconds, earliestDeadline) &+ UpstreamConnection.minimumRetryTime
         while first < calls.count {
             let call = calls[first]
             first += 1
             resumeFirst(call, .failure(call.deadline <= passed ? .timeout : .closed))
         }
     }
+
+    /// The least time left (nanoseconds) for which a call pipelined behind a timed-out one is retried (50 ms).
+    static let minimumRetryTime: UInt64 = 50_000_000
 
     private func closeSocket() {
         if let readEvent { event_free(readEvent) }
