@@ -370,6 +370,14 @@ final class HTTPConnection: @unchecked Sendable {
         head.append(HeadBytes.crlf)
         outBody = answeringHead || bodiless ? Data() : response.body
         sent = 0
+        // Written at the end of the loop turn, with the other answers of the turn (see `flushWritten`).
+        worker.flushAtEndOfTurn(self)
+    }
+
+    /// Starts writing the answer `write` serialised, unless the connection closed meanwhile (the worker
+    /// calls it at the end of the loop turn that answered).
+    func flushWritten() {
+        guard !closed else { return }
         flush()
     }
 

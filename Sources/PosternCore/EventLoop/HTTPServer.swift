@@ -222,6 +222,30 @@ final class ServerWorker: @unchecked Sendable {
         if !freed { conn.finish(response) }
     }
 
+    /// Connections with an answer to write at the end of this loop turn (loop thread only).
+    private var answered: [HTTPConnection] = []
+    /// `answered` while it is being written (kept to reuse its storage).
+    private var writing: [HTTPConnection] = []
+
+    /// Writes `conn`'s answer at the end of the loop turn, after every other answer of the turn.
+    ///
+    /// One `sendmsg` per answer either way, but a turn's answers then leave one right after another: a client
+    /// woken by the first (an inter-processor wake-up in the kernel, the dearest part of a send on loopback) is
+    /// usually still reading when the next arrives, where answers sent as each was made (a request's work
+    /// apart) woke it for nearly every one. `make bench` C: about 1.5 µs less CPU per request in the gateway.
+    func flushAtEndOfTurn(_ conn: HTTPConnection) {
+        if answered.isEmpty { loop.atEndOfTurn { self.writeAnswered() } }
+        answered.append(conn)
+    }
+
+    /// The end-of-turn hook of `flushAtEndOfTurn`: a connection whose write brings the next pipelined request
+    /// and its answer joins a new list, written in the same drain (the loop runs hooks until none is left).
+    private func writeAnswered() {
+        swap(&answered, &writing)
+        for conn in writing { conn.flushWritten() }
+        writing.removeAll(keepingCapacity: true)
+    }
+
     /// Appends `Date: <IMF-fixdate>\r\n`, formatted once a second, to an answer's head (one copy of the bytes).
     func appendDate(to out: inout HeadBuffer) {
         let now = time(nil)
