@@ -83,7 +83,7 @@ public final class Gateway: Sendable {
 
     /// A new request's context: its id, the client's address, and what routing found.
     private func context(_ request: HTTPRequest, _ match: RouteMatch?) -> RequestContext {
-        var context = RequestContext(requestID: RequestID.accept(request.headers["X-Request-Id"]),
+        let context = RequestContext(requestID: RequestID.accept(request.headers["X-Request-Id"]),
                                      clientIP: clientAddress.clientIP(request))
         guard let match else { return context }
         context.routePattern = match.route.pattern
@@ -112,7 +112,7 @@ public final class Gateway: Sendable {
 
     /// The answer to a refused request that arrived far enough to be logged.
     private func refuse(_ request: HTTPRequest, _ error: GatewayError) -> HTTPResponse {
-        var context = RequestContext(requestID: RequestID.accept(request.headers["X-Request-Id"]),
+        let context = RequestContext(requestID: RequestID.accept(request.headers["X-Request-Id"]),
                                      clientIP: clientAddress.clientIP(request))
         if let match = routes.router.match(path: request.path) {
             context.routePattern = match.route.pattern

@@ -149,7 +149,6 @@ struct CreateOrUpdateResponder: Responder {
     let update: Endpoint
 
     func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        var context = context
         let payload = try mapper.writePayload(request.body, mode: .createOrUpdate)
         context.parsedWriteBody = payload
         guard let id = payload.id else { return try await create.respond(to: request, context: context) }
