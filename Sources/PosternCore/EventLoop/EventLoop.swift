@@ -217,8 +217,8 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
 
     // MARK: Loop-local state
 
-    /// Objects owned by this loop, by key (loop thread only: no lock).
-    private var locals: [Int: AnyObject] = [:]
+    /// Objects owned by this loop, at their key's number (loop thread only: no lock).
+    private var locals: [AnyObject?] = []
     /// Work to run once the queued jobs of this turn have run (loop thread only).
     private var endOfTurn: [() -> Void] = []
     /// True while `drain` runs (loop thread only).
@@ -228,8 +228,10 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     /// the state is the loop's own, so it needs no lock.
     func local<T: AnyObject>(_ key: LocalKey, make: () -> T) -> T {
         // A key is never reused and its owner always stores the same type under it, so the cast holds.
-        if let found = locals[key.value] { return unsafeDowncast(found, to: T.self) }
+        // By the key's number: an index, not a hashed lookup (keys are numbered from 1, one per owner).
+        if key.value < locals.count, let found = locals[key.value] { return unsafeDowncast(found, to: T.self) }
         let made = make()
+        if key.value >= locals.count { locals.append(contentsOf: repeatElement(nil, count: key.value + 1 - locals.count)) }
         locals[key.value] = made
         return made
     }
