@@ -27,12 +27,16 @@ public struct CallContext: Sendable {
 /// Directus's REST API as typed calls: auth, users, items, ping.
 public struct DirectusClient: Sendable {
     private let transport: any UpstreamTransport
+    /// `transport` when it is the production one, called directly: after a call through the protocol, the
+    /// caller hops back to its executor (one `swift_task_switch`, which takes the task's status lock).
+    private let guarded: GuardedTransport?
     /// Upstream timeout in seconds.
     public let timeout: Double
 
     /// Creates a client over `transport`.
     public init(transport: any UpstreamTransport, timeout: Double) {
         self.transport = transport
+        guarded = transport as? GuardedTransport
         self.timeout = timeout
     }
 
@@ -132,7 +136,11 @@ public struct DirectusClient: Sendable {
         let request = UpstreamRequest(method: method, target: target, fields: fields, body: body?.serialized() ?? Data())
         let response: UpstreamResponse
         do {
-            response = try await transport.send(request, timeout: timeout)
+            if let guarded {
+                response = try await guarded.send(request, timeout: timeout)
+            } else {
+                response = try await transport.send(request, timeout: timeout)
+            }
         } catch {
             throw .transport(error)
         }
