@@ -78,8 +78,9 @@ public final class CircuitBreaker: @unchecked Sendable {
     }
 }
 
-/// Wraps the real transport with the circuit breaker and the upstream metrics.
-struct GuardedTransport: UpstreamTransport {
+/// Wraps the real transport with the circuit breaker and the upstream metrics. A class: `DirectusClient` keeps
+/// it by reference as well as through the protocol, so a copy of the client retains one object, not its fields.
+final class GuardedTransport: UpstreamTransport {
     let inner: any UpstreamTransport
     /// `inner` when it is the production transport, called directly: through the protocol, each hop is one
     /// more async frame per call.
