@@ -52,7 +52,7 @@ struct ResourceHandlers: Sendable {
                 throw error
             }
             schema?.succeeded(collection: collection)
-            return .json(200, try mapper.renderer.renderList(directusBody: body))
+            return .apiJSON(200, try mapper.renderer.renderList(directusBody: body))
         }
     }
 
@@ -60,7 +60,7 @@ struct ResourceHandlers: Sendable {
     func read(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         if case .ownerVerified(let item) = context.authorization {
             // The policy stage read it upstream with the caller's token (never from the cache): use it.
-            return .json(200, try mapper.renderer.renderItem(directusBody: item.directusBody))
+            return .apiJSON(200, try mapper.renderer.renderItem(directusBody: item.directusBody))
         }
         let id = try itemID(context)
         let key = readKey(id: id, context)
@@ -68,7 +68,7 @@ struct ResourceHandlers: Sendable {
         return try await cache.respond(key: key) {
             () async throws(GatewayError) -> HTTPResponse in
             let body = try await items.readItem(id: id, mapper: mapper, session: context.session, context: context)
-            return .json(200, try mapper.renderer.renderItem(directusBody: body))
+            return .apiJSON(200, try mapper.renderer.renderItem(directusBody: body))
         }
     }
 
@@ -85,7 +85,7 @@ struct ResourceHandlers: Sendable {
         }
         // Directus answers 204 when the caller cannot read the new row: without its id it cannot be read back.
         guard let body else { throw .upstreamError("Directus created the item but did not return it") }
-        return .json(201, try mapper.renderer.renderItem(directusBody: body))
+        return .apiJSON(201, try mapper.renderer.renderItem(directusBody: body))
     }
 
     /// `PATCH`/`PUT /api/v1/R/{id}`, and `POST /api/v1/R` with an `id` (answered 200).
@@ -101,11 +101,11 @@ struct ResourceHandlers: Sendable {
             try await directus.updateItem(path: path, payload: payload.payload, fields: mapper.directusFieldList,
                                           token: token, context: context.call)
         }
-        if let body { return .json(200, try mapper.renderer.renderItem(directusBody: body)) }
+        if let body { return .apiJSON(200, try mapper.renderer.renderItem(directusBody: body)) }
         // 204: updated without read-back. Read it back; failing that, the answer is unusable.
         do {
             let readBack = try await items.readItem(id: id, mapper: mapper, session: context.session, context: context)
-            return .json(200, try mapper.renderer.renderItem(directusBody: readBack))
+            return .apiJSON(200, try mapper.renderer.renderItem(directusBody: readBack))
         } catch {
             throw .upstreamError("updated item could not be read back: \(error)")
         }

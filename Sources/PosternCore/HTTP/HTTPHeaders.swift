@@ -60,6 +60,16 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// The fields the edge sets the same way on every answer under `/api/` (`EdgeStages.decorateAlike`).
     static let alike: [(name: String, value: String)] = [("X-Content-Type-Options", "nosniff"), ("Cache-Control", "no-store")]
 
+    /// `Content-Type: application/json; charset=utf-8` and `alike`, rendered: the fields of every JSON answer
+    /// under `/api/` before the edge adds the request's own (`HTTPResponse.apiJSON`).
+    static let apiJSON: HTTPHeaders = {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "application/json; charset=utf-8")
+        for field in alike { headers.add(field.name, field.value) }
+        headers.render()
+        return headers
+    }()
+
     /// True when the fields are a rendered part that holds `alike` (each once) and nothing was added to them:
     /// setting the fields of `alike` would change nothing (a stored micro-cache answer, before a hit adds its own).
     var rendersOnlyAlike: Bool {

@@ -24,6 +24,14 @@ public struct HTTPResponse: Sendable {
         return HTTPResponse(status: status, headers: h, body: body)
     }
 
+    /// A JSON answer of a route under `/api/`: `Content-Type` and the fields the edge sets alike on every such
+    /// answer (`HTTPHeaders.alike`), rendered once and shared (`HTTPHeaders.apiJSON`). The edge then adds only
+    /// the request's own fields, and the server writes the shared ones with one copy: the same fields as
+    /// `json(_:_:headers:)` decorated, without three lookups and settings per answer.
+    static func apiJSON(_ status: Int, _ body: Data) -> HTTPResponse {
+        HTTPResponse(status: status, headers: .apiJSON, body: body)
+    }
+
     /// A JSON response from a `JSONValue`.
     public static func json(_ status: Int, _ value: JSONValue, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
         json(status, value.serialized(), headers: headers)
