@@ -264,7 +264,7 @@ import Testing
                                            RequestContext(requestID: "r", clientIP: "10.0.0.1"))
         #expect(list.status == 200)
         #expect(list.body == Data("list".utf8))
-        var context = RequestContext(requestID: "r", clientIP: "10.0.0.1")
+        let context = RequestContext(requestID: "r", clientIP: "10.0.0.1")
         context.itemID = "1"
         context.authorization = .ownerVerified(OwnedItem(directusBody: Data(#"{"data":{"id":1}}"#.utf8), owner: "u"))
         let item = try await handlers.read(HTTPRequest(method: .get, target: "/api/v1/books/1", remoteAddress: "10.0.0.1"), context)
