@@ -591,7 +591,7 @@ final class UpstreamConnection: @unchecked Sendable {
                 connection.timedOut()
             }, Unmanaged.passUnretained(self).toOpaque())
         }
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = MonotonicInstant.now.nanoseconds
         let left = earliestDeadline > now ? earliestDeadline - now : 0
         var tv = timeval(tv_sec: Int(left / 1_000_000_000), tv_usec: Int(left % 1_000_000_000 / 1000))
         event_add(timeoutEvent, &tv)
@@ -610,7 +610,7 @@ final class UpstreamConnection: @unchecked Sendable {
         // The timer may fire a little before the deadline by the precise clock (libevent reads a coarse one). A call
         // with less than `minimumRetryTime` left times out too: its retry could not be answered in time, and the
         // calls of one turn have deadlines a hair apart (more when the loop's thread was preempted between them).
-        let passed = max(DispatchTime.now().uptimeNanoseconds, earliestDeadline) &+ UpstreamConnection.minimumRetryTime
+        let passed = max(MonotonicInstant.now.nanoseconds, earliestDeadline) &+ UpstreamConnection.minimumRetryTime
         while first < calls.count {
             let call = calls[first]
             first += 1

@@ -94,7 +94,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     }
 
     /// Monotonic nanoseconds.
-    private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    private static func now() -> UInt64 { MonotonicInstant.now.nanoseconds }
 
     /// Seconds left until `deadline` (0 when it passed).
     private static func remaining(_ deadline: UInt64) -> Double {
