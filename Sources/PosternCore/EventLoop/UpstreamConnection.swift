@@ -521,7 +521,8 @@ final class UpstreamConnection: @unchecked Sendable {
     private func answered() -> Bool {
         completed += 1
         let keepAlive = parser.keepAlive
-        let response = UpstreamResponse(status: parser.status, headers: parser.headers, body: parser.body)
+        let (headers, body) = parser.takeHeadersAndBody()
+        let response = UpstreamResponse(status: parser.status, headers: headers, body: body)
         parser.reset()
         let call = calls[first]
         first += 1
@@ -565,7 +566,9 @@ final class UpstreamConnection: @unchecked Sendable {
 
     /// Resumes `call`, just taken off the front of the queue; when it was the last one, the timeout is disarmed
     /// and the pool takes the connection back, else the timeout is armed for the earliest deadline left.
-    private func resumeFirst(_ call: Call, _ result: Result<UpstreamResponse, UpstreamFailure>) {
+    /// `result` is consumed: the continuation takes it without a copy (a copy of an answer goes through its
+    /// type's value witness, a retain of each of its parts).
+    private func resumeFirst(_ call: Call, _ result: consuming Result<UpstreamResponse, UpstreamFailure>) {
         if first == calls.count {
             calls.removeAll(keepingCapacity: true)
             first = 0

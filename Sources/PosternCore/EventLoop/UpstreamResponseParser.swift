@@ -82,6 +82,15 @@ final class UpstreamResponseParser {
         sawTransferEncoding = false
     }
 
+    /// The complete answer's kept headers and body, moved out (no copy, no reference counted twice); `reset()`
+    /// follows before the next answer.
+    func takeHeadersAndBody() -> (HTTPHeaders, Data) {
+        var taken = (HTTPHeaders(), Data())
+        swap(&taken.0, &headers)
+        swap(&taken.1, &body)
+        return taken
+    }
+
     /// Parses `bytes`, the next ones read from the connection.
     func feed(_ bytes: UnsafeRawBufferPointer) -> Outcome {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return .needMore }
