@@ -63,14 +63,13 @@ public final class Gateway: Sendable {
         guard let match = routes.router.match(path: request.path) else { return nil }
         let endpoint = match.route.responder(for: request.method)
         guard endpoint.immediate != nil else { return nil }
-        var context = self.context(request, match)
-        return routes.edge.respondImmediately(to: request, context: &context, endpoint: endpoint)
+        return routes.edge.respondImmediately(to: request, context: context(request, match), endpoint: endpoint)
     }
 
     @inline(__always)  // one async frame per request, not two
     private func handle(_ request: HTTPRequest, router: Router) async -> HTTPResponse {
-        var (context, endpoint) = route(request, router: router)
-        return await routes.edge.respond(to: request, context: &context, endpoint: endpoint)
+        let (context, endpoint) = route(request, router: router)
+        return await routes.edge.respond(to: request, context: context, endpoint: endpoint)
     }
 
     /// The request's context and the endpoint that answers it (the 404 one when no route matches).

@@ -15,14 +15,13 @@ public final class AuthenticationMiddleware: Middleware {
 
     /// Authenticates, then calls `next`.
     public func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
-        var context = context
-        try await authenticate(request, context: &context)
+        try await authenticate(request, context: context)
         return try await next.respond(to: request, context: context)
     }
 
     /// Attaches the session of the request's bearer token to `context` (401 for a bad token, and for none
     /// when `required`), after taking the token's per-token rate-limit claim.
-    func authenticate(_ request: HTTPRequest, context: inout RequestContext) async throws(GatewayError) {
+    func authenticate(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) {
         if let token = AuthenticationMiddleware.bearer(request.headers["Authorization"]) {
             let session = try await sessions.authenticate(token: token)
             if rateLimits.limitsRequestsPerToken { try await rateLimits.claimRequest(sessionID: session.id) }
@@ -38,7 +37,7 @@ public final class AuthenticationMiddleware: Middleware {
     /// when `authenticate` must run. `trace` is the request's (`RequestTrace.current` in a task). Not inlined: it
     /// keeps its work off the caller's async frame.
     @inline(never)
-    func authenticateFromCache(_ request: HTTPRequest, context: inout RequestContext,
+    func authenticateFromCache(_ request: HTTPRequest, context: RequestContext,
                                trace: @autoclosure () -> RequestTrace?) throws(GatewayError) -> Bool {
         // The header's bytes are read where they were received: no `String` of the header or of the token.
         let outcome = request.headers.withFirstValueBytes("Authorization") { bytes -> CachedLookup in

@@ -177,6 +177,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// themselves do not change. Does nothing when a field is one the server writes or reads itself
     /// (`Content-Length`, `Connection`, `Transfer-Encoding`, `Date`) or holds a CR or LF.
     public mutating func render() {
+        // Rendered already, nothing added since (a resource's answer, `HTTPResponse.apiJSON`): nothing to do.
+        if block == nil, list.isEmpty, rendered != nil { return }
         materialize()
         unrender()
         guard let fields = RenderedFields(list) else { return }

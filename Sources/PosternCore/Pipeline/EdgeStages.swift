@@ -24,17 +24,17 @@ struct EdgeStages: Sendable {
     /// every answer carries and the CORS headers, answers a request target over `maxTargetBytes` with 414
     /// and CORS preflights itself, and renders (and logs) the errors `endpoint` throws. Never throws.
     @inline(__always)  // into the gateway's frame: no async frame of its own
-    func respond(to request: HTTPRequest, context: inout RequestContext, endpoint: Endpoint) async -> HTTPResponse {
+    func respond(to request: HTTPRequest, context: RequestContext, endpoint: Endpoint) async -> HTTPResponse {
         var response: HTTPResponse
         let trace = log.logsAccess ? RequestTrace() : nil  // nothing reads a trace when no access line is written
         if let answer = answerAtTheEdge(request, context) {
             response = answer
         } else if let trace {
             response = await RequestTrace.$current.withValue(trace) { () async -> HTTPResponse in
-                await run(endpoint, request, &context)
+                await run(endpoint, request, context)
             }
         } else {
-            response = await run(endpoint, request, &context)
+            response = await run(endpoint, request, context)
         }
         finish(&response, request, context, trace)
         return response
@@ -42,14 +42,14 @@ struct EdgeStages: Sendable {
 
     /// `respond(to:context:endpoint:)`'s answer when `endpoint` gives it without suspending
     /// (`Endpoint.respondImmediately`), with the same edge stages around it; nil when `respond` must run.
-    func respondImmediately(to request: HTTPRequest, context: inout RequestContext, endpoint: Endpoint) -> HTTPResponse? {
+    func respondImmediately(to request: HTTPRequest, context: RequestContext, endpoint: Endpoint) -> HTTPResponse? {
         let trace = log.logsAccess ? RequestTrace() : nil
         var response: HTTPResponse
         if let answer = answerAtTheEdge(request, context) {
             response = answer
         } else {
             do throws(GatewayError) {
-                guard let answer = try endpoint.respondImmediately(to: request, context: &context, trace: trace) else { return nil }
+                guard let answer = try endpoint.respondImmediately(to: request, context: context, trace: trace) else { return nil }
                 response = answer
             } catch {
                 response = rendered(error, context)
@@ -82,9 +82,9 @@ struct EdgeStages: Sendable {
 
     /// `endpoint`'s answer, or its error rendered (and logged).
     @inline(__always)
-    private func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ context: inout RequestContext) async -> HTTPResponse {
+    private func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ context: RequestContext) async -> HTTPResponse {
         do throws(GatewayError) {
-            return try await endpoint.respond(to: request, context: &context)
+            return try await endpoint.respond(to: request, context: context)
         } catch {
             return rendered(error, context)
         }

@@ -26,7 +26,7 @@ final class Endpoint: Responder {
     let immediate: ImmediateHandler?
     /// `policy`'s decision, called through its closure: the stage is read in place there, where calling it
     /// through the optional property copies it (a retain of each of its parts) on every request.
-    private let decide: (@Sendable (inout RequestContext) throws(GatewayError) -> Bool)?
+    private let decide: (@Sendable (RequestContext) throws(GatewayError) -> Bool)?
 
     /// An endpoint of `handler` behind the given stages; `immediate`, when given, answers what it can without
     /// suspending, exactly as `handler` would.
@@ -40,7 +40,7 @@ final class Endpoint: Responder {
         self.itemID = itemID
         self.policy = policy
         if let policy {
-            decide = { (context: inout RequestContext) throws(GatewayError) -> Bool in try policy.decide(&context) }
+            decide = { (context: RequestContext) throws(GatewayError) -> Bool in try policy.decide(context) }
         } else {
             decide = nil
         }
@@ -53,19 +53,13 @@ final class Endpoint: Responder {
         self.init { _, context in ErrorRenderer.render(error, context: context) }
     }
 
-    /// Runs the stages, then the handler.
-    func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        var context = context
-        return try await respond(to: request, context: &context)
-    }
-
     /// Runs the stages, which enrich `context` (session, authorization) in place, then the handler.
-    func respond(to request: HTTPRequest, context: inout RequestContext) async throws(GatewayError) -> HTTPResponse {
+    func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         try limit?.check(request)
-        if let authentication, try !authentication.authenticateFromCache(request, context: &context, trace: RequestTrace.current) {
-            try await authentication.authenticate(request, context: &context)
+        if let authentication, try !authentication.authenticateFromCache(request, context: context, trace: RequestTrace.current) {
+            try await authentication.authenticate(request, context: context)
         }
-        if try checkAfterAuthentication(&context), let policy { try await policy.verifyOwner(&context) }
+        if try checkAfterAuthentication(context), let policy { try await policy.verifyOwner(context) }
         return try await handler(request, context)
     }
 
@@ -73,24 +67,24 @@ final class Endpoint: Responder {
     /// (the session cached, no owner to read upstream, `immediate` answering); nil when `respond` must run
     /// instead (from the start: a stage run here changes nothing that running it again would not). `trace` is
     /// the request's access-log trace.
-    func respondImmediately(to request: HTTPRequest, context: inout RequestContext,
+    func respondImmediately(to request: HTTPRequest, context: RequestContext,
                             trace: RequestTrace?) throws(GatewayError) -> HTTPResponse? {
         guard let immediate else { return nil }
         try limit?.check(request)
-        if let authentication, try !authentication.authenticateFromCache(request, context: &context, trace: trace) {
+        if let authentication, try !authentication.authenticateFromCache(request, context: context, trace: trace) {
             return nil
         }
-        if try checkAfterAuthentication(&context) { return nil }
+        if try checkAfterAuthentication(context) { return nil }
         return try immediate(request, context)
     }
 
     /// The identity requirement, the `{id}` check and the policy's decision; true when the policy must still
     /// read the item's owner. Synchronous and not inlined: its errors stay off the async frame.
     @inline(never)
-    private func checkAfterAuthentication(_ context: inout RequestContext) throws(GatewayError) -> Bool {
+    private func checkAfterAuthentication(_ context: RequestContext) throws(GatewayError) -> Bool {
         try requirement?.check(context)
         try itemID?.check(context)
         guard let decide else { return false }
-        return try decide(&context)
+        return try decide(context)
     }
 }

@@ -18,14 +18,13 @@ public struct PolicyMiddleware: Middleware {
 
     /// Evaluates the rule, then calls `next`.
     public func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
-        var context = context
-        if try decide(&context) { try await verifyOwner(&context) }
+        if try decide(context) { try await verifyOwner(context) }
         return try await next.respond(to: request, context: context)
     }
 
     /// The decision that needs no upstream call: throws 403 or 401, sets `.ownItemsOnly` on an owner list,
     /// and says whether the caller's ownership of the item must still be read upstream (`verifyOwner`).
-    func decide(_ context: inout RequestContext) throws(GatewayError) -> Bool {
+    func decide(_ context: RequestContext) throws(GatewayError) -> Bool {
         switch Policy.decide(rule, identity: context.session) {
         case .allow:
             return false
@@ -45,7 +44,7 @@ public struct PolicyMiddleware: Middleware {
 
     /// The caller must own the item: read its owner with the caller's own token first, so that a missing
     /// (or unreadable) item is 404 and someone else's is 403, and nothing is written when denied.
-    func verifyOwner(_ context: inout RequestContext) async throws(GatewayError) {
+    func verifyOwner(_ context: RequestContext) async throws(GatewayError) {
         guard let session = context.session else { throw .unauthorized("sign in first") }
         guard let id = context.itemID else { return }
         let body = try await items.readItem(id: id, mapper: mapper, session: session, context: context)
