@@ -18,7 +18,7 @@ FROM swift:6.3-bookworm AS build
 # hadolint ignore=DL3008
 RUN export DEBIAN_FRONTEND=noninteractive \
     && apt-get update -q \
-    && apt-get install -y -q --no-install-recommends libevent-dev libssl-dev libsqlite3-dev libhiredis-dev libhttp-parser-dev libjemalloc-dev pkg-config \
+    && apt-get install -y -q --no-install-recommends libevent-dev libssl-dev libsqlite3-dev libhiredis-dev node-llhttp libjemalloc-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -27,8 +27,8 @@ COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests
 
-# The Swift runtime and Foundation are linked statically; what stays dynamic is libevent, OpenSSL,
-# SQLite, hiredis, http-parser and the C/C++ runtime (checked against the list below by scripts/check-runtime-libs.sh).
+# The Swift runtime and Foundation are linked statically, and so is llhttp (compiled from node-llhttp's C
+# sources); what stays dynamic is libevent, OpenSSL, SQLite, hiredis, jemalloc and the C/C++ runtime (checked against the list below by scripts/check-runtime-libs.sh).
 RUN swift build -c release --static-swift-stdlib \
     && install -D -m 0755 .build/release/postern /out/postern \
     && /out/postern version
@@ -42,7 +42,7 @@ FROM debian:bookworm-slim
 #   libevent_openssl-2.1.so.7 -> libevent-openssl-2.1-7
 #   libevent_pthreads-2.1.so.7 -> libevent-pthreads-2.1-7
 #   libssl.so.3, libcrypto.so.3 -> libssl3         libsqlite3.so.0 -> libsqlite3-0
-#   libhiredis.so.0.14 -> libhiredis0.14           libhttp_parser.so.2.9 -> libhttp-parser2.9
+#   libhiredis.so.0.14 -> libhiredis0.14
 #   libjemalloc.so.2 -> libjemalloc2 (the allocator)
 #   libstdc++.so.6 -> libstdc++6                   (libc6 and libgcc-s1 are in every Debian image)
 # ca-certificates: trust store for an https:// POSTERN_DIRECTUS_URL (certificates are verified).
@@ -58,7 +58,6 @@ RUN export DEBIAN_FRONTEND=noninteractive \
         libssl3 \
         libsqlite3-0 \
         libhiredis0.14 \
-        libhttp-parser2.9 \
         libjemalloc2 \
         libstdc++6 \
     && rm -rf /var/lib/apt/lists/*

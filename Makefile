@@ -3,7 +3,7 @@
 SWIFT    ?= swift
 POSTERN  := .build/debug/postern
 CONFIG   ?= config/postern.json
-DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev libhttp-parser-dev libjemalloc-dev pkg-config
+DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev node-llhttp libjemalloc-dev pkg-config
 # Needed by the checks and tests of `make test` only (not by the build, so not in the Dockerfile's build stage):
 # the Redis tests start their own redis-server.
 TEST_DEB_DEPS := python3-venv curl redis-server

@@ -12,9 +12,25 @@ OUT=.build/fuzz
 mkdir -p "$OUT"
 
 FLAGS=(-swift-version 6 -O -sanitize=fuzzer,address -g
-       -I Sources/CEvent -I Sources/COpenSSL -I Sources/CSQLite -I Sources/CHiredis -I Sources/CHTTPParser
+       -I Sources/CEvent -I Sources/COpenSSL -I Sources/CSQLite -I Sources/CHiredis -I Sources/CLLHTTP/include
        -I Sources/CJSONScan)
-LIBS=(-use-ld=lld -levent_openssl -levent -levent_pthreads -lssl -lcrypto -lsqlite3 -lhiredis -lhttp_parser)
+LIBS=(-use-ld=lld -levent_openssl -levent -levent_pthreads -lssl -lcrypto -lsqlite3 -lhiredis)
+
+# llhttp (the HTTP/1.1 parser) is C compiled from Debian's node-llhttp sources, as SwiftPM's CLLHTTP target does:
+# built here with the same instrumentation and linked into every target.
+CLANG=${CLANG:-$(dirname "$(command -v "$SWIFTC")")/clang}
+llhttp="$OUT/libllhttp.a"
+if [ ! -f "$llhttp" ] || [ -n "$(find Sources/CLLHTTP Fuzz/build.sh -newer "$llhttp" -print -quit)" ]; then
+    echo "fuzz: building instrumented llhttp"
+    objects=()
+    for c in Sources/CLLHTTP/*.c; do
+        "$CLANG" -O2 -g -fsanitize=fuzzer-no-link,address -I Sources/CLLHTTP/include -c "$c" -o "$OUT/llhttp-$(basename "$c" .c).o"
+        objects+=("$OUT/llhttp-$(basename "$c" .c).o")
+    done
+    rm -f "$llhttp"
+    ar rcs "$llhttp" "${objects[@]}"
+fi
+LIBS+=("$llhttp")
 
 lib="$OUT/libPosternCore.a"
 mapfile -t core < <(find Sources/PosternCore -name '*.swift' | sort)

@@ -51,7 +51,7 @@ private enum RequestStream {
         /// The status of the refusal that ended the stream.
         var refusal: String?
         /// Its reason: not compared, since when the head is both too large and malformed, which is found first
-        /// depends on the reads (http-parser counts a name or value piece only once it ends).
+        /// depends on the reads (a name or value piece is counted only once the parser hands it over).
         var reason = ""
         static func == (a: Outcome, b: Outcome) -> Bool {
             a.requests == b.requests && a.continues == b.continues && a.refusal == b.refusal
@@ -147,7 +147,7 @@ private enum RequestStream {
         let method = request.method.description
         Fuzz.check(!method.isEmpty && method.utf8.allSatisfy { $0 >= 0x41 && $0 <= 0x5A || $0 == 0x2D }, "odd method \(method)")
         let path = request.path
-        // Origin form, `*`, absolute form (http-parser takes any alphabetic scheme), or authority form for CONNECT.
+        // Origin form, `*`, absolute form (the parser takes any alphabetic scheme), or authority form for CONNECT.
         let scheme = path.utf8.prefix { ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A }.count
         let absolute = scheme > 0 && path.utf8.dropFirst(scheme).starts(with: "://".utf8)
         // By byte: a combining mark after `/` makes the first Character of the String not "/".
@@ -164,7 +164,7 @@ private enum RequestStream {
         let lengths = request.headers.values("Content-Length")
         Fuzz.check(lengths.count <= 1, "a request with \(lengths.count) Content-Length lines was taken")
         let encodings = request.headers.values("Transfer-Encoding")
-        // http-parser reads no body for CONNECT: what follows its head is the tunnel, and the connection ends
+        // The parser (llhttp) reads no body for CONNECT: what follows its head is the tunnel, and the connection ends
         // after the answer (keep-alive is off for an upgrade), so a Content-Length there frames nothing.
         if let length = lengths.first, method != "CONNECT" {
             Fuzz.check(encodings.isEmpty, "Content-Length with Transfer-Encoding was taken")

@@ -1,7 +1,8 @@
-import CHTTPParser
+import CLLHTTP
 import Foundation
 
-/// Turns the bytes read from one client connection into requests, with Node's http-parser in request mode:
+/// Turns the bytes read from one client connection into requests, with llhttp (Node's HTTP/1.1 parser) in
+/// request mode:
 /// header names and values joined from the pieces the reads cut them into, the head held to
 /// `maxHeaderBytes`, the body (decoded when chunked) to `bodyCeiling`, and the framing rules of
 /// `RequestFraming` checked before the body is read.
@@ -25,7 +26,8 @@ final class HTTPRequestAssembler {
 
     private let limits: ServerLimits
     private let peer: String
-    private let parser: UnsafeMutablePointer<http_parser>
+    /// llhttp's state (it points at the shared callbacks); its `data` points back at this assembler.
+    private let parser: UnsafeMutablePointer<llhttp_t>
 
     // The request being parsed.
     private var url: [UInt8] = []
@@ -48,8 +50,6 @@ final class HTTPRequestAssembler {
     private var body = Data()
     private var headerBytes = 0
     private var framingHeaderSeen = false
-    /// A field named exactly `Transfer-Encoding` was read in this request.
-    private var sawTransferEncoding = false
     private var expectContinue = false
     private var refusal: EdgeRefusal?
     /// Bytes of a request have arrived and it is not whole (nor refused) yet.
@@ -62,8 +62,8 @@ final class HTTPRequestAssembler {
     init(limits: ServerLimits, peer: String) {
         self.limits = limits
         self.peer = peer
-        parser = UnsafeMutablePointer<http_parser>.allocate(capacity: 1)
-        http_parser_init(parser, HTTP_REQUEST)
+        parser = UnsafeMutablePointer<llhttp_t>.allocate(capacity: 1)
+        llhttp_init(parser, HTTP_REQUEST, HTTPRequestAssembler.settings)
     }
 
     deinit { parser.deallocate() }
@@ -73,15 +73,15 @@ final class HTTPRequestAssembler {
     func parse(_ bytes: UnsafeRawPointer, count: Int) -> (parsed: Int, step: Step) {
         // The assembler outlives this call, so the unretained pointer is valid in every callback it runs.
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        let n = http_parser_execute(parser, HTTPRequestAssembler.settings, bytes.assumingMemoryBound(to: CChar.self), count)
-        let code = parser.pointee.http_errno
-        if code == HPE_PAUSED.rawValue {
-            http_parser_pause(parser, 0)
+        let data = bytes.assumingMemoryBound(to: CChar.self)
+        let code = llhttp_execute(parser, data, count)
+        if code == HPE_OK { return (count, .needMore) }
+        let n = llhttp_get_error_pos(parser).map { $0 - data } ?? count
+        if code == HPE_PAUSED {
+            llhttp_resume(parser)
             return (n, wholeRequest())
-        } else if code != HPE_OK.rawValue {
-            return (n, .refused(refusalForError(http_errno(rawValue: code))))
         }
-        return (n, .needMore)
+        return (n, .refused(refusalForError(code)))
     }
 
     /// Whether a `100 Continue` is due (the head of a request expecting it was parsed); clears it.
@@ -122,7 +122,6 @@ final class HTTPRequestAssembler {
         body = Data()
         headerBytes = 0
         framingHeaderSeen = false
-        sawTransferEncoding = false
         expectContinue = false
         return 0
     }
@@ -139,22 +138,22 @@ final class HTTPRequestAssembler {
 
     /// A piece of the request target.
     fileprivate func urlData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
-        guard countHead(length) else { return 1 }
+        guard countHead(length) else { return -1 }
         at.withMemoryRebound(to: UInt8.self, capacity: length) { url.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
         return 0
     }
 
-    /// A piece of a header name (a new name ends the previous line).
+    /// A piece of a header name.
     fileprivate func fieldData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
-        if inValue { finishField() }
-        guard countHead(length) else { return 1 }
+        guard countHead(length) else { return -1 }
         let piece = UnsafeRawBufferPointer(start: at, count: length)
-        // http-parser (not strict) takes spaces in a name, and `Content-Length :` as a Content-Length that our
-        // framing rules would not see; RFC 9112 §5.1 says to refuse whitespace before the colon. Same reason as
-        // http-parser's for a bad name character, so that the answer does not depend on where the reads end.
+        // llhttp (not strict: its strict mode also refuses UTF-8 in the target, which curl sends as it is) takes
+        // spaces in a name other than a framing one's; RFC 9112 §5.1 says to refuse whitespace in a name and
+        // before the colon. The reason llhttp gives for a bad name character, so that the answer does not depend on
+        // where the reads end.
         for byte in piece where byte == 0x20 || byte == 0x09 {
             refusal = .badFraming(partialRequest(), reason: "malformed request: invalid character in header")
-            return 1
+            return -1
         }
         store(piece)
         return 0
@@ -165,49 +164,22 @@ final class HTTPRequestAssembler {
         if !inValue {
             inValue = true
             valueStart = block.byteCount
-            // http-parser 2.9 marks the request as using Transfer-Encoding as soon as a field's name *begins*
-            // with it (`Transfer-Encoding-X`), and then refuses it: only the exact name counts (the whole name
-            // is known at its first value piece).
-            if parser.pointee.uses_transfer_encoding != 0 && !sawTransferEncoding {
-                if nameEquals("transfer-encoding") {
-                    sawTransferEncoding = true
-                } else {
-                    parser.pointee.uses_transfer_encoding = 0
-                }
-            }
         }
-        guard countHead(length) else { return 1 }
-        let piece = UnsafeRawBufferPointer(start: at, count: length)
-        // http-parser does not check the first byte of a value: a NUL or another control there would reach
-        // the handler (and could be forwarded).
-        if HTTPRequestAssembler.holdsControlByte(piece) {
-            // The reason http-parser gives when it finds one further on (the same whatever the reads).
-            refusal = .badFraming(partialRequest(), reason: "malformed request: invalid character in header")
-            return 1
-        }
-        store(piece)
+        guard countHead(length) else { return -1 }
+        // llhttp refuses a control byte (other than HTAB) or DEL anywhere in a value.
+        store(UnsafeRawBufferPointer(start: at, count: length))
         return 0
     }
 
-    /// Whether `piece` holds a control byte other than HTAB, or DEL: eight bytes at a time, and a word where
-    /// one may be is looked at byte by byte.
-    static func holdsControlByte(_ piece: UnsafeRawBufferPointer) -> Bool {
-        @inline(__always) func bad(_ byte: UInt8) -> Bool { (byte < 0x20 && byte != 0x09) || byte == 0x7F }
-        guard let base = piece.baseAddress else { return false }
-        var i = 0
-        while i &+ 8 <= piece.count {
-            let w = ByteWord.load(base + i)
-            // A flagged word is only a candidate (a borrow may flag a byte above a flagged one; HTAB is flagged).
-            if ByteWord.below(w, 0x20) | ByteWord.equal(w, 0x7F) != 0 {
-                for k in i..<(i &+ 8) where bad(piece[k]) { return true }
-            }
-            i &+= 8
+    /// A header line ends (llhttp has read its line break): it is added, or the request refused when the line has
+    /// no name (llhttp, not strict, takes `: value`; a field name is a token of at least one character).
+    fileprivate func fieldComplete() -> Int32 {
+        if (inValue ? valueStart : block.byteCount) == fieldStart {
+            refusal = .badFraming(partialRequest(), reason: "malformed request: invalid character in header")
+            return -1
         }
-        while i < piece.count {
-            if bad(piece[i]) { return true }
-            i &+= 1
-        }
-        return false
+        finishField()
+        return 0
     }
 
     /// Adds the header line collected so far (the value without the whitespace around it).
@@ -269,7 +241,6 @@ final class HTTPRequestAssembler {
     /// The head is complete: check its framing and the body size before reading the body.
     /// Returns 0 to read on, and anything but 0, 1 or 2 to stop with the refusal set.
     fileprivate func headersComplete() -> Int32 {
-        if inValue || block.byteCount > fieldStart { finishField() }
         inTrailers = true
         guard parser.pointee.http_major == 1 else {
             refusal = .badFraming(partialRequest(), reason: "unsupported HTTP version")
@@ -281,16 +252,18 @@ final class HTTPRequestAssembler {
             refusal = .badFraming(partialRequest(), reason: reason)
             return -1
         }
-        let length = parser.pointee.content_length
-        let chunked = parser.pointee.flags & UInt32(F_CHUNKED.rawValue) != 0
-        if !chunked, length != UInt64.max, length > 0 {
+        let flags = parser.pointee.flags
+        let chunked = flags & UInt16(F_CHUNKED.rawValue) != 0
+        // llhttp's content_length is 0 when the request has no Content-Length.
+        let length = flags & UInt16(F_CONTENT_LENGTH.rawValue) != 0 ? parser.pointee.content_length : 0
+        if !chunked, length > 0 {
             guard length <= UInt64(limits.bodyCeiling) else {
                 refusal = .bodyTooLarge(partialRequest())
                 return -1
             }
             body.reserveCapacity(Int(length))
         }
-        if expectContinue && parser.pointee.http_major == 1 && parser.pointee.http_minor >= 1 && (chunked || (length > 0 && length != UInt64.max)) {
+        if expectContinue && parser.pointee.http_major == 1 && parser.pointee.http_minor >= 1 && (chunked || length > 0) {
             // The client waits for this before it sends the body.
             continueDue = true
         }
@@ -301,7 +274,7 @@ final class HTTPRequestAssembler {
     fileprivate func bodyData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
         guard body.count + length <= limits.bodyCeiling else {
             refusal = .bodyTooLarge(partialRequest())
-            return 1
+            return -1
         }
         at.withMemoryRebound(to: UInt8.self, capacity: length) { body.append($0, count: length) }
         return 0
@@ -310,15 +283,14 @@ final class HTTPRequestAssembler {
     /// A whole request: stop the parser here, so that `parse` hands it out and parses nothing after it yet.
     fileprivate func messageComplete() -> Int32 {
         messageOpen = false
-        http_parser_pause(parser, 1)
-        return 0
+        return Int32(HPE_PAUSED.rawValue)
     }
 
     // MARK: Requests
 
     /// The method of the request being parsed.
     private var currentMethod: HTTPMethod {
-        switch http_method(rawValue: parser.pointee.method) {
+        switch llhttp_method(rawValue: UInt32(parser.pointee.method)) {
         case HTTP_GET: return .get
         case HTTP_POST: return .post
         case HTTP_HEAD: return .head
@@ -326,7 +298,7 @@ final class HTTPRequestAssembler {
         case HTTP_DELETE: return .delete
         case HTTP_OPTIONS: return .options
         case HTTP_PATCH: return .patch
-        case let other: return .other(String(cString: http_method_str(other)))
+        case let other: return .other(String(cString: llhttp_method_name(other)))
         }
     }
 
@@ -344,7 +316,7 @@ final class HTTPRequestAssembler {
 
     /// The request the parser just completed, with the connection's keep-alive verdict.
     private func wholeRequest() -> Step {
-        let keepAlive = http_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0
+        let keepAlive = llhttp_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0
         let http10 = parser.pointee.http_major == 1 && parser.pointee.http_minor == 0
         // Path and query straight from the target's bytes (split at the first `?`).
         let (path, query) = url.withUnsafeBufferPointer { target in
@@ -362,7 +334,7 @@ final class HTTPRequestAssembler {
     }
 
     /// The parser stopped on an error: our own refusal when a callback set one, else the parser's reason.
-    private func refusalForError(_ code: http_errno) -> EdgeRefusal {
+    private func refusalForError(_ code: llhttp_errno_t) -> EdgeRefusal {
         messageOpen = false
         if let refusal {
             self.refusal = nil
@@ -376,22 +348,39 @@ final class HTTPRequestAssembler {
             reason = RequestFraming.problem(method: currentMethod, headers: partialRequest().headers) ?? "more than one Content-Length"
         case HPE_INVALID_TRANSFER_ENCODING:
             reason = "unsupported Transfer-Encoding"
-        case HPE_HEADER_OVERFLOW:
-            reason = "request header block larger than \(limits.maxHeaderBytes) bytes"
         default:
-            reason = "malformed request: \(String(cString: http_errno_description(code)))"
+            reason = "malformed request: \(HTTPRequestAssembler.describe(code))"
         }
         return .badFraming(partialRequest(), reason: reason)
     }
 
+    /// What a refusal says for llhttp's error `code`: the words of Node's http-parser before it (clients and
+    /// tests have seen those), llhttp's own name for the rest.
+    private static func describe(_ code: llhttp_errno_t) -> String {
+        switch code {
+        case HPE_INVALID_METHOD: return "invalid HTTP method"
+        case HPE_INVALID_URL: return "invalid URL"
+        case HPE_INVALID_CONSTANT: return "invalid constant string"
+        case HPE_INVALID_VERSION: return "invalid HTTP version"
+        case HPE_INVALID_HEADER_TOKEN: return "invalid character in header"
+        case HPE_INVALID_CHUNK_SIZE: return "invalid character in chunk size header"
+        case HPE_CR_EXPECTED, HPE_LF_EXPECTED: return "LF character expected"
+        case HPE_UNEXPECTED_SPACE: return "unexpected whitespace"
+        case HPE_STRICT: return "strict mode assertion failed"
+        default: return String(cString: llhttp_errno_name(code))
+        }
+    }
+
     /// The parser's callbacks (one table for every assembler; the assembler travels in `parser.data`).
-    nonisolated(unsafe) private static let settings: UnsafeMutablePointer<http_parser_settings> = {
-        let s = UnsafeMutablePointer<http_parser_settings>.allocate(capacity: 1)
-        s.initialize(to: http_parser_settings())
+    nonisolated(unsafe) private static let settings: UnsafeMutablePointer<llhttp_settings_t> = {
+        let s = UnsafeMutablePointer<llhttp_settings_t>.allocate(capacity: 1)
+        s.initialize(to: llhttp_settings_t())
+        llhttp_settings_init(s)
         s.pointee.on_message_begin = { p in HTTPRequestAssembler.with(p) { $0.messageBegan() } }
         s.pointee.on_url = { p, at, n in HTTPRequestAssembler.with(p) { $0.urlData(at!, n) } }
         s.pointee.on_header_field = { p, at, n in HTTPRequestAssembler.with(p) { $0.fieldData(at!, n) } }
         s.pointee.on_header_value = { p, at, n in HTTPRequestAssembler.with(p) { $0.valueData(at!, n) } }
+        s.pointee.on_header_value_complete = { p in HTTPRequestAssembler.with(p) { $0.fieldComplete() } }
         s.pointee.on_headers_complete = { p in HTTPRequestAssembler.with(p) { $0.headersComplete() } }
         s.pointee.on_body = { p, at, n in HTTPRequestAssembler.with(p) { $0.bodyData(at!, n) } }
         s.pointee.on_message_complete = { p in HTTPRequestAssembler.with(p) { $0.messageComplete() } }
@@ -399,10 +388,10 @@ final class HTTPRequestAssembler {
     }()
 
     /// Calls `body` with the assembler of a parser, without retaining it: `parse` runs every callback while
-    /// the assembler is alive. (http-parser passes the parser it was given, and its data callbacks a pointer
+    /// the assembler is alive. (llhttp passes the parser it was given, and its data callbacks a pointer
     /// into the bytes being parsed: neither is ever nil.)
     @inline(__always)
-    private static func with(_ parser: UnsafeMutablePointer<http_parser>?, _ body: (HTTPRequestAssembler) -> Int32) -> Int32 {
+    private static func with(_ parser: UnsafeMutablePointer<llhttp_t>?, _ body: (HTTPRequestAssembler) -> Int32) -> Int32 {
         Unmanaged<HTTPRequestAssembler>.fromOpaque(parser!.pointee.data)._withUnsafeGuaranteedRef(body)
     }
 }

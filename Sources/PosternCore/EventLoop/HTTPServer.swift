@@ -1,5 +1,5 @@
 import CEvent
-import CHTTPParser
+import CLLHTTP
 import Foundation
 import Synchronization
 
@@ -45,7 +45,7 @@ public struct ServerStartError: Error, CustomStringConvertible, Sendable {
 }
 
 /// An HTTP/1.1 server: on each event loop its own `SO_REUSEPORT` listener on the same port, and its
-/// connections (`HTTPConnection`: nonblocking sockets parsed by Node's http-parser).
+/// connections (`HTTPConnection`: nonblocking sockets parsed by llhttp).
 public final class HTTPServer: @unchecked Sendable {
     private let group: EventLoopGroup
     private let handler: HTTPHandler

@@ -1,9 +1,9 @@
-import CHTTPParser
+import CLLHTTP
 import Foundation
 
-/// Parses the answers read from one upstream connection, one after another, with Node's http-parser in
-/// response mode: framing by `Content-Length`, `chunked` or the close of the connection, no body for 1xx, 204
-/// and 304 (the client never sends `HEAD`).
+/// Parses the answers read from one upstream connection, one after another, with llhttp (Node's HTTP/1.1
+/// parser) in response mode: framing by `Content-Length`, `chunked` or the close of the connection, no body for
+/// 1xx, 204 and 304 (the client never sends `HEAD`).
 ///
 /// Bytes are parsed where they were read: only the header fields named in `keptHeaders` become `String`s, and
 /// the body is copied once, into raw memory sized from `Content-Length` when the answer gives it, which becomes
@@ -16,7 +16,7 @@ final class UpstreamResponseParser {
         case needMore
         /// The answer is complete; `leftover` bytes after it were not parsed (a well-behaved upstream sends none).
         case complete(leftover: Int)
-        /// The bytes are not a valid HTTP answer (http-parser's error name).
+        /// The bytes are not a valid HTTP answer (llhttp's error name).
         case invalid(String)
         /// The connection ended before the answer was complete.
         case truncated
@@ -24,8 +24,8 @@ final class UpstreamResponseParser {
 
     /// The answer headers kept (nil: every one).
     private let keptHeaders: [StaticString]?
-    /// http-parser's state; its `data` points back at this object.
-    private let parser: UnsafeMutablePointer<http_parser>
+    /// llhttp's state (it points at the shared callbacks); its `data` points back at this object.
+    private let parser: UnsafeMutablePointer<llhttp_t>
     /// The status of the answer being parsed (valid once its headers are complete).
     private(set) var status = 0
     /// The kept headers of the answer being parsed.
@@ -34,7 +34,7 @@ final class UpstreamResponseParser {
     private(set) var body = Data()
     /// The body's bytes as they arrive (handed to `body` when the answer is complete).
     private var arriving = BodyBuffer()
-    /// Whether the connection may carry another request after this answer (http-parser's verdict: HTTP/1.1
+    /// Whether the connection may carry another request after this answer (llhttp's verdict: HTTP/1.1
     /// without `Connection: close`, and a body not delimited by the close).
     private(set) var keepAlive = false
     private var messageComplete = false
@@ -43,12 +43,10 @@ final class UpstreamResponseParser {
     /// exclusivity checks.
     private let fieldName = RawBytes(capacity: 64)
     private let fieldValue = RawBytes(capacity: 64)
-    private var inValue = false
+    /// The field being read is kept (decided when its name is complete).
     private var keepingValue = false
     /// The status line's code is not one of HTTP's (100–599): the answer is invalid.
     private var statusOutOfRange = false
-    /// A field named exactly `Transfer-Encoding` was read in this answer.
-    private var sawTransferEncoding = false
 
     /// A body above this size gets no capacity reserved up front from its `Content-Length` (it grows as it comes).
     private static let maxReservation = 8 << 20
@@ -57,7 +55,7 @@ final class UpstreamResponseParser {
     init(keptHeaders: [StaticString]?) {
         self.keptHeaders = keptHeaders
         parser = .allocate(capacity: 1)
-        http_parser_init(parser, HTTP_RESPONSE)
+        llhttp_init(parser, HTTP_RESPONSE, Self.settings)
     }
 
     deinit {
@@ -67,7 +65,7 @@ final class UpstreamResponseParser {
 
     /// Gets ready for the next answer (before each request is sent).
     func reset() {
-        http_parser_init(parser, HTTP_RESPONSE)
+        llhttp_reset(parser)
         status = 0
         headers = HTTPHeaders()
         body = Data()
@@ -76,10 +74,8 @@ final class UpstreamResponseParser {
         messageComplete = false
         fieldName.count = 0
         fieldValue.count = 0
-        inValue = false
         keepingValue = false
         statusOutOfRange = false
-        sawTransferEncoding = false
     }
 
     /// The complete answer's kept headers and body, moved out (no copy, no reference counted twice); `reset()`
@@ -94,101 +90,97 @@ final class UpstreamResponseParser {
     /// Parses `bytes`, the next ones read from the connection.
     func feed(_ bytes: UnsafeRawBufferPointer) -> Outcome {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return .needMore }
-        return run(base.assumingMemoryBound(to: CChar.self), bytes.count)
+        parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let data = base.assumingMemoryBound(to: CChar.self)
+        let error = llhttp_execute(parser, data, bytes.count)
+        if messageComplete {
+            // Paused in on_message_complete, at the answer's end: what follows belongs to no request.
+            let parsed = llhttp_get_error_pos(parser).map { $0 - data } ?? bytes.count
+            return .complete(leftover: bytes.count - parsed)
+        }
+        return outcome(of: error)
     }
 
     /// Tells the parser that the connection ended: completes an answer delimited by the close.
     func feedEndOfStream() -> Outcome {
         if messageComplete { return .complete(leftover: 0) }
-        let outcome = run(nil, 0)
+        parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let error = llhttp_finish(parser)
+        if messageComplete { return .complete(leftover: 0) }
+        let outcome = outcome(of: error)
         return outcome == .needMore ? .truncated : outcome
     }
 
-    private func run(_ data: UnsafePointer<CChar>?, _ count: Int) -> Outcome {
-        parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        let parsed = http_parser_execute(parser, Self.settings, data, count)
-        let error = http_errno(rawValue: parser.pointee.http_errno)
-        if messageComplete {
-            // Paused in on_message_complete: what follows belongs to no request.
-            return .complete(leftover: count - parsed)
-        }
-        if error != HPE_OK {
+    /// What llhttp's answer to the bytes means when no answer was completed.
+    private func outcome(of error: llhttp_errno_t) -> Outcome {
+        switch error {
+        case HPE_OK: return .needMore
+        case HPE_PAUSED_UPGRADE: return .invalid("upgrade")
+        case HPE_INVALID_EOF_STATE: return .truncated
+        default:
             if statusOutOfRange { return .invalid("status code out of range") }
-            if error == HPE_INVALID_EOF_STATE { return .truncated }
-            return .invalid(String(cString: http_errno_name(error)))
+            return .invalid(String(cString: llhttp_errno_name(error)))
         }
-        if parser.pointee.upgrade != 0 { return .invalid("upgrade") }
-        return .needMore
     }
 
     // MARK: Callbacks
 
-    /// The parser's owner, from its `data` pointer (set before every `http_parser_execute`; the owner outlives
-    /// the call, so the unretained pointer is valid).
-    /// Calls `body` with the parser's owner, without retaining it: `run` runs every callback while the owner is
-    /// alive. (http-parser passes the parser it runs, whose data was set just before.)
+    /// Calls `body` with the parser's owner, without retaining it: `feed` and `feedEndOfStream` set `data`
+    /// just before running the callbacks, while the owner is alive. (llhttp passes the parser it runs.)
     @inline(__always)
-    private static func with(_ parser: UnsafeMutablePointer<http_parser>?, _ body: (UpstreamResponseParser) -> Int32) -> Int32 {
+    private static func with(_ parser: UnsafeMutablePointer<llhttp_t>?, _ body: (UpstreamResponseParser) -> Int32) -> Int32 {
         Unmanaged<UpstreamResponseParser>.fromOpaque(parser!.pointee.data)._withUnsafeGuaranteedRef(body)
     }
 
     /// The callbacks, shared by every parser (they find their parser through `data`): written once, then
     /// only read, from any loop thread.
-    nonisolated(unsafe) private static let settings: UnsafePointer<http_parser_settings> = {
-        let pointer = UnsafeMutablePointer<http_parser_settings>.allocate(capacity: 1)
+    nonisolated(unsafe) private static let settings: UnsafeMutablePointer<llhttp_settings_t> = {
+        let pointer = UnsafeMutablePointer<llhttp_settings_t>.allocate(capacity: 1)
         pointer.initialize(to: makeSettings())
-        return UnsafePointer(pointer)
+        return pointer
     }()
 
-    private static func makeSettings() -> http_parser_settings {
-        var settings = http_parser_settings()
+    private static func makeSettings() -> llhttp_settings_t {
+        var settings = llhttp_settings_t()
+        llhttp_settings_init(&settings)
         settings.on_header_field = { parser, at, length in
             UpstreamResponseParser.with(parser) { owner in
-                if owner.inValue { owner.endField() }
                 if let at { owner.fieldName.append(at, length) }
+                return 0
+            }
+        }
+        settings.on_header_field_complete = { parser in
+            UpstreamResponseParser.with(parser) { owner in
+                owner.keepingValue = owner.keeps(owner.fieldName.bytes)
                 return 0
             }
         }
         settings.on_header_value = { parser, at, length in
             UpstreamResponseParser.with(parser) { owner in
-                if !owner.inValue {
-                    owner.inValue = true
-                    owner.keepingValue = owner.keeps(owner.fieldName.bytes)
-                    // http-parser 2.9 marks the answer as using Transfer-Encoding as soon as a field's name *begins*
-                    // with it (`Transfer-Encoding-X`), and would then read a 204 until the close or refuse a
-                    // Content-Length: only the exact name counts (the whole name is known at its first value piece;
-                    // http-parser itself also takes `Transfer-Encoding :`, and so does this check).
-                    if parser!.pointee.uses_transfer_encoding != 0 && !owner.sawTransferEncoding {
-                        var name = owner.fieldName.bytes[...]
-                        while name.last == 0x20 || name.last == 0x09 { name = name.dropLast() }
-                        if UpstreamResponseParser.sameName(UnsafeBufferPointer(rebasing: name), "transfer-encoding") {
-                            owner.sawTransferEncoding = true
-                        } else {
-                            parser!.pointee.uses_transfer_encoding = 0
-                        }
-                    }
-                }
-                if owner.keepingValue, let at {
-                    owner.fieldValue.append(at, length)
-                }
+                if owner.keepingValue, let at { owner.fieldValue.append(at, length) }
+                return 0
+            }
+        }
+        settings.on_header_value_complete = { parser in
+            UpstreamResponseParser.with(parser) { owner in
+                owner.endField()
                 return 0
             }
         }
         settings.on_headers_complete = { parser in
             UpstreamResponseParser.with(parser) { owner in
-                if owner.inValue { owner.endField() }
-                // Non-nil: http-parser runs callbacks with the parser it runs.
+                // Non-nil: llhttp runs callbacks with the parser it runs.
                 let state = parser!.pointee
                 owner.status = Int(state.status_code)
-                // http-parser takes any three digits (even `000`, or fewer: `HTTP/1.1 30 x`): only HTTP's codes are answers.
+                // Only HTTP's codes are answers (llhttp takes any three digits, even `000`).
                 guard (100...599).contains(owner.status) else {
                     owner.statusOutOfRange = true
                     return -1
                 }
-                // 1xx, 204 and 304 answers have no body whatever their fields say (RFC 9112 §6.3); http-parser would
-                // read one by their Content-Length. 1 tells it to skip the body.
+                // 1xx, 204 and 304 answers have no body whatever their fields say (RFC 9112 §6.3). 1 tells llhttp
+                // to read none.
                 if owner.status < 200 || owner.status == 204 || owner.status == 304 { return 1 }
-                if state.flags & UInt32(F_CONTENTLENGTH.rawValue) != 0, state.content_length > 0,
+                if state.flags & UInt16(F_CONTENT_LENGTH.rawValue) != 0, state.content_length > 0,
                    state.content_length <= UInt64(UpstreamResponseParser.maxReservation) {
                     owner.arriving.reserve(Int(state.content_length))
                 }
@@ -207,15 +199,13 @@ final class UpstreamResponseParser {
                     // An interim answer (100 Continue, 103 Early Hints): the final one follows.
                     owner.headers = HTTPHeaders()
                     owner.status = 0
-                    owner.sawTransferEncoding = false
                     return 0
                 }
-                owner.keepAlive = http_should_keep_alive(parser) != 0
+                owner.keepAlive = llhttp_should_keep_alive(parser) != 0
                 owner.messageComplete = true
                 owner.body = owner.arriving.take()
                 // Stop here: bytes after the answer are not parsed as another one.
-                http_parser_pause(parser, 1)
-                return 0
+                return Int32(HPE_PAUSED.rawValue)
             }
         }
         return settings
@@ -224,12 +214,18 @@ final class UpstreamResponseParser {
     /// Ends the header field just read: kept, or forgotten without building a `String`.
     private func endField() {
         if keepingValue {
-            headers.add(String(decoding: fieldName.bytes, as: UTF8.self), String(decoding: fieldValue.bytes, as: UTF8.self))
+            headers.add(String(decoding: fieldName.bytes, as: UTF8.self), Self.trimmed(fieldValue.bytes))
         }
         fieldName.count = 0
         fieldValue.count = 0
-        inValue = false
         keepingValue = false
+    }
+
+    /// A field value without the spaces and tabs after it (llhttp drops those before it, not always those after).
+    private static func trimmed(_ value: UnsafeBufferPointer<UInt8>) -> String {
+        var end = value.count
+        while end > 0 && (value[end - 1] == 0x20 || value[end - 1] == 0x09) { end -= 1 }
+        return String(decoding: UnsafeBufferPointer(rebasing: value[..<end]), as: UTF8.self)
     }
 
     /// Whether the field called `name` is kept (ASCII case-insensitive).

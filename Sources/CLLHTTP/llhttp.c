@@ -1,0 +1,2 @@
+/* llhttp's llhttp.c as Debian's node-llhttp installs it (see include/llhttp.h). */
+#include "/usr/share/llhttp/llhttp.c"
