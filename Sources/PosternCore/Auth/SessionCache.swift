@@ -33,7 +33,7 @@ final class SessionCache: @unchecked Sendable {
     }
 
     private final class Shard: @unchecked Sendable {
-        let lock = NSLock()
+        let lock = FastLock()
         var entries: [TokenKey: Entry] = [:]
         /// Session id → last used, waiting for `drainTouches`.
         var touches: [String: Date] = [:]
@@ -65,18 +65,18 @@ final class SessionCache: @unchecked Sendable {
     /// for the store) at most once per `touchInterval`. An expired session is returned untouched.
     func hit(_ key: TokenKey, now: Date, idleTTL: TimeInterval, touchInterval: TimeInterval) -> Session? {
         let shard = shard(key)
-        shard.lock.lock()
-        defer { shard.lock.unlock() }
-        guard let index = shard.entries.index(forKey: key) else { return nil }
-        if shard.entries.values[index].session.isExpired(now: now, idleTTL: idleTTL) {
+        return shard.lock.withLock { () -> Session? in
+            guard let index = shard.entries.index(forKey: key) else { return nil }
+            if shard.entries.values[index].session.isExpired(now: now, idleTTL: idleTTL) {
+                return shard.entries.values[index].session
+            }
+            shard.entries.values[index].lastUse = now
+            if now.timeIntervalSince(shard.entries.values[index].session.lastUsedAt) >= touchInterval {
+                shard.entries.values[index].session.lastUsedAt = now
+                shard.touches[shard.entries.values[index].session.id] = now
+            }
             return shard.entries.values[index].session
         }
-        shard.entries.values[index].lastUse = now
-        if now.timeIntervalSince(shard.entries.values[index].session.lastUsedAt) >= touchInterval {
-            shard.entries.values[index].session.lastUsedAt = now
-            shard.touches[shard.entries.values[index].session.id] = now
-        }
-        return shard.entries.values[index].session
     }
 
     // MARK: Fills (only from a store read or a new session)

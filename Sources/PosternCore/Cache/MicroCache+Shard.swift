@@ -47,7 +47,7 @@ extension MicroCache {
         private let now: Clock
         /// Adds the edge's fields to a stored answer (`MicroCache.init`).
         private let preparing: @Sendable (inout HTTPHeaders) -> Void
-        private let lock = NSLock()
+        private let lock = FastLock()
         private var entries: [CacheKey: Node] = [:]
         private var head: Node?
         private var tail: Node?

@@ -37,7 +37,7 @@ public final class Metrics: @unchecked Sendable {
     /// One loop's share of the counters. Only its loop records into it; the lock is there for the
     /// scrape, so it is never contended by another loop (no lock shared by the loops).
     private final class Shard: @unchecked Sendable {
-        let lock = NSLock()
+        let lock = FastLock()
         /// Request counts, by series index (`requestIndex`).
         var requestCounts: [Int] = []
         /// Each request series' key and its route's latency slot, by series index.
@@ -129,9 +129,7 @@ public final class Metrics: @unchecked Sendable {
         } else {
             shard = offLoop
         }
-        shard.lock.lock()
-        body(shard)
-        shard.lock.unlock()
+        shard.lock.withLock { body(shard) }
     }
 
     /// Records a finished request.
