@@ -139,9 +139,7 @@ public final class Application: @unchecked Sendable {
         self.group = group
         var immediate: ImmediateHTTPHandler?
         if gateway.answersImmediately { immediate = { gateway.handleImmediately($0) } }
-        let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) }, immediate: immediate) { request in
-            await gateway.handle(request)
-        }
+        let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) }, immediate: immediate, handling: gateway)
         do {
             try server.start(host: listen.host, port: listen.port)
         } catch {

@@ -3,7 +3,7 @@ import Foundation
 /// The whole request pipeline, built once from config: route → edge stages (metrics and log, headers,
 /// CORS, limits, error rendering) → the route's chain (limits → authentication → policy) → handler.
 /// No sockets: tests call `handle`.
-public final class Gateway: Sendable {
+public final class Gateway: HTTPRequestHandler {
     private let routes: RouteTable
     private let clientAddress: ClientAddress
     private let log: AccessLog

@@ -6,6 +6,20 @@ import Synchronization
 /// What a server does with each request: a plain async function of values.
 public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 
+/// What a server does with each request, as a type: the server's runner tasks call `handle` directly (their
+/// code is specialised for the type), where a call through an `HTTPHandler` closure is one more async frame,
+/// and a hop back to the caller's executor after it (a `swift_task_switch`, which takes the task's lock).
+public protocol HTTPRequestHandler: Sendable {
+    /// The answer to `request`.
+    func handle(_ request: HTTPRequest) async -> HTTPResponse
+}
+
+/// An `HTTPHandler` closure as an `HTTPRequestHandler`.
+struct ClosureRequestHandler: HTTPRequestHandler {
+    let body: HTTPHandler
+    func handle(_ request: HTTPRequest) async -> HTTPResponse { await body(request) }
+}
+
 /// An answer given at once, on the loop thread, without resuming a handler task; nil when the request needs the
 /// asynchronous handler (which then answers it as if this had not run).
 public typealias ImmediateHTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse?
@@ -48,7 +62,8 @@ public struct ServerStartError: Error, CustomStringConvertible, Sendable {
 /// connections (`HTTPConnection`: nonblocking sockets parsed by llhttp).
 public final class HTTPServer: @unchecked Sendable {
     private let group: EventLoopGroup
-    private let handler: HTTPHandler
+    /// Starts a runner task for a request on a worker (made for the handler's type, see `HTTPRequestHandler`).
+    private let startRunner: ServerWorker.RunnerStart
     private let immediate: ImmediateHTTPHandler?
     private let refuse: RefusalRenderer
     private let limits: ServerLimits
@@ -58,14 +73,21 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Creates a server over the loops of `group`; `refuse` renders the answers the server gives itself, and
     /// `immediate` (when given) is tried first on every request: its answer is sent without running `handler`.
-    public init(group: EventLoopGroup, limits: ServerLimits = ServerLimits(),
-                refuse: @escaping RefusalRenderer = EdgeRefusal.plainAnswer, immediate: ImmediateHTTPHandler? = nil,
-                handler: @escaping HTTPHandler) {
+    public convenience init(group: EventLoopGroup, limits: ServerLimits = ServerLimits(),
+                            refuse: @escaping RefusalRenderer = EdgeRefusal.plainAnswer, immediate: ImmediateHTTPHandler? = nil,
+                            handler: @escaping HTTPHandler) {
+        self.init(group: group, limits: limits, refuse: refuse, immediate: immediate, handling: ClosureRequestHandler(body: handler))
+    }
+
+    /// The same server with a handler type (`HTTPRequestHandler`): what the gateway uses.
+    public init<Handler: HTTPRequestHandler>(group: EventLoopGroup, limits: ServerLimits = ServerLimits(),
+                                             refuse: @escaping RefusalRenderer = EdgeRefusal.plainAnswer,
+                                             immediate: ImmediateHTTPHandler? = nil, handling handler: Handler) {
         self.group = group
         self.limits = limits
         self.refuse = refuse
         self.immediate = immediate
-        self.handler = handler
+        startRunner = ServerWorker.runnerStart(handler)
     }
 
     /// Binds `host:port` on every loop; port 0 picks a free port shared by all loops.
@@ -73,7 +95,7 @@ public final class HTTPServer: @unchecked Sendable {
         var address = try SocketAddress(host: host, port: requested)
         try address.probeFree()
         for (i, loop) in group.loops.enumerated() {
-            let worker = ServerWorker(loop: loop, handler: handler, immediate: immediate, refuse: refuse, limits: limits)
+            let worker = ServerWorker(loop: loop, startRunner: startRunner, immediate: immediate, refuse: refuse, limits: limits)
             let bound = try worker.bind(address)
             if i == 0 {
                 address.port = bound
@@ -108,7 +130,8 @@ public final class HTTPServer: @unchecked Sendable {
 final class ServerWorker: @unchecked Sendable {
     /// The loop that owns the listener and every connection of this worker.
     let loop: EventLoop
-    private let handler: HTTPHandler
+    /// Starts a runner task (`runnerStart`), made for the server's handler type.
+    private let startRunner: RunnerStart
     /// Tried before `handler`: an answer that needs no suspension, given on the loop thread.
     private let immediate: ImmediateHTTPHandler?
     /// Renders the answers the server gives itself.
@@ -129,10 +152,10 @@ final class ServerWorker: @unchecked Sendable {
     private var dateSecond = -1
 
     /// A worker for `loop` (not listening until `bind`).
-    init(loop: EventLoop, handler: @escaping HTTPHandler, immediate: ImmediateHTTPHandler?, refuse: @escaping RefusalRenderer,
+    init(loop: EventLoop, startRunner: @escaping RunnerStart, immediate: ImmediateHTTPHandler?, refuse: @escaping RefusalRenderer,
          limits: ServerLimits) {
         self.loop = loop
-        self.handler = handler
+        self.startRunner = startRunner
         self.immediate = immediate
         self.refuse = refuse
         self.limits = limits
@@ -179,20 +202,31 @@ final class ServerWorker: @unchecked Sendable {
             idle.resume(returning: RunnerJob(request: request, conn: conn))
             return
         }
-        // Task.immediate runs the handler right here, on the loop thread, up to its first suspension (no hop
-        // through the loop's job queue to start it); after a suspension it resumes on its preferred executor,
-        // this loop.
-        Task.immediate(executorPreference: loop) {
-            await self.run(RunnerJob(request: request, conn: conn))
+        startRunner(self, RunnerJob(request: request, conn: conn))
+    }
+
+    /// Starts a runner task on a worker, with its first request.
+    typealias RunnerStart = @Sendable (ServerWorker, RunnerJob) -> Void
+
+    /// The runner start for `handler`: a runner's code specialised for its type, so that it calls
+    /// `handler.handle` directly.
+    static func runnerStart<Handler: HTTPRequestHandler>(_ handler: Handler) -> RunnerStart {
+        { worker, job in
+            // Task.immediate runs the handler right here, on the loop thread, up to its first suspension (no hop
+            // through the loop's job queue to start it); after a suspension it resumes on its preferred executor,
+            // this loop.
+            Task.immediate(executorPreference: worker.loop) {
+                await worker.run(job, handler)
+            }
         }
     }
 
     /// One runner task: handles `first`, then each request handed to it while it waits idle, until the
     /// worker is freed or enough runners are idle already.
-    private func run(_ first: RunnerJob) async {
+    private func run<Handler: HTTPRequestHandler>(_ first: RunnerJob, _ handler: Handler) async {
         var job: RunnerJob? = first
         while let current = job {
-            let response = await handler(current.request)
+            let response = await handler.handle(current.request)
             guard loop.inLoop else {
                 loop.execute { self.finish(current.conn, response) }
                 return
@@ -206,7 +240,7 @@ final class ServerWorker: @unchecked Sendable {
     }
 
     /// A request for a runner task (loop thread only).
-    private struct RunnerJob: @unchecked Sendable {
+    struct RunnerJob: @unchecked Sendable {
         let request: HTTPRequest
         let conn: HTTPConnection
     }
