@@ -34,4 +34,23 @@ import Testing
         #expect(literalFirst.match(path: "/a/c")?.id == "c")
         #expect(literalFirst.match(path: "/a") == nil)
     }
+
+    /// Exact paths are compared by bytes only when that gives `String` equality's answer: among several of one
+    /// length, each finds its own route; a path that is not ASCII (here one canonically equivalent to an ASCII
+    /// pattern) and a pattern that is not ASCII are still found as `String`s.
+    @Test func exactPathsByBytesAgreeWithStringEquality() {
+        let answer = Endpoint(answering: .notFound("x"))
+        let ascii = Router(routes: [Route("/a/bc", methods: [(.get, answer)]), Route("/a/bd", methods: [(.get, answer)]),
+                                    Route("/Kx", methods: [(.get, answer)])])
+        #expect(ascii.match(path: "/a/bc")?.route.pattern == "/a/bc")
+        #expect(ascii.match(path: "/a/bd")?.route.pattern == "/a/bd")
+        #expect(ascii.match(path: "/a/be") == nil)
+        #expect(ascii.match(path: "/Kx")?.route.pattern == "/Kx")
+        // U+212A KELVIN SIGN is canonically equivalent to `K`.
+        #expect(ascii.match(path: "/\u{212A}x")?.route.pattern == "/Kx")
+        let unicode = Router(routes: [Route("/\u{212A}x", methods: [(.get, answer)]), Route("/é", methods: [(.get, answer)])])
+        #expect(unicode.match(path: "/Kx")?.route.pattern == "/\u{212A}x")
+        #expect(unicode.match(path: "/é")?.route.pattern == "/é")
+        #expect(unicode.match(path: "/e\u{301}")?.route.pattern == "/é")
+    }
 }

@@ -47,6 +47,38 @@ struct RouteMatch: Sendable {
     let id: String?
 }
 
+/// ASCII paths in one buffer, each with the route index it stands for (`Router.exactBytes`).
+private struct ExactPaths: Sendable {
+    /// The paths' bytes, one after another.
+    private let bytes: [UInt8]
+    /// Each path's place in `bytes` and its route index.
+    private let entries: [(start: Int, count: Int, index: Int)]
+
+    init(_ paths: [(key: String, value: Int)]) {
+        var bytes: [UInt8] = []
+        var entries: [(start: Int, count: Int, index: Int)] = []
+        for (path, index) in paths {
+            entries.append((bytes.count, path.utf8.count, index))
+            bytes += path.utf8
+        }
+        self.bytes = bytes
+        self.entries = entries
+    }
+
+    /// `.some(index)` of the path `path` spells, `.some(nil)` for an ASCII path that is none of them, nil for a
+    /// path that is not ASCII (the caller asks the dictionary).
+    func index(of path: UnsafeBufferPointer<UInt8>) -> Int?? {
+        guard let base = path.baseAddress else { return .some(nil) }
+        for byte in path where byte >= 0x80 { return nil }
+        return bytes.withUnsafeBufferPointer { all in
+            for entry in entries where entry.count == path.count {
+                if memcmp(all.baseAddress! + entry.start, base, path.count) == 0 { return .some(entry.index) }  // not empty: count > 0
+            }
+            return .some(nil)
+        }
+    }
+}
+
 /// The route table (immutable after start-up).
 struct Router: Sendable {
     private let routes: [Route]
@@ -57,6 +89,11 @@ struct Router: Sendable {
     /// What `match` answers for each pattern without `{id}` given as the path itself (the usual paths), found
     /// with one hash lookup.
     private var exact: [String: Int] = [:]
+    /// The keys of `exact` as bytes, when every one is ASCII (nil otherwise): an ASCII path equals an ASCII
+    /// pattern only byte for byte, so a few length compares and one `memcmp` find it, where the dictionary
+    /// hashes the path (a path that is not ASCII still goes to the dictionary: `String` equality is canonical
+    /// equivalence there).
+    private var exactBytes: ExactPaths?
 
     init(routes: [Route]) {
         self.routes = routes
@@ -70,13 +107,24 @@ struct Router: Sendable {
             }
         }
         self.exact = exact
+        if exact.keys.allSatisfy({ $0.utf8.allSatisfy { $0 < 0x80 } }) {
+            exactBytes = ExactPaths(exact.sorted { $0.value < $1.value })
+        }
     }
 
     /// The route for a raw (percent-encoded) path; one trailing slash is ignored. The path's segments are
     /// the pieces after its first `/` (as `segments(of:).dropFirst()`), walked in place: no array per request.
     func match(path: String) -> RouteMatch? {
-        if let index = exact[path] { return RouteMatch(route: routes[index], id: nil) }
+        if let index = exactIndex(path) { return RouteMatch(route: routes[index], id: nil) }
         return walkedMatch(path: path)
+    }
+
+    /// The index `exact` gives `path`, found by bytes when it can (`exactBytes`).
+    private func exactIndex(_ path: String) -> Int? {
+        if let exactBytes, let found = path.utf8.withContiguousStorageIfAvailable({ exactBytes.index(of: $0) }), let found {
+            return found
+        }
+        return exact[path]
     }
 
     /// `match` by walking the path's segments against every route's.
