@@ -94,6 +94,10 @@ func waitFor(_ what: String, _ condition: () -> Bool) throws {
         #expect(miss.headers["X-Cache"] == "MISS" && hit.headers["X-Cache"] == "HIT")
         #expect(miss.body == hit.body && !Self.titles(hit).isEmpty)
         #expect(miss.headers["X-Request-Id"] == "first" && hit.headers["X-Request-Id"] == "second")
+        // Each answer carries its own id once, and no other's.
+        for (answer, id) in [(miss, "first"), (hit, "second")] {
+            #expect(answer.headers.filter { $0.name.lowercased() == "x-request-id" }.map(\.value) == [id])
+        }
         #expect(hit.headers["Cache-Control"] == "no-store")
         #expect(hit.headers["Content-Type"] == "application/json; charset=utf-8")
         #expect(Self.listCalls(gw) == 1)
