@@ -147,6 +147,18 @@ import Testing
         }
     }
 
+    /// `http_request_stream-empty-name`: a line `:Host: a` (no name before the colon) was handed out as a field
+    /// with an empty name (llhttp, not strict, takes it). A field name is a token: the request is refused.
+    @Test func aHeaderLineWithoutANameIsRefused() throws {
+        let bytes = try stream("http_request_stream-empty-name")
+        for reads in [[bytes], bytes.map { [$0] }] {
+            let seen = requests(reads)
+            #expect(seen.targets.isEmpty)
+            #expect(seen.refusal == "malformed request: invalid character in header")
+        }
+        #expect(requests([Array("GET / HTTP/1.1\r\nHost: a\r\n:\r\n\r\n".utf8)]).refusal == "malformed request: invalid character in header")
+    }
+
     /// `http_request_stream-trailer-content-length`: the trailer fields after a chunked body (one of them a
     /// `Content-Length`) were added to the request's headers, beside its `Transfer-Encoding`. Trailers are not
     /// headers: every request handed out has only the fields of its head. (The crash file's second request ends
