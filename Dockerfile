@@ -28,7 +28,8 @@ COPY Sources ./Sources
 COPY Tests ./Tests
 
 # The Swift runtime and Foundation are linked statically, and so is llhttp (compiled from node-llhttp's C
-# sources); what stays dynamic is libevent, OpenSSL, SQLite, hiredis, jemalloc and the C/C++ runtime (checked against the list below by scripts/check-runtime-libs.sh).
+# sources); what stays dynamic is libevent, OpenSSL, SQLite, hiredis, jemalloc and the C/C++ runtime
+# (checked against the list below by scripts/check-runtime-libs.sh).
 RUN swift build -c release --static-swift-stdlib \
     && install -D -m 0755 .build/release/postern /out/postern \
     && /out/postern version
