@@ -156,6 +156,12 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// Replaces every field called `name` with one field (nothing changes, and nothing shared is copied, when
     /// the only such field is a rendered one with this value).
     public mutating func set(_ name: String, _ value: String) {
+        // The usual case, a name not there yet (e.g. the edge's `X-Request-Id` on a rendered answer): appended after
+        // one search, without the replace path's.
+        if block == nil, !contains(name) {
+            list.append((name, value))
+            return
+        }
         if let rendered, rendered.holdsOnly(name, value), listIndex(of: name) == nil {
             return
         }

@@ -110,13 +110,9 @@ struct EdgeStages: Sendable {
         // A stored micro-cache answer carries the alike fields already, rendered: setting them would find them and
         // change nothing, at the cost of two lookups on every hit.
         let alikeDone = underAPI && response.headers.rendersOnlyAlike
-        if alikeDone && !response.headers.contains("X-Request-Id") {
-            // The usual answer (a resource's, or a stored one): the id is the one field to add, and none is there
-            // to replace.
-            response.headers.add("X-Request-Id", requestID)
-            return
-        }
-        response.headers.reserve(alikeDone ? 1 : 3)  // one copy at most
+        // Room for the three fields up front: one copy of the list at most. A rendered answer has an empty list,
+        // which its one field's append allocates.
+        if !alikeDone { response.headers.reserve(3) }
         response.headers.set("X-Request-Id", requestID)
         if !alikeDone { decorateAlike(&response.headers, underAPI: underAPI) }
     }

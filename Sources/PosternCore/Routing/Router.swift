@@ -87,7 +87,7 @@ struct Router: Sendable {
     /// The same segments as byte ranges, for matching an ASCII path without a `String` operation.
     private let table: SegmentTable
     /// What `match` answers for each pattern without `{id}` given as the path itself (the usual paths), found
-    /// with one hash lookup.
+    /// by `exactBytes` or with one hash lookup.
     private var exact: [String: Int] = [:]
     /// The keys of `exact` as bytes, when every one is ASCII (nil otherwise): an ASCII path equals an ASCII
     /// pattern only byte for byte, so a few length compares and one `memcmp` find it, where the dictionary
