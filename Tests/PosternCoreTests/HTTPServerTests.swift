@@ -67,6 +67,50 @@ import Testing
         }
     }
 
+    @Test func requestsArrivingWhileOthersAreAnsweredEachGetTheirOwnAnswer() throws {
+        // Each handler waits for an upstream answer, read on the server's loop like the new requests: in one turn,
+        // runners finish answers while other connections' requests wait for a runner. A runner that has answered
+        // takes a waiting request; the rest go to idle runners or new ones. Every client must get its own answers.
+        let upstreamGroup = EventLoopGroup(count: 1)
+        defer { upstreamGroup.shutdown() }
+        let upstream = HTTPServer(group: upstreamGroup, handler: HTTPServerTests.echo)
+        try upstream.start(host: "127.0.0.1", port: 0)
+        defer { upstream.shutdown(grace: 1) }
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let client = UpstreamHTTPClient(loop: group.loops[0],
+                                        endpoint: UpstreamEndpoint(url: "http://127.0.0.1:\(upstream.port)")!,
+                                        maxConnections: 8, keepaliveIdle: 3600, pipelineDepth: 4)
+        let server = HTTPServer(group: group) { request in
+            do throws(UpstreamFailure) {
+                let answer = try await client.send(UpstreamRequest(method: .get, target: request.path), timeout: 5)
+                return HTTPResponse(status: answer.status, body: answer.body)
+            } catch {
+                return HTTPResponse(status: 502, body: Data("\(error)".utf8))
+            }
+        }
+        try server.start(host: "127.0.0.1", port: 0)
+        defer { server.shutdown(grace: 1) }
+        let clients = 24
+        let requests = 40
+        let wrong = Atomic<Int>(0)
+        let answered = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: clients) { c in
+            let connection = RawHTTPClient(port: server.port)
+            for r in 0..<requests {
+                let path = "/c\(c)/r\(r)"
+                if (try? connection.request("GET", path).text) == "GET \(path)||" {
+                    answered.add(1, ordering: .relaxed)
+                } else {
+                    wrong.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        #expect(wrong.load(ordering: .relaxed) == 0)
+        #expect(answered.load(ordering: .relaxed) == clients * requests)
+        #expect(server.inFlight == 0)
+    }
+
     @Test func aRequestSentByteByByteArrivesWhole() throws {
         try HTTPServerTests.withServer(handler: HTTPServerTests.echo) { server in
             let client = RawHTTPClient(port: server.port)

@@ -189,8 +189,11 @@ final class ServerWorker: @unchecked Sendable {
     ///
     /// Handlers run in long-lived tasks, one request after another: a task's allocator keeps the slabs its
     /// async frames needed, so a reused task allocates nothing for them, where a new task per request
-    /// mallocs a dozen slabs and the task itself (docs/architecture.md, One request's path). An idle task
-    /// waits for its next request; when none is idle, a new one starts with the request.
+    /// mallocs a dozen slabs and the task itself (docs/architecture.md, One request's path).
+    ///
+    /// The request waits in `pending` until the end of this loop turn's jobs: a runner that finishes its
+    /// answer meanwhile takes it there and goes on without suspending (no continuation resumed, no job queued,
+    /// no executor hops). What is left at the end of the turn goes to idle runners, or to new ones.
     func handle(_ request: HTTPRequest, on conn: HTTPConnection) {
         if let immediate, let response = immediate(request) {
             // Answered before this returns: nothing is in flight meanwhile (a shutdown cannot see it).
@@ -198,11 +201,38 @@ final class ServerWorker: @unchecked Sendable {
             return
         }
         inFlightCount.add(1, ordering: .relaxed)
-        if let idle = idleRunners.popLast() {
-            idle.resume(returning: RunnerJob(request: request, conn: conn))
-            return
+        if pendingHead == pending.count { loop.atEndOfTurn { self.dispatchPending() } }
+        pending.append(RunnerJob(request: request, conn: conn))
+    }
+
+    /// Requests waiting for a runner (loop thread only), first come first served from `pendingHead`; a taken
+    /// slot is emptied at once, so that no request stays referenced here (its connection reuses the buffers).
+    private var pending: [RunnerJob?] = []
+    private var pendingHead = 0
+
+    /// The oldest waiting request, if any (loop thread only).
+    private func takePending() -> RunnerJob? {
+        guard pendingHead < pending.count else { return nil }
+        let job = pending[pendingHead].take()
+        pendingHead += 1
+        if pendingHead == pending.count {
+            pending.removeAll(keepingCapacity: true)
+            pendingHead = 0
         }
-        startRunner(self, RunnerJob(request: request, conn: conn))
+        return job
+    }
+
+    /// The end-of-turn hook of `handle`: the requests no finishing runner took go to idle runners, or new ones.
+    private func dispatchPending() {
+        while let job = takePending() {
+            if freed {
+                inFlightCount.subtract(1, ordering: .relaxed)
+            } else if let idle = idleRunners.popLast() {
+                idle.resume(returning: job)
+            } else {
+                startRunner(self, job)
+            }
+        }
     }
 
     /// Starts a runner task on a worker, with its first request.
@@ -221,8 +251,8 @@ final class ServerWorker: @unchecked Sendable {
         }
     }
 
-    /// One runner task: handles `first`, then each request handed to it while it waits idle, until the
-    /// worker is freed or enough runners are idle already.
+    /// One runner task: handles `first`, then each request it finds waiting when it has answered (`pending`) or
+    /// is handed while it waits idle, until the worker is freed or enough runners are idle already.
     private func run<Handler: HTTPRequestHandler>(_ first: RunnerJob, _ handler: Handler) async {
         var job: RunnerJob? = first
         while let current = job {
@@ -232,9 +262,15 @@ final class ServerWorker: @unchecked Sendable {
                 return
             }
             finish(current.conn, response)
-            guard !freed, idleRunners.count < ServerWorker.maxIdleRunners else { return }
-            // An idle runner holds no request: the connection can reuse that request's header buffer.
+            guard !freed else { return }
+            // A request that arrived this turn is taken here, without suspending (see `handle`).
             job = nil
+            if let next = takePending() {
+                job = next
+                continue
+            }
+            guard idleRunners.count < ServerWorker.maxIdleRunners else { return }
+            // An idle runner holds no request: the connection can reuse that request's header buffer.
             job = await withUnsafeContinuation { idleRunners.append($0) }
         }
     }
@@ -436,6 +472,8 @@ final class ServerWorker: @unchecked Sendable {
             for conn in Array(self.connections.values) { conn.close() }
             self.connections.removeAll()
             self.freed = true
+            // Requests no runner took: their connections are closed, nothing is answered.
+            while self.takePending() != nil { self.inFlightCount.subtract(1, ordering: .relaxed) }
             let idle = self.idleRunners
             self.idleRunners.removeAll()
             for runner in idle { runner.resume(returning: nil) }
