@@ -224,10 +224,9 @@ final class ServerWorker: @unchecked Sendable {
 
     /// The end-of-turn hook of `handle`: the requests no finishing runner took go to idle runners, or new ones.
     private func dispatchPending() {
+        // Nothing is pending once the worker is freed: `free()` drops what no runner took.
         while let job = takePending() {
-            if freed {
-                inFlightCount.subtract(1, ordering: .relaxed)
-            } else if let idle = idleRunners.popLast() {
+            if let idle = idleRunners.popLast() {
                 idle.resume(returning: job)
             } else {
                 startRunner(self, job)
