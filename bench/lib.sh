@@ -167,6 +167,8 @@ NGINX
     started "$UPSTREAM_PID"
     wait_ready "$UPSTREAM_PID" "http://$HOST:$UPSTREAM_PORT/server/ping" || die "canned upstream did not start"
     check_list "canned upstream" "http://$HOST:$UPSTREAM_PORT$ITEMS_PATH" "$DIRECTUS_TOKEN" data
+    # Its worker serves every call (the master only forks): its CPU per request is reported too.
+    UPSTREAM_WORKER_PID="$(children_of "$UPSTREAM_PID" | head -n1)"
 }
 
 # --- B: the nginx keep-alive proxy of the same upstream call ---------------------------------------
@@ -273,6 +275,9 @@ cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 # user_ticks PID: utime alone (the process's own code; stime is the kernel's work on its behalf).
 user_ticks() { awk '{ sub(/^.*\) /, ""); print $12 }' "/proc/$1/stat"; }
 CLK_TCK="$(getconf CLK_TCK)"
+
+# idle_ticks: the idle time of all cores (idle + iowait in /proc/stat), in clock ticks.
+idle_ticks() { awk '/^cpu / { print $5 + $6 }' /proc/stat; }
 
 # peak_rss_mb PID: VmHWM (peak resident set) in MB.
 peak_rss_mb() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }

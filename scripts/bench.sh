@@ -39,7 +39,9 @@ LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 start_upstream
 start_proxy
 
-RESULTS="$WORK/results.tsv"   # round, label, rps, p50, p99, cpu µs/req, rss MB, non-2xx, socket errors, user µs/req, wrk µs/req
+# round, label, rps, p50, p99, cpu µs/req, rss MB, non-2xx, socket errors, user µs/req, wrk µs/req, upstream µs/req,
+# idle % of all cores
+RESULTS="$WORK/results.tsv"
 : > "$RESULTS"
 NOTES="$WORK/notes.txt"
 : > "$NOTES"
@@ -53,31 +55,41 @@ children_seconds() {
 }
 
 # measure ROUND LABEL URL TOKEN PID: warm-up, then the measured wrk run; PID is the process whose
-# CPU time and peak RSS are reported. wrk's own CPU is taken too (it shares the cores).
+# CPU time and peak RSS are reported. wrk's own CPU is taken too (it shares the cores), the canned upstream's,
+# and how long the cores were idle meanwhile.
 measure() {
-    local round="$1" label="$2" url="$3" token="$4" pid="$5" out t0 t1 u0 u1 requests cpu user non2xx sockerr wrk_cpu
+    local round="$1" label="$2" url="$3" token="$4" pid="$5" out t0 t1 u0 u1 s0 s1 i0 i1 requests cpu user non2xx sockerr wrk_cpu
+    local upstream_cpu idle
     out="$WORK/wrk-$round-${label//[^a-zA-Z0-9]/_}.txt"
     say "round $round, $label: warm-up $WARMUP, then wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency $url"
     run_wrk "$out.warmup" "$url" "$token" "$WARMUP"
     t0="$(cpu_ticks "$pid")"
     u0="$(user_ticks "$pid")"
+    s0="$(cpu_ticks "$UPSTREAM_WORKER_PID")"
+    i0="$(idle_ticks)"
     times > "$WORK/times.before"
     run_wrk "$out" "$url" "$token" "$DURATION"
     times > "$WORK/times.after"
     t1="$(cpu_ticks "$pid")"
     u1="$(user_ticks "$pid")"
+    s1="$(cpu_ticks "$UPSTREAM_WORKER_PID")"
+    i1="$(idle_ticks)"
     requests="$(wrk_field "$out" requests)"
     wrk_cpu="$(awk -v a="$(children_seconds "$WORK/times.before")" -v b="$(children_seconds "$WORK/times.after")" -v n="$requests" \
         'BEGIN { if (n > 0) printf "%.1f", (b - a) * 1e6 / n; else print 0 }')"
-    cpu="$(awk -v d="$((t1 - t0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.0f", d / hz * 1e6 / n; else print 0 }')"
+    cpu="$(awk -v d="$((t1 - t0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print 0 }')"
     user="$(awk -v d="$((u1 - u0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print 0 }')"
+    upstream_cpu="$(awk -v d="$((s1 - s0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print 0 }')"
+    idle="$(awk -v d="$((i1 - i0))" -v hz="$CLK_TCK" -v cores="$(nproc)" -v s="${DURATION%s}" \
+        'BEGIN { printf "%.0f", d / hz / (cores * s) * 100 }')"
     non2xx="$(wrk_field "$out" non2xx)"
     sockerr="$(wrk_field "$out" sockerr)"
     if [ "$non2xx" != 0 ] || [ "$sockerr" != 0 ]; then
         warn "$label: the run had errors ($non2xx non-2xx answers, socket errors: $(sed -n 's/.*Socket errors: *//p' "$out"))"
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$label" "$(wrk_field "$out" rps)" "$(wrk_field "$out" p50)" \
-        "$(wrk_field "$out" p99)" "$cpu" "$(peak_rss_mb "$pid")" "$non2xx" "$sockerr" "$user" "$wrk_cpu" >> "$RESULTS"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$label" "$(wrk_field "$out" rps)" \
+        "$(wrk_field "$out" p50)" "$(wrk_field "$out" p99)" "$cpu" "$(peak_rss_mb "$pid")" "$non2xx" "$sockerr" "$user" "$wrk_cpu" \
+        "$upstream_cpu" "$idle" >> "$RESULTS"
 }
 
 # note TEXT: print TEXT now and in the report, once however many rounds say it.
@@ -120,14 +132,20 @@ echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency (after $WARMUP warm-up
      "load average before $LOAD_BEFORE, after $LOAD_AFTER"
 echo "B: GET $ITEMS_PATH   A/C: GET $BOOKS_PATH (gateway log level $LOG_LEVEL)"
 echo "CPU and peak RSS (VmHWM): the gateway process (A, C), the nginx proxy's worker (B); 'of it user': utime alone"
-echo "(the rest is the kernel's work for the process's socket calls, about the same for B and A); 'wrk µs/req': wrk's own CPU"
+echo "(the rest is the kernel's work for the process's socket calls, about the same for B and A); 'wrk µs/req': wrk's own CPU;"
+echo "'upstream': the canned upstream's CPU µs/req (its nginx worker); 'idle %': all cores idle, over the run"
 python3 - "$RESULTS" "$NOTES" <<'PY'
 import statistics, sys
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
 notes = [line.rstrip("\n") for line in open(sys.argv[2]) if line.strip()]
 runs = [dict(round=int(r[0]), label=r[1], rps=float(r[2] or 0), p50=float(r[3] or 0), p99=float(r[4] or 0),
              cpu=float(r[5] or 0), rss=float(r[6] or 0), non2xx=int(r[7]), sockerr=int(r[8]),
-             user=float(r[9] or 0), wrk=float(r[10] or 0)) for r in rows]
+             user=float(r[9] or 0), wrk=float(r[10] or 0), up=float(r[11] or 0), idle=float(r[12] or 0))
+        for r in rows]
+# The CPU per request of everything the run needs: the measured process, wrk and the canned upstream (its
+# share: C makes no upstream calls on a hit).
+for r in runs:
+    r["all"] = r["cpu"] + r["wrk"] + r["up"]
 b_of = {r["round"]: r for r in runs if r["label"].startswith("B")}
 for r in runs:
     b = b_of.get(r["round"])
@@ -136,10 +154,10 @@ for r in runs:
     r["errors"] = "-" if r["non2xx"] == 0 and r["sockerr"] == 0 else f"ERRORS: {r['non2xx']} non-2xx, {r['sockerr']} socket"
 
 head = (f"{'target':<26} {'requests/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'CPU µs/req':>11} {'of it user':>10} "
-        f"{'wrk µs/req':>10} {'RSS MB':>7} {'÷ B':>6}  errors")
+        f"{'wrk µs/req':>10} {'upstream':>8} {'idle %':>6} {'RSS MB':>7} {'÷ B':>6}  errors")
 def line(label, r):
     return (f"{label:<26} {r['rps']:>10.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} {r['cpu']:>11.0f} {r['user']:>10.1f} "
-            f"{r['wrk']:>10.1f} {r['rss']:>7.1f} {r['ratio']:>6.2f}  {r['errors']}")
+            f"{r['wrk']:>10.1f} {r['up']:>8.1f} {r['idle']:>6.0f} {r['rss']:>7.1f} {r['ratio']:>6.2f}  {r['errors']}")
 
 rounds = sorted({r["round"] for r in runs})
 labels = list(dict.fromkeys(r["label"] for r in runs))
@@ -149,7 +167,9 @@ for r in runs:
 summary = {}
 for label in labels:
     mine = [r for r in runs if r["label"] == label]
-    med = {k: statistics.median(r[k] for r in mine) for k in ("rps", "p50", "p99", "cpu", "user", "wrk", "ratio", "b_p99")}
+    med = {k: statistics.median(r[k] for r in mine)
+           for k in ("rps", "p50", "p99", "cpu", "user", "wrk", "up", "idle", "all", "ratio", "b_p99")}
+    med["b_all"] = statistics.median(b_of[r["round"]]["all"] for r in mine if r["round"] in b_of) if b_of else 0.0
     med["b_rps"] = statistics.median(b_of[r["round"]]["rps"] for r in mine if r["round"] in b_of) if b_of else 0.0
     med["rss"] = max(r["rss"] for r in mine)
     bad = [r["errors"] for r in mine if r["errors"] != "-"]
@@ -176,6 +196,17 @@ for label in labels:
     print(f"  {label:<24} ratio {m['ratio']:.2f} ≥ {want:.1f}: {verdict(m['ratio'] >= want):<8} "
           f"p99 {m['p99']:.2f} ≤ {m['b_p99']:.2f} + 1 ms: {verdict(m['p99'] <= m['b_p99'] + 1):<8} "
           f"RSS {m['rss']:.1f} MB < 40: {verdict(m['rss'] < 40)}{flag}")
+
+# What the run's CPU allows: on loopback every process of the run shares the same cores, so at equal use of the
+# cores the ratio to B is B's CPU per request over the target's, summed over the measured process, wrk and the
+# canned upstream. A ratio of requests/s below it means the cores were idle more often than in B's run (the
+# "idle %" column: the scheduler's placement of four busy threads on the cores, which moves from run to run).
+for label in labels:
+    m = summary[label]
+    if label.startswith("B") or not m["all"] or not m["b_all"]:
+        continue
+    print(f"  {label:<24} CPU per request, all processes: {m['all']:.1f} µs (B: {m['b_all']:.1f}); at B's use of the cores "
+          f"the ratio would be {m['b_all'] / m['all']:.2f}")
 
 # What the cores allow: wrk shares them with the measured process. With every core busy, requests/s
 # cannot pass cores / (wrk's CPU + the gateway's CPU) per request; the line below is that bound with the
