@@ -58,7 +58,7 @@ children_seconds() {
 # CPU time and peak RSS are reported. wrk's own CPU is taken too (it shares the cores), the canned upstream's,
 # and how long the cores were idle meanwhile.
 measure() {
-    local round="$1" label="$2" url="$3" token="$4" pid="$5" out t0 t1 u0 u1 s0 s1 i0 i1 requests cpu user non2xx sockerr wrk_cpu
+    local round="$1" label="$2" url="$3" token="$4" pid="$5" out t0 t1 u0 u1 s0 s1 i0 i1 w0 w1 requests cpu user non2xx sockerr wrk_cpu
     local upstream_cpu idle
     out="$WORK/wrk-$round-${label//[^a-zA-Z0-9]/_}.txt"
     say "round $round, $label: warm-up $WARMUP, then wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency $url"
@@ -67,6 +67,7 @@ measure() {
     u0="$(user_ticks "$pid")"
     s0="$(cpu_ticks "$UPSTREAM_WORKER_PID")"
     i0="$(idle_ticks)"
+    w0="$(date +%s.%N)"
     times > "$WORK/times.before"
     run_wrk "$out" "$url" "$token" "$DURATION"
     times > "$WORK/times.after"
@@ -74,14 +75,15 @@ measure() {
     u1="$(user_ticks "$pid")"
     s1="$(cpu_ticks "$UPSTREAM_WORKER_PID")"
     i1="$(idle_ticks)"
+    w1="$(date +%s.%N)"
     requests="$(wrk_field "$out" requests)"
     wrk_cpu="$(awk -v a="$(children_seconds "$WORK/times.before")" -v b="$(children_seconds "$WORK/times.after")" -v n="$requests" \
         'BEGIN { if (n > 0) printf "%.1f", (b - a) * 1e6 / n; else print 0 }')"
     cpu="$(awk -v d="$((t1 - t0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print 0 }')"
     user="$(awk -v d="$((u1 - u0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print 0 }')"
     upstream_cpu="$(awk -v d="$((s1 - s0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print 0 }')"
-    idle="$(awk -v d="$((i1 - i0))" -v hz="$CLK_TCK" -v cores="$(nproc)" -v s="${DURATION%s}" \
-        'BEGIN { printf "%.0f", d / hz / (cores * s) * 100 }')"
+    idle="$(awk -v d="$((i1 - i0))" -v hz="$CLK_TCK" -v cores="$(nproc)" -v a="$w0" -v b="$w1" \
+        'BEGIN { s = b - a; if (s > 0) printf "%.0f", d / hz / (cores * s) * 100; else print 0 }')"
     non2xx="$(wrk_field "$out" non2xx)"
     sockerr="$(wrk_field "$out" sockerr)"
     if [ "$non2xx" != 0 ] || [ "$sockerr" != 0 ]; then
