@@ -11,6 +11,8 @@
 #   BENCH_LOG_LEVEL     (warning) the gateway's POSTERN_LOG_LEVEL (info = one access-log line per request)
 #   BENCH_SKIP_BUILD    (unset)  set to skip `swift build $RELEASE_FLAGS`
 #   BENCH_ITEMS_PATH             the upstream call the gateway makes for GET /api/v1/books
+#   BENCH_FRONT_CPUS, BENCH_LOAD_CPUS (unset)  CPU lists for `taskset -c`: the measured front (the gateway, or
+#                                B's nginx proxy) on the first, wrk and the canned upstream on the second; both or neither
 
 HOST=127.0.0.1
 UPSTREAM_PORT="${BENCH_UPSTREAM_PORT:-18055}"
@@ -39,6 +41,19 @@ die()  { printf '\033[1;31m%s: %s\033[0m\n' "$TOOL" "$*" >&2; exit 1; }
 # --- processes we start, and only those, are stopped on exit --------------------------------------
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/postern-$TOOL.XXXXXX")"
 STARTED_PIDS=()
+
+# Optional pinning: with the front alone on its cores and enough cores left for wrk and the upstream, the
+# front is what limits requests/s (on 2 cores it is not: bench/README.md).
+FRONT_PIN=()
+LOAD_PIN=()
+if [ -n "${BENCH_FRONT_CPUS:-}${BENCH_LOAD_CPUS:-}" ]; then
+    [ -n "${BENCH_FRONT_CPUS:-}" ] && [ -n "${BENCH_LOAD_CPUS:-}" ] \
+        || die "set both BENCH_FRONT_CPUS and BENCH_LOAD_CPUS (CPU lists for taskset -c), or neither"
+    taskset -c "$BENCH_FRONT_CPUS" true 2>/dev/null || die "BENCH_FRONT_CPUS=$BENCH_FRONT_CPUS is not a CPU list taskset accepts here"
+    taskset -c "$BENCH_LOAD_CPUS" true 2>/dev/null || die "BENCH_LOAD_CPUS=$BENCH_LOAD_CPUS is not a CPU list taskset accepts here"
+    FRONT_PIN=(taskset -c "$BENCH_FRONT_CPUS")
+    LOAD_PIN=(taskset -c "$BENCH_LOAD_CPUS")
+fi
 
 stop_pid() {   # stop_pid PID: TERM, wait up to 5 s, then KILL
     local pid="$1" i
@@ -162,7 +177,7 @@ NGINX
     "$NGINX" -t -q -p "$WORK" -c "$WORK/upstream.conf" 2>"$WORK/upstream-test.log" \
         || { cat "$WORK/upstream-test.log" >&2; die "canned upstream config rejected by nginx"; }
     say "canned Directus upstream (nginx, 1 worker) on $HOST:$UPSTREAM_PORT"
-    "$NGINX" -p "$WORK" -c "$WORK/upstream.conf" > "$WORK/upstream.log" 2>&1 &
+    "${LOAD_PIN[@]}" "$NGINX" -p "$WORK" -c "$WORK/upstream.conf" > "$WORK/upstream.log" 2>&1 &
     UPSTREAM_PID=$!
     started "$UPSTREAM_PID"
     wait_ready "$UPSTREAM_PID" "http://$HOST:$UPSTREAM_PORT/server/ping" || die "canned upstream did not start"
@@ -204,7 +219,7 @@ http {
 }
 NGINX
     say "nginx keep-alive proxy (1 worker) on $HOST:$PROXY_PORT"
-    "$NGINX" -p "$WORK" -c "$WORK/proxy.conf" > "$WORK/proxy.log" 2>&1 &
+    "${FRONT_PIN[@]}" "$NGINX" -p "$WORK" -c "$WORK/proxy.conf" > "$WORK/proxy.log" 2>&1 &
     PROXY_PID=$!
     started "$PROXY_PID"
     wait_ready "$PROXY_PID" "http://$HOST:$PROXY_PORT/server/ping" || die "nginx proxy did not start"
@@ -229,7 +244,7 @@ start_gateway() {
     env POSTERN_LISTEN="$HOST:$GATEWAY_PORT" POSTERN_ADMIN_LISTEN="$HOST:$ADMIN_PORT" \
         POSTERN_DIRECTUS_URL="http://$HOST:$UPSTREAM_PORT" POSTERN_SESSION_STORE=memory \
         POSTERN_LOG_LEVEL="$LOG_LEVEL" POSTERN_WORKERS="$workers" "$@" \
-        ${GATEWAY_WRAPPER:-} "$POSTERN" serve > "$WORK/$name.log" 2>&1 &
+        "${FRONT_PIN[@]}" ${GATEWAY_WRAPPER:-} "$POSTERN" serve > "$WORK/$name.log" 2>&1 &
     GATEWAY_PID=$!
     started "$GATEWAY_PID"
     if ! wait_ready "$GATEWAY_PID" "http://$HOST:$GATEWAY_PORT/healthz"; then
@@ -285,7 +300,7 @@ peak_rss_mb() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; 
 # run_wrk OUT URL TOKEN DURATION: wrk with the shared settings; its output in OUT.
 run_wrk() {
     local out="$1" url="$2" token="$3" duration="$4"
-    wrk -t"$THREADS" -c"$CONNECTIONS" -d"$duration" --latency -H "Authorization: Bearer $token" "$url" > "$out" 2>&1 \
+    "${LOAD_PIN[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$duration" --latency -H "Authorization: Bearer $token" "$url" > "$out" 2>&1 \
         || { cat "$out" >&2; die "wrk failed on $url"; }
 }
 

@@ -18,7 +18,8 @@
 #
 # Overrides: BENCH_DURATION (10s) BENCH_WARMUP (2s) BENCH_THREADS (2) BENCH_CONNECTIONS (64)
 #            BENCH_WORKERS (gateway worker counts, "1"; e.g. "1 2") BENCH_CACHE_TTL_MS (1000)
-#            BENCH_ROUNDS (1) BENCH_LOG_LEVEL (warning) and the ports/build switches in bench/lib.sh
+#            BENCH_ROUNDS (1) BENCH_LOG_LEVEL (warning) BENCH_FRONT_CPUS + BENCH_LOAD_CPUS (pinning) and the
+#            ports/build switches in bench/lib.sh
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -133,6 +134,9 @@ echo
 echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency (after $WARMUP warm-up), $ROUNDS round(s), on $(nproc) cores;" \
      "load average before $LOAD_BEFORE, after $LOAD_AFTER"
 echo "B: GET $ITEMS_PATH   A/C: GET $BOOKS_PATH (gateway log level $LOG_LEVEL)"
+if [ "${#FRONT_PIN[@]}" -gt 0 ]; then
+    echo "pinned: the front (gateway, nginx proxy) on CPUs $BENCH_FRONT_CPUS; wrk and the canned upstream on CPUs $BENCH_LOAD_CPUS"
+fi
 echo "CPU and peak RSS (VmHWM): the gateway process (A, C), the nginx proxy's worker (B); 'of it user': utime alone"
 echo "(the rest is the kernel's work for the process's socket calls, about the same for B and A); 'wrk µs/req': wrk's own CPU;"
 echo "'upstream': the canned upstream's CPU µs/req (its nginx worker); 'idle %': all cores idle, over the run"
