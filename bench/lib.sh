@@ -42,19 +42,6 @@ die()  { printf '\033[1;31m%s: %s\033[0m\n' "$TOOL" "$*" >&2; exit 1; }
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/postern-$TOOL.XXXXXX")"
 STARTED_PIDS=()
 
-# Optional pinning: with the front alone on its cores and enough cores left for wrk and the upstream, the
-# front is what limits requests/s (on 2 cores it is not: bench/README.md).
-FRONT_PIN=()
-LOAD_PIN=()
-if [ -n "${BENCH_FRONT_CPUS:-}${BENCH_LOAD_CPUS:-}" ]; then
-    [ -n "${BENCH_FRONT_CPUS:-}" ] && [ -n "${BENCH_LOAD_CPUS:-}" ] \
-        || die "set both BENCH_FRONT_CPUS and BENCH_LOAD_CPUS (CPU lists for taskset -c), or neither"
-    taskset -c "$BENCH_FRONT_CPUS" true 2>/dev/null || die "BENCH_FRONT_CPUS=$BENCH_FRONT_CPUS is not a CPU list taskset accepts here"
-    taskset -c "$BENCH_LOAD_CPUS" true 2>/dev/null || die "BENCH_LOAD_CPUS=$BENCH_LOAD_CPUS is not a CPU list taskset accepts here"
-    FRONT_PIN=(taskset -c "$BENCH_FRONT_CPUS")
-    LOAD_PIN=(taskset -c "$BENCH_LOAD_CPUS")
-fi
-
 stop_pid() {   # stop_pid PID: TERM, wait up to 5 s, then KILL
     local pid="$1" i
     kill -0 "$pid" 2>/dev/null || return 0
@@ -83,6 +70,19 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# Optional pinning: with the front alone on its cores and enough cores left for wrk and the upstream, the
+# front is what limits requests/s (on 2 cores it is not: bench/README.md).
+FRONT_PIN=()
+LOAD_PIN=()
+if [ -n "${BENCH_FRONT_CPUS:-}${BENCH_LOAD_CPUS:-}" ]; then
+    [ -n "${BENCH_FRONT_CPUS:-}" ] && [ -n "${BENCH_LOAD_CPUS:-}" ] \
+        || die "set both BENCH_FRONT_CPUS and BENCH_LOAD_CPUS (CPU lists for taskset -c), or neither"
+    taskset -c "$BENCH_FRONT_CPUS" true 2>/dev/null || die "BENCH_FRONT_CPUS=$BENCH_FRONT_CPUS is not a CPU list taskset accepts here"
+    taskset -c "$BENCH_LOAD_CPUS" true 2>/dev/null || die "BENCH_LOAD_CPUS=$BENCH_LOAD_CPUS is not a CPU list taskset accepts here"
+    FRONT_PIN=(taskset -c "$BENCH_FRONT_CPUS")
+    LOAD_PIN=(taskset -c "$BENCH_LOAD_CPUS")
+fi
 
 # started PID: remember a process of ours.
 started() { STARTED_PIDS+=("$1"); }
