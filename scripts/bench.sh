@@ -55,6 +55,11 @@ children_seconds() {
                    printf "%.3f", s }' "$1"
 }
 
+# per_request TICKS REQUESTS: clock ticks of CPU as µs per request.
+per_request() {
+    awk -v d="$1" -v hz="$CLK_TCK" -v n="$2" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print 0 }'
+}
+
 # measure ROUND LABEL URL TOKEN PID: warm-up, then the measured wrk run; PID is the process whose
 # CPU time and peak RSS are reported. wrk's own CPU is taken too (it shares the cores), the canned upstream's,
 # and how long the cores were idle meanwhile.
@@ -80,9 +85,9 @@ measure() {
     requests="$(wrk_field "$out" requests)"
     wrk_cpu="$(awk -v a="$(children_seconds "$WORK/times.before")" -v b="$(children_seconds "$WORK/times.after")" -v n="$requests" \
         'BEGIN { if (n > 0) printf "%.1f", (b - a) * 1e6 / n; else print 0 }')"
-    cpu="$(awk -v d="$((t1 - t0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print 0 }')"
-    user="$(awk -v d="$((u1 - u0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print 0 }')"
-    upstream_cpu="$(awk -v d="$((s1 - s0))" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print 0 }')"
+    cpu="$(per_request "$((t1 - t0))" "$requests")"
+    user="$(per_request "$((u1 - u0))" "$requests")"
+    upstream_cpu="$(per_request "$((s1 - s0))" "$requests")"
     idle="$(awk -v d="$((i1 - i0))" -v hz="$CLK_TCK" -v cores="$(nproc)" -v a="$w0" -v b="$w1" \
         'BEGIN { s = b - a; if (s > 0) printf "%.0f", d / hz / (cores * s) * 100; else print 0 }')"
     non2xx="$(wrk_field "$out" non2xx)"
