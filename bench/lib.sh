@@ -71,8 +71,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Optional pinning: with the front alone on its cores and enough cores left for wrk and the upstream, the
-# front is what limits requests/s (on 2 cores it is not: bench/README.md).
+# Optional pinning, for machines with cores enough that the front alone on its own can be what limits
+# requests/s (on 2 cores the core of wrk and the upstream limits both A and B: bench/README.md).
 FRONT_PIN=()
 LOAD_PIN=()
 if [ -n "${BENCH_FRONT_CPUS:-}${BENCH_LOAD_CPUS:-}" ]; then
