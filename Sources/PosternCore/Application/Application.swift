@@ -134,6 +134,10 @@ public final class Application: @unchecked Sendable {
         limits.inactivityTimeoutSeconds = config.limits.inactivityTimeoutSeconds
         limits.requestTimeoutSeconds = config.limits.requestTimeoutSeconds
         limits.bodyCeiling = config.limits.bodyCeiling
+        // As many requests at once as the Directus pool has connections and its waiting queue has places: a crowd
+        // beyond that waits its turn at the edge (parsed, no handler task yet) instead of overflowing the queue with
+        // 503s. (Not times `pipeline_depth`: only the GETs of one loop turn share a connection.)
+        limits.maxHandling = max(64, config.directus.maxConnectionsPerWorker + config.directus.maxWaitingPerWorker)
         let gateway = self.gateway
         let group = self.group ?? EventLoopGroup(count: config.effectiveWorkers)
         self.group = group

@@ -1,9 +1,12 @@
 import CEvent
 import Foundation
 
-/// One client connection of the server: a nonblocking socket with one persistent read event, one reusable
-/// input buffer parsed in place (`HTTPRequestAssembler`, on Node's http-parser), and answers written with one
-/// `sendmsg` each.
+/// One client connection of the server: a nonblocking socket with one persistent read event, input parsed in
+/// place (`HTTPRequestAssembler`, on Node's llhttp), and answers written with one `sendmsg` each.
+///
+/// A read goes into the worker's scratch buffer, shared by all its connections, and is parsed there at once: a
+/// connection keeps bytes of its own only when some are left unparsed (requests pipelined behind one in flight),
+/// as nginx frees an idle connection's buffers. An idle keep-alive connection holds no input buffer.
 ///
 /// Requests on a connection are answered in order: while one is being handled, parsing stops (the bytes
 /// that follow stay buffered) and resumes once its answer is written. The read event stays armed the whole
@@ -30,20 +33,24 @@ final class HTTPConnection: @unchecked Sendable {
     private var inactivity: timeval
     /// The same timeout in milliseconds, for the worker's sweep (`closeIfInactive`).
     private let inactivityMilliseconds: Int64
-    /// When the socket was last readable or an answer was last written out (`coarseMilliseconds`): the idle
-    /// time counts from then. A field, not a timer on the read event: re-arming a libevent timer on every read
-    /// and every answer cost two timer-heap updates per request.
+    /// When bytes of a request last arrived or an answer was last written out (`coarseMilliseconds`): the idle
+    /// time counts from then. Bytes outside any request (empty lines before one) do not count: a connection that
+    /// sends only those is closed after the inactivity timeout like a silent one. A field, not a timer on the read
+    /// event: re-arming a libevent timer on every read and every answer cost two timer-heap updates per request.
     private var lastActivity: Int64
     private var deadlineArmed = false
     private var readPaused = false
-    /// The peer sent EOF while a request was being handled: answer it, then close.
+    /// The peer sent EOF: every whole request that arrived before it is answered, then the connection closes.
     private var peerGone = false
 
-    // Input: bytes [start, end) of `buffer` are read but not parsed yet.
-    private var buffer: UnsafeMutableRawPointer
-    private var capacity: Int
+    // Input: bytes [start, end) of `buffer` are read but not parsed yet. `buffer` is the connection's own (nil
+    // while it has nothing left over), or the worker's scratch buffer during the `drive()` of a read into it.
+    private var buffer: UnsafeMutableRawPointer?
+    private var capacity = 0
     private var start = 0
     private var end = 0
+    /// `buffer` is the worker's scratch buffer (during one `readable()`), not the connection's own.
+    private var borrowed = false
     /// Parses the input into requests.
     private let assembler: HTTPRequestAssembler
     /// Bytes of a request have arrived and it is not whole yet.
@@ -73,10 +80,10 @@ final class HTTPConnection: @unchecked Sendable {
     private var sent = 0
     private var writeBlocked = false
 
-    /// Input buffer size at first and after a large request; bytes queued behind a request in flight stop
-    /// being read at `maxQueued`.
+    /// The connection's own input buffer at first; bytes queued behind a request in flight stop being read at
+    /// `maxQueued` (also the size of the worker's scratch buffer, `ServerWorker.scratch`).
     private static let initialCapacity = 4096
-    private static let maxQueued = 64 * 1024
+    static let maxQueued = 64 * 1024
 
     /// Takes over an accepted nonblocking socket and starts reading it.
     init(fd: Int32, peer: String, worker: ServerWorker, base: OpaquePointer, limits: ServerLimits) {
@@ -88,8 +95,6 @@ final class HTTPConnection: @unchecked Sendable {
         inactivity = timeval(tv_sec: ms / 1000, tv_usec: (ms % 1000) * 1000)
         inactivityMilliseconds = Int64(ms)
         lastActivity = HTTPConnection.coarseMilliseconds()
-        capacity = HTTPConnection.initialCapacity
-        buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
         assembler = HTTPRequestAssembler(limits: limits, peer: peer)
         // The connection owns its events and its buffer and frees them in close()/deinit: the unretained
         // pointer is valid whenever a callback runs. The worker keeps the connection until close().
@@ -112,7 +117,7 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     deinit {
-        buffer.deallocate()
+        if !borrowed { buffer?.deallocate() }
         head.deallocate()
     }
 
@@ -133,31 +138,74 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: Reading
 
-    /// The socket is readable: one read into the buffer, then parse (level-triggered: more comes next turn).
+    /// The socket is readable: one read, then parse (level-triggered: more comes next turn). With nothing left
+    /// over from before, the read goes into the worker's scratch buffer and what is not parsed at once is copied
+    /// into a buffer of the connection's own; else it is appended to that buffer.
     private func readable() {
-        lastActivity = HTTPConnection.coarseMilliseconds()
         if lingering { discard(); return }
-        if end == capacity && !makeRoom() {
-            pauseReading()
-            return
-        }
-        let room = capacity - end
-        let n = read(fd, buffer + end, room)
-        if n > 0 {
+        let n: Int
+        if start == end {
+            let scratch = worker.scratch
+            n = read(fd, scratch, HTTPConnection.maxQueued)
+            guard n > 0 else { readFailed(n); return }
+            if let own = buffer { own.deallocate() }
+            buffer = scratch
+            borrowed = true
+            capacity = HTTPConnection.maxQueued
+            start = 0
+            end = n
+            drive()
+            keepLeftover()
+        } else {
+            if end == capacity && !makeRoom() {
+                pauseReading()
+                return
+            }
+            // `start < end` here: the connection's own buffer holds them.
+            n = read(fd, buffer! + end, capacity - end)
+            guard n > 0 else { readFailed(n); return }
             end += n
             drive()
-            // A read that filled the buffer (a large body streaming in): read more at once next time.
-            if n == room && start == end && capacity < HTTPConnection.maxQueued && !closed { grow() }
-        } else if n == 0 {
+        }
+        if messageOpen { lastActivity = HTTPConnection.coarseMilliseconds() }
+    }
+
+    /// A read gave `n` <= 0: EOF, or an error other than "try again".
+    private func readFailed(_ n: Int) {
+        if n == 0 {
             peerClosed()
         } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
             close()
         }
     }
 
-    /// Frees space at the end of the buffer: moves unparsed bytes to the front, or grows it (up to
-    /// `maxQueued` while a request is in flight; false when full).
+    /// After the `drive()` of a read into the scratch buffer: the bytes not parsed yet move into a buffer of the
+    /// connection's own (the scratch buffer is the next read's, of any connection).
+    private func keepLeftover() {
+        guard borrowed else { return }
+        borrowed = false
+        let scratch = buffer
+        buffer = nil
+        capacity = 0
+        guard !closed, start < end, let scratch else {
+            start = 0
+            end = 0
+            return
+        }
+        let left = end - start
+        capacity = max(HTTPConnection.initialCapacity, left)
+        let own = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        own.copyMemory(from: scratch + start, byteCount: left)
+        buffer = own
+        start = 0
+        end = left
+        if busy && end >= HTTPConnection.maxQueued { pauseReading() }
+    }
+
+    /// Frees space at the end of the connection's own buffer: moves unparsed bytes to the front, or grows it (up
+    /// to `maxQueued` while a request is in flight; false when full).
     private func makeRoom() -> Bool {
+        guard let buffer else { return false }  // never: called with bytes left over, which the buffer holds
         if start > 0 {
             buffer.copyMemory(from: buffer + start, byteCount: end - start)
             end -= start
@@ -168,7 +216,7 @@ final class HTTPConnection: @unchecked Sendable {
         let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity * 2, alignment: 16)
         grown.copyMemory(from: buffer, byteCount: end)
         buffer.deallocate()
-        buffer = grown
+        self.buffer = grown
         capacity *= 2
         return true
     }
@@ -187,15 +235,12 @@ final class HTTPConnection: @unchecked Sendable {
         event_add(readEvent, nil)
     }
 
-    /// EOF from the peer: close now, unless a request is being answered (a half-closed client still reads).
+    /// EOF from the peer: nothing more is read, but the whole requests buffered before it are answered in turn (a
+    /// half-closed client still reads); then the connection closes (a request cut short by the EOF is dropped).
     private func peerClosed() {
-        if busy {
-            peerGone = true
-            closeAfterAnswer = true
-            pauseReading()
-        } else {
-            close()
-        }
+        peerGone = true
+        pauseReading()
+        if !busy { close() }
     }
 
     /// The worker's sweep: close the connection when it has been idle (or sending slowly) for the inactivity
@@ -216,7 +261,7 @@ final class HTTPConnection: @unchecked Sendable {
         guard !driving else { return }
         driving = true
         defer { driving = false }
-        while !closed && !busy && start < end {
+        while !closed && !busy && start < end, let buffer {
             let (n, step) = assembler.parse(buffer + start, count: end - start)
             start += n
             if assembler.takeContinue() {
@@ -235,38 +280,25 @@ final class HTTPConnection: @unchecked Sendable {
             }
         }
         guard !closed else { return }
-        if start == end {
+        if start == end && !borrowed {
+            // Nothing left over: an idle connection holds no input buffer.
+            buffer?.deallocate()
+            buffer = nil
+            capacity = 0
             start = 0
             end = 0
-            if capacity > HTTPConnection.initialCapacity && !busy && !messageOpen { shrink() }
         }
         if messageOpen && !busy && !deadlineArmed, let deadlineEvent {
             var tv = timeval(tv_sec: limits.requestTimeoutSeconds, tv_usec: 0)
             event_add(deadlineEvent, &tv)
             deadlineArmed = true
         }
-        if busy && end == capacity && capacity >= HTTPConnection.maxQueued && start == 0 { pauseReading() }
-    }
-
-    /// Doubles the (empty) buffer.
-    private func grow() {
-        buffer.deallocate()
-        capacity *= 2
-        buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-        start = 0
-        end = 0
-    }
-
-    /// Back to a small buffer after a large request (the buffer is empty).
-    private func shrink() {
-        buffer.deallocate()
-        capacity = HTTPConnection.initialCapacity
-        buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        if busy && !borrowed && end == capacity && capacity >= HTTPConnection.maxQueued && start == 0 { pauseReading() }
     }
 
     /// Reads and drops what a refused client still sends, until it closes (or the linger timer ends it).
     private func discard() {
-        let n = read(fd, buffer, capacity)
+        let n = read(fd, worker.scratch, HTTPConnection.maxQueued)
         if n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) { close() }
     }
 
@@ -453,6 +485,8 @@ final class HTTPConnection: @unchecked Sendable {
         lastActivity = HTTPConnection.coarseMilliseconds()
         resumeReading()
         drive()
+        // The peer has closed its side: once no buffered request is left to answer, nothing more can come.
+        if peerGone && !busy { close() }
     }
 
     /// Shuts the write side and reads until the peer closes (briefly): closing with unread input would reset
@@ -464,6 +498,11 @@ final class HTTPConnection: @unchecked Sendable {
         }
         shutdown(fd, Int32(SHUT_WR))
         lingering = true
+        if !borrowed {
+            buffer?.deallocate()
+            buffer = nil
+            capacity = 0
+        }
         start = 0
         end = 0
         if readPaused, let readEvent {

@@ -7,6 +7,12 @@ import Foundation
 /// `maxHeaderBytes`, the body (decoded when chunked) to `bodyCeiling`, and the framing rules of
 /// `RequestFraming` checked before the body is read.
 ///
+/// Every byte counts against a limit: the empty lines before a request and the whole head (whitespace and line
+/// breaks included) against `maxHeaderBytes`; a chunked body's size lines, extensions, line breaks and trailers
+/// against `bodyCeiling`, with its data. Every byte outside the body's data is also checked for RFC 9112's line
+/// breaks, which llhttp (Debian builds it without its strict mode) does not check: a CR only before an LF, an LF
+/// only after a CR, and CRLF right after each chunk's data (§7.1). One pass over those bytes (`frame(upTo:)`).
+///
 /// `parse` stops after each whole request (the parser stays paused there), so that pipelined requests
 /// are handed out one at a time; the bytes after it are given to the next `parse`. No socket: the
 /// connection (`HTTPConnection`) owns the bytes, and the libFuzzer target `http_request_stream` drives
@@ -48,7 +54,26 @@ final class HTTPRequestAssembler {
     /// header, RFC 9110 §6.5.1: a `Content-Length` there must not join the request's headers).
     private var inTrailers = false
     private var body = Data()
+    /// Bytes of the head so far, the empty lines before the request line included.
     private var headerBytes = 0
+    /// Bytes of the body so far: its data, and a chunked body's framing.
+    private var bodyBytes = 0
+    /// The first byte of the current `parse` call's bytes not checked by `frame(upTo:)` yet (a body's data is
+    /// never checked: `bodyData` steps over it).
+    private var scanned = UnsafePointer<UInt8>(bitPattern: 1)!  // never read before `parse` sets it
+    /// The last byte checked was a CR (the next one must be an LF).
+    private var pendingCR = false
+    /// A chunk's data has just ended: the next byte must be the CR of a CRLF.
+    private var chunkDataEnded = false
+    /// `frame(upTo:)` counts against the body, not the head (the head is complete).
+    private var inBody = false
+    /// The body is chunked (known once the head is complete).
+    private var chunked = false
+    /// `Host` lines in the head, and whether each one's value was a valid host (RFC 9112 §3.2).
+    private var hostLines = 0
+    private var hostValid = true
+    /// A `Transfer-Encoding` line is in the head (an HTTP/1.0 request with one is answered, then closed).
+    private var transferEncodingSeen = false
     private var framingHeaderSeen = false
     private var expectContinue = false
     private var refusal: EdgeRefusal?
@@ -74,14 +99,70 @@ final class HTTPRequestAssembler {
         // The assembler outlives this call, so the unretained pointer is valid in every callback it runs.
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let data = bytes.assumingMemoryBound(to: CChar.self)
+        scanned = bytes.assumingMemoryBound(to: UInt8.self)
         let code = llhttp_execute(parser, data, count)
-        if code == HPE_OK { return (count, .needMore) }
+        if code == HPE_OK {
+            guard frame(upTo: bytes.assumingMemoryBound(to: UInt8.self) + count) else {
+                return (count, .refused(refusalForError(code)))
+            }
+            return (count, .needMore)
+        }
         let n = llhttp_get_error_pos(parser).map { $0 - data } ?? count
         if code == HPE_PAUSED {
             llhttp_resume(parser)
+            // The trailers of a chunked body (and nothing, for any other request) are checked before it is handed out.
+            guard frame(upTo: bytes.assumingMemoryBound(to: UInt8.self) + n) else { return (n, .refused(refusalForError(code))) }
             return (n, wholeRequest())
         }
         return (n, .refused(refusalForError(code)))
+    }
+
+    /// Checks and counts the bytes from `scanned` up to `end` (none of them a body's data): each CR followed by an
+    /// LF, each LF after a CR, a CRLF first when a chunk's data has just ended; the bytes count against the head's
+    /// limit, or the body's once the head is complete. False, with the refusal set, when they break a rule.
+    private func frame(upTo end: UnsafePointer<UInt8>) -> Bool {
+        let count = end - scanned
+        guard count > 0 else { return true }
+        if inBody {
+            bodyBytes += count
+            guard bodyBytes <= limits.bodyCeiling else {
+                refusal = .bodyTooLarge(partialRequest())
+                return false
+            }
+        } else {
+            headerBytes += count
+            guard headerBytes <= limits.maxHeaderBytes else {
+                refusal = .badFraming(partialRequest(), reason: "request header block larger than \(limits.maxHeaderBytes) bytes")
+                return false
+            }
+        }
+        var p = scanned
+        scanned = end
+        if chunkDataEnded {
+            chunkDataEnded = false
+            guard p.pointee == 0x0D else {
+                refusal = .badFraming(partialRequest(), reason: "malformed request: chunk data must end in CRLF")
+                return false
+            }
+            pendingCR = true
+            p += 1
+        }
+        while p < end {
+            let byte = p.pointee
+            p += 1
+            if pendingCR {
+                pendingCR = false
+                if byte == 0x0A { continue }
+            } else if byte == 0x0D {
+                pendingCR = true
+                continue
+            } else if byte != 0x0A {
+                continue
+            }
+            refusal = .badFraming(partialRequest(), reason: "malformed request: a line must end in CRLF")
+            return false
+        }
+        return true
     }
 
     /// Whether a `100 Continue` is due (the head of a request expecting it was parsed); clears it.
@@ -99,6 +180,9 @@ final class HTTPRequestAssembler {
 
     /// A new request's first byte.
     fileprivate func messageBegan() -> Int32 {
+        // The empty lines before the request line (RFC 9112 §2.2) count against its head: llhttp's wrapper
+        // (Sources/CLLHTTP/api.c) put where the request line starts in `error_pos`.
+        guard frame(upTo: UnsafeRawPointer(parser.pointee.error_pos).assumingMemoryBound(to: UInt8.self)) else { return -1 }
         messageOpen = true
         url.removeAll(keepingCapacity: true)
         // The last request's headers still in use somewhere keep their block: this one takes the spare when
@@ -120,16 +204,19 @@ final class HTTPRequestAssembler {
         handedOut = false
         inTrailers = false
         body = Data()
-        headerBytes = 0
+        hostLines = 0
+        hostValid = true
+        transferEncodingSeen = false
         framingHeaderSeen = false
         expectContinue = false
         return 0
     }
 
-    /// Counts request-head bytes against `maxHeaderBytes`; false (with the refusal set) above it.
-    private func countHead(_ length: Int) -> Bool {
-        headerBytes += length
-        guard headerBytes <= limits.maxHeaderBytes else {
+    /// Whether the head up to the end of a piece of it (`at` + `length`) is still within `maxHeaderBytes`; false
+    /// (with the refusal set) above it. Checked on every piece, so that one long read is refused as it is parsed.
+    private func countHead(_ at: UnsafePointer<CChar>, _ length: Int) -> Bool {
+        let upTo = UnsafeRawPointer(at + length).assumingMemoryBound(to: UInt8.self)
+        guard headerBytes + (upTo - scanned) <= limits.maxHeaderBytes else {
             refusal = .badFraming(partialRequest(), reason: "request header block larger than \(limits.maxHeaderBytes) bytes")
             return false
         }
@@ -138,14 +225,14 @@ final class HTTPRequestAssembler {
 
     /// A piece of the request target.
     fileprivate func urlData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
-        guard countHead(length) else { return -1 }
+        guard countHead(at, length) else { return -1 }
         at.withMemoryRebound(to: UInt8.self, capacity: length) { url.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
         return 0
     }
 
     /// A piece of a header name.
     fileprivate func fieldData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
-        guard countHead(length) else { return -1 }
+        guard countHead(at, length) else { return -1 }
         let piece = UnsafeRawBufferPointer(start: at, count: length)
         // llhttp (not strict: its strict mode also refuses UTF-8 in the target, which curl sends as it is) takes
         // spaces in a name other than a framing one's; RFC 9112 §5.1 says to refuse whitespace in a name and
@@ -165,7 +252,7 @@ final class HTTPRequestAssembler {
             inValue = true
             valueStart = block.byteCount
         }
-        guard countHead(length) else { return -1 }
+        guard countHead(at, length) else { return -1 }
         // llhttp refuses a control byte (other than HTAB) or DEL anywhere in a value.
         store(UnsafeRawBufferPointer(start: at, count: length))
         return 0
@@ -193,8 +280,14 @@ final class HTTPRequestAssembler {
         }
         let span = HeaderBlock.Span(nameStart: Int32(fieldStart), nameEnd: Int32(nameEnd), valueStart: Int32(lower), valueEnd: Int32(upper))
         switch nameEnd - fieldStart {
-        case 14 where nameEquals("content-length"), 17 where nameEquals("transfer-encoding"):
+        case 14 where nameEquals("content-length"):
             framingHeaderSeen = true
+        case 17 where nameEquals("transfer-encoding"):
+            framingHeaderSeen = true
+            transferEncodingSeen = transferEncodingSeen || !inTrailers
+        case 4 where !inTrailers && nameEquals("host"):
+            hostLines += 1
+            hostValid = hostValid && validHost(lower, upper)
         case 6 where nameEquals("expect"):
             expectContinue = equalsIgnoringCase(lower, upper, "100-continue")
         default:
@@ -215,6 +308,51 @@ final class HTTPRequestAssembler {
         if !block.append(piece) {
             block = block.grown(adding: piece.count)
             _ = block.append(piece)  // the grown block has room for it
+        }
+    }
+
+    /// Whether the block's bytes `start..<end` are a valid `Host` value (RFC 9112 §3.2, RFC 3986 §3.2.2): empty, or a
+    /// host — a name of letters, digits and `-._~%!$&'()*+,;=`, or an IP literal in brackets — with an optional
+    /// `:port` of digits.
+    private func validHost(_ start: Int, _ end: Int) -> Bool {
+        block.withBytes { bytes in
+            var i = start
+            if i < end && bytes[i] == UInt8(ascii: "[") {
+                while i < end && bytes[i] != UInt8(ascii: "]") {
+                    let byte = bytes[i]
+                    guard byte == UInt8(ascii: "[") && i == start || HTTPRequestAssembler.isHostByte(byte) || byte == UInt8(ascii: ":") else { return false }
+                    i += 1
+                }
+                guard i < end else { return false }
+                i += 1
+            } else {
+                while i < end && bytes[i] != UInt8(ascii: ":") {
+                    guard HTTPRequestAssembler.isHostByte(bytes[i]) else { return false }
+                    i += 1
+                }
+            }
+            guard i < end else { return true }
+            guard bytes[i] == UInt8(ascii: ":") else { return false }
+            i += 1
+            while i < end {
+                guard bytes[i] >= 0x30 && bytes[i] <= 0x39 else { return false }
+                i += 1
+            }
+            return true
+        }
+    }
+
+    /// Whether `byte` may appear in a host name (RFC 3986 reg-name: unreserved, sub-delims and `%`).
+    private static func isHostByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "%"), UInt8(ascii: "!"),
+             UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"),
+             UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="):
+            return true
+        default:
+            return false
         }
     }
 
@@ -241,9 +379,18 @@ final class HTTPRequestAssembler {
     /// The head is complete: check its framing and the body size before reading the body.
     /// Returns 0 to read on, and anything but 0, 1 or 2 to stop with the refusal set.
     fileprivate func headersComplete() -> Int32 {
+        // llhttp's wrapper put where the head ends in `error_pos` (Sources/CLLHTTP/api.c).
+        guard frame(upTo: UnsafeRawPointer(parser.pointee.error_pos).assumingMemoryBound(to: UInt8.self)) else { return -1 }
         inTrailers = true
+        inBody = true
         guard parser.pointee.http_major == 1 else {
             refusal = .badFraming(partialRequest(), reason: "unsupported HTTP version")
+            return -1
+        }
+        // RFC 9112 §3.2: one Host line, with a valid value; an HTTP/1.1 request must have one.
+        guard hostLines <= 1, hostValid, hostLines == 1 || parser.pointee.http_minor == 0 else {
+            let reason = hostLines > 1 ? "more than one Host" : hostLines == 0 ? "missing Host" : "invalid Host"
+            refusal = .badFraming(partialRequest(), reason: reason)
             return -1
         }
         let method = currentMethod
@@ -253,7 +400,7 @@ final class HTTPRequestAssembler {
             return -1
         }
         let flags = parser.pointee.flags
-        let chunked = flags & UInt16(F_CHUNKED.rawValue) != 0
+        chunked = flags & UInt16(F_CHUNKED.rawValue) != 0
         // llhttp's content_length is 0 when the request has no Content-Length.
         let length = flags & UInt16(F_CONTENT_LENGTH.rawValue) != 0 ? parser.pointee.content_length : 0
         if !chunked, length > 0 {
@@ -272,11 +419,18 @@ final class HTTPRequestAssembler {
 
     /// A piece of the body (chunked bodies arrive decoded), within the ceiling.
     fileprivate func bodyData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
-        guard body.count + length <= limits.bodyCeiling else {
+        let data = UnsafeRawPointer(at).assumingMemoryBound(to: UInt8.self)
+        // A chunked body's size line (and the CRLF after the chunk before) comes before its data.
+        guard frame(upTo: data) else { return -1 }
+        guard bodyBytes + length <= limits.bodyCeiling else {
             refusal = .bodyTooLarge(partialRequest())
             return -1
         }
-        at.withMemoryRebound(to: UInt8.self, capacity: length) { body.append($0, count: length) }
+        bodyBytes += length
+        scanned = data + length
+        body.append(data, count: length)
+        // llhttp's count of the chunk's bytes still to come is 0 when this piece ends it: a CRLF must follow.
+        if chunked && parser.pointee.content_length == 0 { chunkDataEnded = true }
         return 0
     }
 
@@ -284,6 +438,17 @@ final class HTTPRequestAssembler {
     fileprivate func messageComplete() -> Int32 {
         messageOpen = false
         return Int32(HPE_PAUSED.rawValue)
+    }
+
+    /// The next request starts from nothing: its head's count (the empty lines before it included), its body's,
+    /// and the line-break checks (called once the bytes up to the end of the request were checked).
+    private func startOver() {
+        headerBytes = 0
+        bodyBytes = 0
+        inBody = false
+        chunked = false
+        pendingCR = false
+        chunkDataEnded = false
     }
 
     // MARK: Requests
@@ -316,14 +481,21 @@ final class HTTPRequestAssembler {
 
     /// The request the parser just completed, with the connection's keep-alive verdict.
     private func wholeRequest() -> Step {
-        let keepAlive = llhttp_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0
+        startOver()
         let http10 = parser.pointee.http_major == 1 && parser.pointee.http_minor == 0
-        // Path and query straight from the target's bytes (split at the first `?`).
-        let (path, query) = url.withUnsafeBufferPointer { target in
+        // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding is answered as faulty framing: then closed.
+        let keepAlive = llhttp_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0 && !(http10 && transferEncodingSeen)
+        // Path and query straight from the target's bytes (split at the first `?`); the absolute form
+        // (`http://host/path`, RFC 9112 §3.2.2) is taken from its path on.
+        let (path, query) = url.withUnsafeBufferPointer { whole in
+            let start = HTTPRequestAssembler.pathStart(whole)
+            let target = UnsafeBufferPointer(rebasing: whole[start...])
+            // An absolute form without a path means `/` (RFC 9112 §3.2.2 → RFC 9110 §4.2.3).
+            let empty = start > 0 ? "/" : ""
             guard let q = target.firstIndex(of: UInt8(ascii: "?")) else {
-                return (String(decoding: target, as: UTF8.self), "")
+                return (target.isEmpty ? empty : String(decoding: target, as: UTF8.self), "")
             }
-            return (String(decoding: UnsafeBufferPointer(rebasing: target[..<q]), as: UTF8.self),
+            return (q == 0 ? empty : String(decoding: UnsafeBufferPointer(rebasing: target[..<q]), as: UTF8.self),
                     String(decoding: UnsafeBufferPointer(rebasing: target[(q + 1)...]), as: UTF8.self))
         }
         let request = HTTPRequest(method: currentMethod, path: path, query: query, headers: HTTPHeaders(block: block),
@@ -331,6 +503,20 @@ final class HTTPRequestAssembler {
         handedOut = true
         body = Data()
         return .request(request, keepAlive: keepAlive, http10: http10)
+    }
+
+    /// Where the path starts in a request target: 0 in the origin form (`/path`); after the scheme and the authority
+    /// in the absolute form (`http://host:port/path`, any letter case), at its end when it has no path.
+    private static func pathStart(_ target: UnsafeBufferPointer<UInt8>) -> Int {
+        guard let first = target.first, first != UInt8(ascii: "/") else { return 0 }
+        var i = 0
+        // scheme "://": letters only here (http, https)
+        while i < target.count, (target[i] | 0x20) >= UInt8(ascii: "a"), (target[i] | 0x20) <= UInt8(ascii: "z") { i += 1 }
+        guard i > 0, target.count - i >= 3, target[i] == UInt8(ascii: ":"), target[i + 1] == UInt8(ascii: "/"),
+              target[i + 2] == UInt8(ascii: "/") else { return 0 }
+        i += 3
+        while i < target.count, target[i] != UInt8(ascii: "/"), target[i] != UInt8(ascii: "?") { i += 1 }
+        return i
     }
 
     /// The parser stopped on an error: our own refusal when a callback set one, else the parser's reason.

@@ -41,6 +41,11 @@ public struct ServerLimits: Sendable {
     /// The same timeout in milliseconds, replacing `inactivityTimeoutSeconds` when set (the Directus stand-in
     /// closes idle keep-alive connections after 5 s, like Node).
     public var inactivityTimeoutMilliseconds: Int? = nil
+    /// Requests one worker hands to the handler at once; the next ones wait, first come first served, until one
+    /// of those is answered (a parsed request in a queue, not a suspended handler task holding its frames). The
+    /// gateway sets it to what its Directus pool and waiting queue can take (`Application.start`), so that a
+    /// crowd of clients waits instead of overflowing that queue.
+    public var maxHandling = 1024
     /// The defaults.
     public init() {}
 
@@ -147,6 +152,11 @@ final class ServerWorker: @unchecked Sendable {
     private let seenCount = Atomic<Int>(0)
     /// Open connections (loop thread only); each stays here until it closes.
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
+    /// The buffer every connection of this worker reads into first, and parses there (loop thread only): a
+    /// connection keeps its own only for bytes left over (`HTTPConnection.readable`).
+    let scratch = UnsafeMutableRawPointer.allocate(byteCount: HTTPConnection.maxQueued, alignment: 16)
+    /// Requests with a runner task now (loop thread only): at most `limits.maxHandling`; the rest wait in `pending`.
+    private var handling = 0
     /// The `Date` header line of the current second, and that second.
     private var dateLine: [UInt8] = []
     private var dateSecond = -1
@@ -160,6 +170,8 @@ final class ServerWorker: @unchecked Sendable {
         self.refuse = refuse
         self.limits = limits
     }
+
+    deinit { scratch.deallocate() }
 
     /// Requests being handled on this loop.
     var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
@@ -193,7 +205,8 @@ final class ServerWorker: @unchecked Sendable {
     ///
     /// The request waits in `pending` until the end of this loop turn's jobs: a runner that finishes its
     /// answer meanwhile takes it there and goes on without suspending (no continuation resumed, no job queued,
-    /// no executor hops). What is left at the end of the turn goes to idle runners, or to new ones.
+    /// no executor hops). What is left at the end of the turn goes to idle runners, or to new ones, up to
+    /// `limits.maxHandling` requests at once; beyond that it waits in `pending` for the next runner that answers.
     func handle(_ request: HTTPRequest, on conn: HTTPConnection) {
         if let immediate, let response = immediate(request) {
             // Answered before this returns: nothing is in flight meanwhile (a shutdown cannot see it).
@@ -201,6 +214,8 @@ final class ServerWorker: @unchecked Sendable {
             return
         }
         inFlightCount.add(1, ordering: .relaxed)
+        // With requests waiting already, every runner is busy (`dispatchPending` stops only at the cap) and the
+        // next to answer takes the oldest: no hook needed.
         if pendingHead == pending.count { loop.atEndOfTurn { self.dispatchPending() } }
         pending.append(RunnerJob(request: request, conn: conn))
     }
@@ -218,14 +233,21 @@ final class ServerWorker: @unchecked Sendable {
         if pendingHead == pending.count {
             pending.removeAll(keepingCapacity: true)
             pendingHead = 0
+        } else if pendingHead >= 1024 && pendingHead * 2 >= pending.count {
+            // A queue that never empties (more clients than `maxHandling`, for a while): the taken slots go, so
+            // that it does not grow with every request (amortised O(1): at most once per `pendingHead` taken).
+            pending.removeFirst(pendingHead)
+            pendingHead = 0
         }
         return job
     }
 
-    /// The end-of-turn hook of `handle`: the requests no finishing runner took go to idle runners, or new ones.
+    /// The end-of-turn hook of `handle`: the requests no finishing runner took go to idle runners, or new ones,
+    /// while fewer than `limits.maxHandling` are being handled.
     private func dispatchPending() {
         // Nothing is pending once the worker is freed: `free()` drops what no runner took.
-        while let job = takePending() {
+        while handling < limits.maxHandling, let job = takePending() {
+            handling += 1
             if let idle = idleRunners.popLast() {
                 idle.resume(returning: job)
             } else {
@@ -257,7 +279,12 @@ final class ServerWorker: @unchecked Sendable {
         while let current = job {
             let response = await handler.handle(current.request)
             guard loop.inLoop else {
-                loop.execute { self.finish(current.conn, response) }
+                // This runner ends here; its slot goes to the oldest waiting request, if any.
+                loop.execute {
+                    self.finish(current.conn, response)
+                    self.handling -= 1
+                    if !self.freed { self.dispatchPending() }
+                }
                 return
             }
             finish(current.conn, response)
@@ -268,6 +295,7 @@ final class ServerWorker: @unchecked Sendable {
                 job = next
                 continue
             }
+            handling -= 1
             guard idleRunners.count < ServerWorker.maxIdleRunners else { return }
             // An idle runner holds no request: the connection can reuse that request's header buffer.
             job = await withUnsafeContinuation { idleRunners.append($0) }
@@ -346,7 +374,7 @@ final class ServerWorker: @unchecked Sendable {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
         let bound = address.withSockaddr { sa, len in Glibc.bind(fd, sa, len) }
-        guard bound == 0, listen(fd, 1024) == 0 else {
+        guard bound == 0, listen(fd, 4096) == 0 else {
             let reason = String(cString: strerror(errno))
             Glibc.close(fd)
             return .failure(ServerStartError(description: "cannot listen on \(address): \(reason)"))

@@ -37,6 +37,11 @@ final class RawHTTPClient {
         if rc != 0 { throw ClientError.connect(errno) }
     }
 
+    /// Half-closes the connection: the server reads EOF, this client can still read the answers.
+    func shutdownWrite() {
+        if fd >= 0 { shutdown(fd, Int32(SHUT_WR)) }
+    }
+
     func close() {
         if fd >= 0 { Glibc.close(fd) }
         fd = -1
