@@ -10,6 +10,7 @@
 #   BENCH_GATEWAY_PORT  (18080)  the gateway;  BENCH_ADMIN_PORT (19180) its admin listener
 #   BENCH_LOG_LEVEL     (warning) the gateway's POSTERN_LOG_LEVEL (info = one access-log line per request)
 #   BENCH_SKIP_BUILD    (unset)  set to skip `swift build $RELEASE_FLAGS`
+#   BENCH_POSTERN       (.build/release/postern)  the gateway binary measured (e.g. a copy of an older build)
 #   BENCH_ITEMS_PATH             the upstream call the gateway makes for GET /api/v1/books
 #   BENCH_FRONT_CPUS, BENCH_LOAD_CPUS (unset)  CPU lists for `taskset -c`: the measured front (the gateway, or
 #                                B's nginx proxy) on the first, wrk and the canned upstream on the second; both or neither
@@ -24,7 +25,7 @@ LOG_LEVEL="${BENCH_LOG_LEVEL:-warning}"
 # 20), byte for byte as it sends it (seen in an nginx access log), so that B proxies the same request.
 ITEMS_PATH="${BENCH_ITEMS_PATH:-/items/posts?fields=id%2Ctitle%2Ccontent%2Cuser_created&limit=20&offset=0&meta=filter_count}"
 BOOKS_PATH='/api/v1/books'
-POSTERN=.build/release/postern
+POSTERN="${BENCH_POSTERN:-.build/release/postern}"
 # The shipped binary's build (the Dockerfile's and the Makefile's `release` flags; scripts/check-runtime-libs.sh
 # keeps the three the same): a static Swift runtime also takes ~6 MB off the gateway's resident set.
 RELEASE_FLAGS="-c release --static-swift-stdlib"
