@@ -60,6 +60,8 @@ public final class TokenBuckets: @unchecked Sendable {
                 entries[Int(slot)] = entry
             } else {
                 slot = Int32(entries.count)  // below `limit`, which `TokenBuckets.init` keeps within Int32
+                // Grows by doubling as usual, but never past the limit.
+                if entries.count == entries.capacity { entries.reserveCapacity(min(limit, max(16, entries.count * 2))) }
                 entries.append(entry)
             }
             slots[key] = slot
