@@ -82,6 +82,16 @@ import Testing
         #expect(gw.upstream("/auth/login").count == 1)
     }
 
+    @Test func theOpenAPIDocumentStatesTheLimits() {
+        let document = OpenAPIDocument(config: .testing).value
+        for name in ["LoginRequest", "RegisterRequest"] {
+            let properties = OpenAPITests.schema(document, name)?["properties"]
+            #expect(properties?["email"]?["maxLength"]?.intValue == 254, "\(name)")
+            #expect(properties?["password"]?["maxLength"]?.intValue == 1024, "\(name)")
+        }
+        #expect(OpenAPITests.schema(document, "LoginRequest")?["properties"]?["username"]?["maxLength"]?.intValue == 254)
+    }
+
     @Test func anOversizedRefreshTokenIs401WithoutAnUpstreamCall() throws {
         let gw = try TestGateway()
         defer { gw.stop() }
