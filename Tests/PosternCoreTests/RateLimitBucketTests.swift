@@ -45,6 +45,34 @@ import Testing
         #expect(buckets.trackedKeys == 1000)
     }
 
+    @Test func pruningDropsFullBucketsAndFreesTheirSlotsForNewKeys() {
+        let clock = LockedBox<TimeInterval>(0)
+        let buckets = TokenBuckets(capacity: 2, window: 60, maxBuckets: 3, shardCount: 1) { clock.withLock { $0 } }
+        for key in ["a", "b", "b", "c"] { #expect(buckets.take(key) == nil) }
+        clock.withLock { $0 = 30 }  // a and c are full again, b has one token
+        buckets.prune()
+        #expect(buckets.trackedKeys == 1)
+        // Two new keys take the freed slots without pushing b out.
+        #expect(buckets.take("d") == nil && buckets.take("e") == nil)
+        #expect(buckets.trackedKeys == 3)
+        #expect(buckets.take("b") == nil)
+        #expect(buckets.take("b") == 30)
+    }
+
+    @Test func afterAFloodPruningGivesBackTheStorageAndTheLimitsStillHold() {
+        let clock = LockedBox<TimeInterval>(0)
+        let buckets = TokenBuckets(capacity: 2, window: 60, maxBuckets: 4000) { clock.withLock { $0 } }
+        for i in 0..<4000 { #expect(buckets.take("flood\(i)") == nil) }
+        for _ in 0..<2 { #expect(buckets.take("hot") == nil) }
+        clock.withLock { $0 = 30 }
+        buckets.prune()  // every shard is left mostly empty: its storage is rebuilt around the live bucket
+        #expect(buckets.trackedKeys == 1)
+        #expect(buckets.take("hot") == nil)
+        #expect(buckets.take("hot") == 30)
+        for i in 0..<8000 { #expect(buckets.take("again\(i)") == nil) }
+        #expect(buckets.trackedKeys == 4000)
+    }
+
     @Test func theConfiguredBoundAppliesToTheLoginLimits() async throws {
         var config = RateLimitsConfig()
         config.failedLoginsPerIPPerMinute = 0
