@@ -16,6 +16,7 @@ import Testing
         return email
     }
 
+    /// A login or registration body with the e-mail under `emailKey`.
     static func body(_ emailKey: String, _ email: String, _ password: String) -> String {
         #"{"\#(emailKey)":"\#(email)","password":"\#(password)"}"#
     }
