@@ -2,6 +2,11 @@ import Foundation
 
 /// `/api/v1/user…`: login, refresh, register, logout, me (docs/api.md, Users).
 struct UserHandlers: Sendable {
+    /// The longest e-mail accepted, in UTF-8 bytes (RFC 5321's path limit, less its angle brackets).
+    static let maxEmailBytes = 254
+    /// The longest password accepted, in UTF-8 bytes.
+    static let maxPasswordBytes = 1024
+
     let directus: DirectusClient
     let sessions: SessionManager
     let rateLimits: RateLimits
@@ -10,9 +15,7 @@ struct UserHandlers: Sendable {
 
     /// `POST /api/v1/user/login` → 200 with Postern's own token.
     func login(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        let body = try UserHandlers.object(request.body)
-        let email = try UserHandlers.string(body, ["email", "username"], name: "email")
-        let password = try UserHandlers.string(body, ["password"], name: "password")
+        let (email, password) = try UserHandlers.credentials(request.body, emailKeys: ["email", "username"])
         // The attempt takes its tokens before the upstream call, so parallel guesses are counted; a
         // success (or a failure that is not a wrong guess) gives them back.
         let claim = try await rateLimits.claimLogin(ip: context.clientIP, email: email)
@@ -36,9 +39,7 @@ struct UserHandlers: Sendable {
 
     /// `POST /api/v1/user` → registers, then signs in (200, same body as login).
     func register(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        let body = try UserHandlers.object(request.body)
-        let email = try UserHandlers.string(body, ["email"], name: "email")
-        let password = try UserHandlers.string(body, ["password"], name: "password")
+        let (email, password) = try UserHandlers.credentials(request.body, emailKeys: ["email"])
         guard registerEndpoint else {
             try await rateLimits.claimRegistration(ip: context.clientIP)
             try await createUser(email: email, password: password, context: context)
@@ -108,6 +109,16 @@ struct UserHandlers: Sendable {
 
     // MARK: Body helpers
 
+    /// The e-mail (the first present key of `emailKeys`) and password of a login or registration body, each
+    /// within its length limit: an attempt is refused here, before it counts against a rate limit (whose
+    /// key the e-mail is) or reaches Directus.
+    static func credentials(_ body: Data, emailKeys: [String]) throws(GatewayError) -> (email: String, password: String) {
+        let json = try object(body)
+        let email = try string(json, emailKeys, name: "email", maxBytes: maxEmailBytes)
+        let password = try string(json, ["password"], name: "password", maxBytes: maxPasswordBytes)
+        return (email, password)
+    }
+
     static func object(_ body: Data) throws(GatewayError) -> JSONValue {
         guard let json = try? JSONValue.parse(body), json.objectValue != nil else {
             throw .invalidRequest("request body must be a JSON object")
@@ -115,11 +126,12 @@ struct UserHandlers: Sendable {
         return json
     }
 
-    /// The first present key of `keys`, which must be a non-empty string.
-    static func string(_ body: JSONValue, _ keys: [String], name: String) throws(GatewayError) -> String {
+    /// The first present key of `keys`, which must be a non-empty string of at most `maxBytes` UTF-8 bytes.
+    static func string(_ body: JSONValue, _ keys: [String], name: String, maxBytes: Int = .max) throws(GatewayError) -> String {
         for key in keys {
             guard let value = body[key] else { continue }
             guard let s = value.stringValue, !s.isEmpty else { throw .invalidRequest("field \"\(key)\" must be a non-empty string") }
+            guard s.utf8.count <= maxBytes else { throw .invalidRequest("field \"\(key)\" must be at most \(maxBytes) bytes") }
             return s
         }
         throw .invalidRequest("field \"\(name)\" is required")

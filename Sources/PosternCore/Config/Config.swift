@@ -93,6 +93,12 @@ public struct RateLimitsConfig: Sendable, Equatable {
     public var requestsPerTokenPerMinute = 0
     /// Peers whose `X-Forwarded-For` is trusted (IPs).
     public var trustedProxies: [String] = []
+    /// Buckets each limit holds at most (least recently used dropped first), bounding the limiter's memory.
+    public var maxBuckets = RateLimitsConfig.defaultMaxBuckets
+    /// The default of `maxBuckets`.
+    public static let defaultMaxBuckets = 100_000
+    /// The largest allowed `maxBuckets`.
+    public static let maxBucketsCeiling = 100_000_000
     /// The defaults.
     public init() {}
 }

@@ -38,6 +38,8 @@ struct IntRule: Sendable {
     static let nonNegative = IntRule(min: 0, max: nil)
     /// `limits.max_body_bytes`, capped by the server's own ceiling.
     static let bodyBytes = IntRule(min: 1, max: LimitsConfig.maxBodyBytesCeiling)
+    /// `rate_limits.max_buckets`.
+    static let buckets = IntRule(min: 1, max: RateLimitsConfig.maxBucketsCeiling)
 }
 
 /// Reads typed values out of a `JSONValue` tree, collecting a problem (with its key path) for every

@@ -13,7 +13,7 @@ enum ConfigKeys {
     /// `rate_limits`.
     static let rateLimits = ["failed_logins_per_ip_per_min", "failed_logins_per_email_per_min",
                              "failed_logins_per_email_per_day", "registrations_per_ip_per_min", "requests_per_token_per_min",
-                             "trusted_proxies"]
+                             "trusted_proxies", "max_buckets"]
     /// `cors`.
     static let cors = ["allowed_origins", "allow_credentials", "max_age_s"]
     /// `circuit_breaker`.
@@ -83,6 +83,7 @@ extension PosternConfig {
                 config.rateLimits.requestsPerTokenPerMinute = v
             }
             if let v = reader.strings(o, "trusted_proxies", at: p) { config.rateLimits.trustedProxies = v }
+            if let v = reader.int(o, "max_buckets", at: p, rule: .buckets) { config.rateLimits.maxBuckets = v }
         }
         if let value = top["cors"], let o = reader.object(value, at: "cors", keys: ConfigKeys.cors) {
             let p = "cors"

@@ -62,6 +62,7 @@ extension PosternConfig {
         check("rate_limits.failed_logins_per_email_per_day", rateLimits.failedLoginsPerEmailPerDay, .nonNegative)
         check("rate_limits.registrations_per_ip_per_min", rateLimits.registrationsPerIPPerMinute, .nonNegative)
         check("rate_limits.requests_per_token_per_min", rateLimits.requestsPerTokenPerMinute, .nonNegative)
+        check("rate_limits.max_buckets", rateLimits.maxBuckets, .buckets)
         for (i, proxy) in rateLimits.trustedProxies.enumerated() where !PosternConfig.isIPAddress(proxy) {
             report("rate_limits.trusted_proxies[\(i)]", "must be an IPv4 or IPv6 address (got \"\(proxy)\")")
         }

@@ -115,13 +115,17 @@ public struct OpenAPIDocument: Sendable {
 
     private static func commonSchemas() -> [(String, JSONValue)] {
         let nonEmpty = JSONValue.object([("type", .string("string")), ("minLength", .int(1))])
-        // Directus refuses a login or registration whose email is not an email address (400).
-        let email = JSONValue.object([("type", .string("string")), ("format", .string("email"))])
+        // Directus refuses a login or registration whose email is not an email address (400); Postern refuses
+        // one over 254 bytes, and a password over 1,024 (400 before counting the attempt: `UserHandlers`).
+        let email = JSONValue.object([("type", .string("string")), ("format", .string("email")), ("maxLength", .int(254)),
+                                      ("description", .string("At most 254 bytes (UTF-8)."))])
+        let password = JSONValue.object([("type", .string("string")), ("minLength", .int(1)), ("maxLength", .int(1024)),
+                                         ("description", .string("At most 1,024 bytes (UTF-8)."))])
         return [
             ("Error", errorSchema(collection: nil)),
             ("LoginRequest", .object([
                 ("type", .string("object")),
-                ("properties", .object([("email", email), ("username", email), ("password", nonEmpty)])),
+                ("properties", .object([("email", email), ("username", email), ("password", password)])),
                 ("required", strings("password")),
                 ("anyOf", .array([.object([("required", strings("email"))]), .object([("required", strings("username"))])])),
                 ("description", .string("`username` is accepted for `email` (clients written for the access-and-refresh-token pattern).")),
@@ -135,7 +139,7 @@ public struct OpenAPIDocument: Sendable {
                 ("type", .string("object")),
                 ("properties", .object([
                     ("email", email),
-                    ("password", nonEmpty),
+                    ("password", password),
                 ])),
                 ("required", strings("email", "password")),
             ])),

@@ -1,3 +1,4 @@
+import COpenSSL
 import Foundation
 
 /// One rate-limit budget: `capacity` tokens per key, refilled evenly over `window` seconds (0 disables it).
@@ -9,19 +10,67 @@ public struct RateLimitBudget: Sendable, Hashable {
     public var capacity: Int
     /// Seconds to refill a bucket from empty.
     public var window: TimeInterval
+    /// Buckets held in process at most (`rate_limits.max_buckets`); past it the least recently used goes first.
+    public var maxBuckets: Int
 
     /// Builds a budget.
-    public init(name: String, capacity: Int, window: TimeInterval) {
+    public init(name: String, capacity: Int, window: TimeInterval, maxBuckets: Int = RateLimitsConfig.defaultMaxBuckets) {
         self.name = name
         self.capacity = capacity
         self.window = window
+        self.maxBuckets = maxBuckets
+    }
+}
+
+/// The fixed-size form of a rate-limit key (an IP, an email, a session id): the first 16 bytes of the SHA-256
+/// of its UTF-8, held inline. Buckets are keyed by it, so a key of any length costs the same 16 bytes.
+public struct RateLimitKey: Hashable, Sendable {
+    /// The digest's bytes 0–7 and 8–15, in memory order.
+    var w0: UInt64, w1: UInt64
+
+    /// The key of `text` (hashed in place when its UTF-8 is contiguous, as native strings' is; no allocation).
+    public init(_ text: String) {
+        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &digest) { out in
+            let bytes = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            let hashed: Bool? = text.utf8.withContiguousStorageIfAvailable { utf8 in
+                postern_sha256(utf8.baseAddress, utf8.count, bytes) == 1
+            }
+            if hashed == nil {
+                let utf8 = Array(text.utf8)
+                _ = postern_sha256(utf8, utf8.count, bytes)
+            }
+        }
+        w0 = digest.0
+        w1 = digest.1
+    }
+
+    /// Lower-case hex of the 16 bytes (32 digits): the prefix of `Crypto.sha256Hex` of the key's text.
+    public var hex: String {
+        var words = (w0, w1)
+        return withUnsafeBytes(of: &words) { bytes in
+            String(unsafeUninitializedCapacity: 32) { out in
+                for i in 0..<16 {
+                    out[2 * i] = RateLimitKey.digits[Int(bytes[i] >> 4)]
+                    out[2 * i + 1] = RateLimitKey.digits[Int(bytes[i] & 0x0f)]
+                }
+                return 32
+            }
+        }
+    }
+
+    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// A SHA-256 digest is uniformly distributed: one word, through the per-process seeded hasher, is enough.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(w0)
     }
 }
 
 /// Counts one budget's tokens per key (an IP, an email, a session id). The in-process counter is
 /// `TokenBuckets`; a shared one (Redis) counts for every instance at once (docs/api.md, Several instances
 /// (Redis)). A shared counter that cannot reach its store counts in process meanwhile rather than refuse
-/// or admit everyone.
+/// or admit everyone. Either keeps a digest of the key, never the key itself.
 public protocol RateLimitCounter: Sendable {
     /// Takes one token for `key`: nil when taken, else the whole seconds (at least 1) until one is available.
     /// Takes nothing when it answers non-nil.
@@ -39,6 +88,6 @@ public typealias RateLimitCounterFactory = @Sendable (RateLimitBudget) -> any Ra
 extension TokenBuckets: RateLimitCounter {
     /// The in-process counters, one `TokenBuckets` per budget.
     public static let inProcess: RateLimitCounterFactory = { budget in
-        TokenBuckets(capacity: budget.capacity, window: budget.window)
+        TokenBuckets(capacity: budget.capacity, window: budget.window, maxBuckets: budget.maxBuckets)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// A rate-limit budget counted in Redis for every gateway instance at once (docs/api.md, Several instances
 /// (Redis)): a fixed window per key, `capacity` takes per `window` (INCR, and PEXPIRE on the first take, in
-/// one script). Keys are digests of the IP, email or session id, never the value itself. While Redis cannot
+/// one script). Keys are 16-byte digests of the IP, email or session id (hex), never the value itself. While Redis cannot
 /// answer, this instance counts in process (`fallback`) rather than refuse or admit everyone.
 public final class RedisRateLimitCounter: RateLimitCounter {
     private let budget: RateLimitBudget
@@ -15,7 +15,7 @@ public final class RedisRateLimitCounter: RateLimitCounter {
         self.budget = budget
         self.clients = clients
         self.prefix = prefix + "rl:" + budget.name + ":"
-        fallback = TokenBuckets(capacity: budget.capacity, window: budget.window)
+        fallback = TokenBuckets(capacity: budget.capacity, window: budget.window, maxBuckets: budget.maxBuckets)
     }
 
     /// Takes one from `key`'s window: nil when taken, else whole seconds until the window ends.
@@ -40,30 +40,33 @@ public final class RedisRateLimitCounter: RateLimitCounter {
     /// Takes one for `key`; nil when allowed.
     public func take(_ key: String) async -> Int? {
         guard budget.capacity > 0 else { return nil }
+        let digest = RateLimitKey(key)
         do {
-            let reply = try await clients.evaluate(Self.takeScript, keys: [.string(redisKey(key))],
+            let reply = try await clients.evaluate(Self.takeScript, keys: [.string(redisKey(digest))],
                                                    arguments: [.integer(budget.capacity), .integer(Int(budget.window * 1000))])
             let left = reply.integer ?? 0
             return left == 0 ? nil : max(1, Int((left + 999) / 1000))
         } catch {
-            return fallback.take(key)
+            return fallback.take(digest)
         }
     }
 
     /// Gives back one taken for `key`.
     public func giveBack(_ key: String) async {
         guard budget.capacity > 0 else { return }
+        let digest = RateLimitKey(key)
         do {
-            _ = try await clients.evaluate(Self.giveBackScript, keys: [.string(redisKey(key))])
+            _ = try await clients.evaluate(Self.giveBackScript, keys: [.string(redisKey(digest))])
         } catch {
-            fallback.giveBack(key)
+            fallback.giveBack(digest)
         }
     }
 
     /// Prunes the in-process fallback (Redis expires its own keys).
     public func prune() { fallback.prune() }
 
-    private func redisKey(_ key: String) -> String {
-        prefix + Crypto.sha256Hex(key).prefix(32)
+    private func redisKey(_ key: RateLimitKey) -> String {
+        // The same 16-byte digest the in-process buckets are keyed by: a key of fixed length, whatever `key`'s.
+        prefix + key.hex
     }
 }
