@@ -7,13 +7,21 @@ import Foundation
 /// names without CR, LF, NUL, colon or whitespace, values without CR, LF or NUL, a body within the ceiling and as long
 /// as its `Content-Length`; nothing is parsed after a refusal or a request that ends the connection; and the
 /// same bytes in one read and cut into several give the same requests, the same `100 Continue`s and the same
-/// refusal status.
+/// refusal status. And RFC 9112's framing, strictly (`StrictFraming`, an independent reader of it): every request
+/// handed out is one that reader frames too, with the same body (so no request is taken from bytes with a bare CR or
+/// LF outside a body's data, or chunk data not followed by CRLF), and every HTTP/1.1 request has one valid Host.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size >= 3 else { return 0 }
     let input = Array(UnsafeBufferPointer(start: bytes, count: size))
     let stream = Array(input[3...])
     let whole = RequestStream.run([stream])
+    let strict = StrictFraming.bodies(stream)
+    Fuzz.check(whole.requests.count <= strict.count,
+               "\(whole.requests.count) requests taken where a strict reader frames \(strict.count): \(whole)")
+    for (taken, framed) in zip(whole.requests, strict) where taken.method != "CONNECT" {
+        Fuzz.check(taken.body == Data(framed), "a body of \(taken.body.count) bytes where a strict reader frames \(framed.count)")
+    }
     let split = RequestStream.run(RequestStream.cut(stream, at: input[0..<3]))
     Fuzz.check(whole == split, "split reads differ:\n  whole: \(whole)\n  split: \(split)")
     let bytewise = RequestStream.run(stream.map { [$0] })
@@ -173,5 +181,76 @@ private enum RequestStream {
         if request.method == .head || request.method == .other("TRACE") {
             Fuzz.check(request.body.isEmpty, "\(method) with a body")
         }
+        let hosts = request.headers.values("Host")
+        Fuzz.check(hosts.count <= 1, "a request with \(hosts.count) Host lines was taken")
+        Fuzz.check(hosts.allSatisfy { !$0.utf8.contains { $0 <= 0x20 || $0 == 0x2F || $0 >= 0x7F } }, "Host \(hosts) was taken")
+    }
+}
+
+/// RFC 9112's message framing read strictly and independently of llhttp: empty lines (CRLF) before a request line
+/// skipped; a head of CRLF-ended lines up to an empty one, no CR or LF elsewhere in it; then the body by
+/// `Transfer-Encoding: chunked` (hex size, extensions up to CRLF, the data, CRLF; after the last chunk, trailer lines
+/// up to an empty one), else by `Content-Length`, else none (a CONNECT has none). `bodies` gives the body of each
+/// message framed before the first byte that breaks these rules (or the end of the stream).
+enum StrictFraming {
+    static func bodies(_ s: [UInt8]) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var i = 0
+        /// The line starting at `i` up to its CRLF (moving `i` past it); nil at a bare CR or LF or the stream's end.
+        func line() -> [UInt8]? {
+            var j = i
+            while j < s.count {
+                if s[j] == 0x0D {
+                    guard j + 1 < s.count, s[j + 1] == 0x0A else { return nil }
+                    defer { i = j + 2 }
+                    return Array(s[i..<j])
+                }
+                if s[j] == 0x0A { return nil }
+                j += 1
+            }
+            return nil
+        }
+        while i < s.count {
+            while i + 1 < s.count && s[i] == 0x0D && s[i + 1] == 0x0A { i += 2 }
+            guard let requestLine = line() else { return out }
+            var length: Int?
+            var chunked = false
+            while true {
+                guard let field = line() else { return out }
+                if field.isEmpty { break }
+                guard let colon = field.firstIndex(of: 0x3A) else { continue }
+                let name = String(decoding: field[..<colon], as: UTF8.self).lowercased()
+                let value = String(decoding: field[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespaces)
+                if name == "content-length" { length = Int(value) }
+                if name == "transfer-encoding" { chunked = value.lowercased() == "chunked" }
+            }
+            var body: [UInt8] = []
+            if requestLine.starts(with: Array("CONNECT ".utf8)) {
+                out.append(body)
+                return out  // what follows is a tunnel, not a request
+            } else if chunked {
+                while true {
+                    guard let sizeLine = line() else { return out }
+                    let digits = sizeLine.prefix { (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) }
+                    guard !digits.isEmpty, digits.count <= 15, let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else { return out }
+                    if size == 0 {
+                        while true {
+                            guard let trailer = line() else { return out }
+                            if trailer.isEmpty { break }
+                        }
+                        break
+                    }
+                    guard s.count - i >= size + 2, s[i + size] == 0x0D, s[i + size + 1] == 0x0A else { return out }
+                    body += s[i..<(i + size)]
+                    i += size + 2
+                }
+            } else if let length {
+                guard s.count - i >= length else { return out }
+                body = Array(s[i..<(i + length)])
+                i += length
+            }
+            out.append(body)
+        }
+        return out
     }
 }
