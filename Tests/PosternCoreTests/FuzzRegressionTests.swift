@@ -182,6 +182,22 @@ import Testing
         }
     }
 
+    /// `http_request_stream-refusal-after-complete-parse`: a head with a bare CR (`Transfer-Encodikg:\r/X-…`) that
+    /// llhttp parsed without an error was refused by the line-break check after it, and llhttp, not in an error state,
+    /// then parsed the next bytes as a request. Nothing is parsed after any refusal.
+    @Test func nothingIsParsedAfterALineBreakRefusal() throws {
+        let bytes = try stream("http_request_stream-refusal-after-complete-parse")
+        let assembler = HTTPRequestAssembler(limits: ServerLimits(), peer: "192.0.2.7")
+        let (_, step) = bytes.withUnsafeBytes { assembler.parse($0.baseAddress!, count: $0.count) }  // not empty
+        guard case .refused = step else {
+            Issue.record("expected a refusal, got \(step)")
+            return
+        }
+        let next = Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+        let (_, after) = next.withUnsafeBytes { assembler.parse($0.baseAddress!, count: $0.count) }  // not empty
+        if case .request = after { Issue.record("a request was parsed after a refusal") }
+    }
+
     /// `http_request_stream-connect-question-mark`: `CONNECT ?x` (an authority form holding a `?`) splits into
     /// an empty path and a query, as it always did; the fuzz target's form check now allows that. It is handed
     /// over with keep-alive off, like every CONNECT. (The crash file itself ends its head with a bare LF, which is

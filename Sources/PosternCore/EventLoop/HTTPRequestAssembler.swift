@@ -75,6 +75,9 @@ final class HTTPRequestAssembler {
     /// A `Transfer-Encoding` line is in the head (an HTTP/1.0 request with one is answered, then closed).
     private var transferEncodingSeen = false
     private var framingHeaderSeen = false
+    /// A refusal was handed out: nothing after it is ever parsed (llhttp is left in an error state by a callback's
+    /// refusal, but not by one `frame(upTo:)` finds after it returned).
+    private var stopped = false
     private var expectContinue = false
     private var refusal: EdgeRefusal?
     /// Bytes of a request have arrived and it is not whole (nor refused) yet.
@@ -97,6 +100,7 @@ final class HTTPRequestAssembler {
     /// parsed (the rest belongs to the next call) and what they gave. After `.refused`, call no more.
     func parse(_ bytes: UnsafeRawPointer, count: Int) -> (parsed: Int, step: Step) {
         // The assembler outlives this call, so the unretained pointer is valid in every callback it runs.
+        guard !stopped else { return (count, .refused(.badFraming(partialRequest(), reason: "nothing is read after a refusal"))) }
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let data = bytes.assumingMemoryBound(to: CChar.self)
         scanned = bytes.assumingMemoryBound(to: UInt8.self)
@@ -522,6 +526,7 @@ final class HTTPRequestAssembler {
     /// The parser stopped on an error: our own refusal when a callback set one, else the parser's reason.
     private func refusalForError(_ code: llhttp_errno_t) -> EdgeRefusal {
         messageOpen = false
+        stopped = true
         if let refusal {
             self.refusal = nil
             return refusal
