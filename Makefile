@@ -9,7 +9,7 @@ DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev node-llhttp li
 TEST_DEB_DEPS := python3-venv curl redis-server
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-layers check-docker check-openapi run check bench bench-json bench-sessions soak-redis profile fuzz clean
+.PHONY: deps build release test check-layers check-docker check-openapi run check bench bench-json bench-sessions soak-redis scale profile fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing), and the Python tools of
 ## check-openapi into .build/venv (scripts/pydeps.sh)
@@ -83,6 +83,12 @@ bench-sessions: deps
 bench-json: deps
 	$(SWIFT) build -c release --product postern-bench-json
 	.build/release/postern-bench-json --max-us $(or $(BENCH_JSON_MAX_US),10) bench/posts-20.json $(CONFIG) books
+
+## scale: the release gateway (default config, 2 workers) under SCALE_CLIENTS (10000) concurrent keep-alive clients
+## (wrk, SCALE_DURATION 30s: errors, non-2xx, peak RSS) and as many idle connections (their RSS cost); fails when a
+## target of docs/api.md (Limits and defaults) is missed (scripts/scale.sh; needs ulimit -n above 11000)
+scale: deps
+	bash scripts/scale.sh
 
 ## soak-redis: two `postern serve` (release) on one redis-server and the Directus stand-in, SOAK_SECONDS
 ## (default 60) of logins, lists, refreshes and logouts from SOAK_CLIENTS (default 6) clients; prints the
