@@ -68,4 +68,22 @@ struct ResolverLiveTests {
         #expect(output.statuses("before-move") == ["503"], "\(context)")
         #expect(output.statuses("after-move") == ["200"], "\(context)")
     }
+
+    @Test func aRedisHostWhoseAddressRefusedIsLookedUpAgainWhenItReconnects() throws {
+        guard Self.checkAvailable() else { return }
+        // Redis "moves" in /etc/hosts: first where nothing listens, then to the server. Its reconnection (back-off
+        // up to 2 s) must use the new address well within 30 s, the age at which a working answer is refreshed.
+        let probes = """
+            probe before-move
+            set_hosts '127.0.0.1 localhost
+            127.0.0.1 cache'
+            probe_until after-move 200
+            """
+        let output = try NamespaceRun.run(resolvConf: Self.resolvConf, hosts: "127.0.0.1 localhost\n127.0.0.9 cache\n",
+                                          zone: "directus.dns.podman 127.0.0.1\n", first: .lowerCaseOnly, config: Self.config,
+                                          probes: probes)
+        let context = "\(output.diagnostics)\ngateway log:\n\(output.gatewayLog.suffix(2000))"
+        #expect(output.statuses("before-move") == ["503"], "\(context)")
+        #expect(output.statuses("after-move") == ["200"], "\(context)")
+    }
 }

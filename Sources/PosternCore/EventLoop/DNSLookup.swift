@@ -17,10 +17,10 @@ final class DNSLookup: @unchecked Sendable {
         self.completion = completion
     }
 
-    /// Starts looking `host` up for a connection on `loop` (call on `loop`'s thread).
-    func start(host: String, loop: EventLoop) {
+    /// Starts looking `host` up with `resolver` for a connection on `loop` (call on `loop`'s thread).
+    func start(host: String, loop: EventLoop, resolver: HostResolver = .shared) {
         self.loop = loop
-        HostResolver.shared.resolve(self, host: host)
+        resolver.resolve(self, host: host)
     }
 
     /// Cancels the lookup: the completion is never called.

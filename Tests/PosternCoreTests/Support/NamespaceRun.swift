@@ -44,7 +44,8 @@ struct NamespaceRun {
 
     /// Runs the gateway with `resolvConf` and `hosts`, the zone `zone` ("name address" lines) on both servers,
     /// and the probe part of the script `probes` (shell; `probe LABEL` prints "LABEL <status of /readyz>",
-    /// `set_zone TEXT` rewrites the zone). `config` is the gateway's JSON config.
+    /// `probe_until LABEL STATUS` polls until that status, `set_zone TEXT` and `set_hosts TEXT` rewrite the zone
+    /// and /etc/hosts). `config` is the gateway's JSON config.
     static func run(resolvConf: String, hosts: String, zone: String, first: FirstServer, config: String,
                     probes: String) throws -> Output {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("postern-netns-\(UUID().uuidString)")
@@ -116,6 +117,21 @@ wait_for curl -sf http://127.0.0.1:9180/healthz
 # Prints "LABEL <status of GET /readyz>" (000 when nothing answered in 15 s).
 probe() {
     echo "$1 $(curl -s -o /dev/null -w '%{http_code}' --max-time 15 http://127.0.0.1:9180/readyz)"
+}
+# Probes until /readyz answers $2 (polling, at most 10 s); prints "LABEL <last status>".
+probe_until() {
+    i=0
+    while :; do
+        s=$(curl -s -o /dev/null -w '%{http_code}' --max-time 15 http://127.0.0.1:9180/readyz)
+        i=$((i + 1))
+        if [ "$s" = "$2" ] || [ $i -gt 200 ]; then break; fi
+        sleep 0.05
+    done
+    echo "$1 $s"
+}
+# Rewrites /etc/hosts in place (the same file, so that the bind mount shows the change).
+set_hosts() {
+    printf '%s\n' "$1" > "$D/hosts"
 }
 # Replaces the zone both servers answer from (they read it on every query).
 set_zone() {
