@@ -145,6 +145,56 @@ import Testing
         #expect(gated.calls.load(ordering: .relaxed) == 1)
     }
 
+    @Test func anAnswer30SecondsOldAnswersAtOnceAndItsRefreshServesTheNextConnect() {
+        let group = EventLoopGroup(count: 1, name: "resolver-test")
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let addresses = LockedAddresses(["10.0.0.1", "10.0.0.2"])
+        let calls = Atomic<Int>(0)
+        let now = Atomic<UInt64>(0)
+        let resolver = HostResolver(clock: { now.load(ordering: .relaxed) }, lookup: { _ in
+            calls.add(1, ordering: .relaxed)
+            return .success(addresses.next())
+        })
+        let answers = Answers()
+        start("directus", on: loop, resolver, answers)
+        #expect(answers.wait(for: 1))
+        now.store(ResolverCache.refreshAfter, ordering: .relaxed)
+        // Answered inside start with the old address; the refresh runs beside it.
+        let inline = loop.runAndWait { () -> String? in
+            var got: String?
+            DNSLookup { address, _ in got = address?.numericText }.start(host: "directus", loop: loop, resolver: resolver)
+            return got
+        }
+        #expect(inline == "10.0.0.1")
+        let deadline = Date().addingTimeInterval(10)
+        var latest: String?
+        while Date() < deadline {
+            latest = loop.runAndWait { () -> String? in
+                var got: String?
+                DNSLookup { address, _ in got = address?.numericText }.start(host: "directus", loop: loop, resolver: resolver)
+                return got
+            }
+            if latest == "10.0.0.2" { break }
+            usleep(1000)
+        }
+        #expect(latest == "10.0.0.2")
+        #expect(calls.load(ordering: .relaxed) == 2)
+    }
+
+    /// Addresses handed out in turn (the last one again once they run out).
+    final class LockedAddresses: @unchecked Sendable {
+        private let lock = NSLock()
+        private var left: [String]
+
+        init(_ addresses: [String]) { left = addresses }
+
+        func next() -> ResolvedAddress {
+            let text = lock.withLock { left.count > 1 ? left.removeFirst() : left[0] }
+            return ResolvedAddress(numeric: text)!  // the test's literal numeric addresses
+        }
+    }
+
     @Test func aCancelledLookupIsNeverAnsweredAndAFailureGivesTheResolversReason() {
         let group = EventLoopGroup(count: 1, name: "resolver-test")
         defer { group.shutdown() }
