@@ -5,8 +5,9 @@ POSTERN  := .build/debug/postern
 CONFIG   ?= config/postern.json
 DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev node-llhttp libjemalloc-dev pkg-config
 # Needed by the checks and tests of `make test` only (not by the build, so not in the Dockerfile's build stage):
-# the Redis tests start their own redis-server.
-TEST_DEB_DEPS := python3-venv curl redis-server
+# the Redis tests start their own redis-server; the resolver tests (ResolverLiveTests) bring up loopback in a
+# network namespace of their own with ip.
+TEST_DEB_DEPS := python3-venv curl redis-server iproute2
 
 .DEFAULT_GOAL := build
 .PHONY: deps build release test check-layers check-docker check-openapi run check bench bench-json bench-sessions soak-redis scale profile fuzz clean

@@ -25,8 +25,6 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     private let name: String
     private let started = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
-    /// The DNS resolver of this loop (for upstream host names).
-    private(set) var dns: OpaquePointer?
 
     /// Makes libevent's locking work across threads; must run before the first base is created.
     private static let threadingEnabled: Bool = {
@@ -54,12 +52,10 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
             loop.drainCount += 1
             loop.drain()
         }, arg)
-        dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS)
     }
 
     deinit {
         if let wake { event_free(wake) }
-        if let dns { evdns_base_free(dns, 0) }
         event_base_free(base)
     }
 

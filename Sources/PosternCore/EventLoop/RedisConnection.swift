@@ -14,7 +14,7 @@ final class RedisConnection: @unchecked Sendable {
     enum State {
         /// Created, `start()` not yet run.
         case idle
-        /// Resolving the host name (evdns, on the loop).
+        /// Resolving the host name (`DNSLookup`, off the loop).
         case resolving
         /// TCP connect and login (AUTH/SELECT) in progress; commands are queued in hiredis behind the login.
         case connecting
@@ -263,36 +263,13 @@ final class RedisConnection: @unchecked Sendable {
     }
 
     private func resolve() {
-        guard let dns = loop.dns else {
-            failure = .unavailable("no DNS resolver to look up \(endpoint.host)")
-            ended()
-            return
-        }
         state = .resolving
         let attempt = self.attempt
-        let request = DNSLookup { [weak self] chosen, error in
-            self?.resolved(chosen.flatMap(RedisConnection.numericText), attempt: attempt, error: chosen == nil ? error : "bad address")
+        let request = DNSLookup { [weak self] address, error in
+            self?.resolved(address?.numericText, attempt: attempt, error: error)
         }
         resolving = request
-        request.start(dns: dns, host: endpoint.host)
-    }
-
-    /// The numeric text of a resolved address (hiredis connects by host text), nil if it cannot be written.
-    private static func numericText(_ chosen: UnsafeMutablePointer<addrinfo>) -> String? {
-        guard let address = chosen.pointee.ai_addr else { return nil }
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        let family = chosen.pointee.ai_family
-        let ok: Bool
-        if family == AF_INET {
-            ok = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-                withUnsafePointer(to: sin.pointee.sin_addr) { evutil_inet_ntop(family, $0, &text, text.count) != nil }
-            }
-        } else {
-            ok = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
-                withUnsafePointer(to: sin6.pointee.sin6_addr) { evutil_inet_ntop(family, $0, &text, text.count) != nil }
-            }
-        }
-        return ok ? String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+        request.start(host: endpoint.host, loop: loop)
     }
 
     /// The resolver's answer for `attempt` (loop thread): a numeric address, or nil when the name is unknown.
@@ -419,6 +396,7 @@ final class RedisConnection: @unchecked Sendable {
 
     /// The context is gone (or never came): forget it and schedule the next attempt.
     private func ended() {
+        if !tcpConnected { DNSLookup.connectFailed(host: endpoint.host) }  // refused, unreachable or timed out
         context = nil
         tcpConnected = false
         loginPending = 0

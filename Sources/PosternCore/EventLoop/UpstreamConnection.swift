@@ -235,19 +235,13 @@ final class UpstreamConnection: @unchecked Sendable {
             open(address)
             return
         }
-        guard let dns = loop.dns else {
-            fail(.unreachable("no DNS resolver to look up \(endpoint.host)"))
-            return
-        }
         state = .resolving
         let port = endpoint.port
-        let request = DNSLookup { [weak self] chosen, error in
-            guard let self else { return }
-            let address = chosen.flatMap { c in c.pointee.ai_addr.map { SocketAddressValue(address: $0, length: c.pointee.ai_addrlen, port: port) } }
-            self.resolved(address, error: error)
+        let request = DNSLookup { [weak self] address, error in
+            self?.resolved(address?.socketAddress(port: port), error: error)
         }
         resolving = request
-        request.start(dns: dns, host: endpoint.host)
+        request.start(host: endpoint.host, loop: loop)
     }
 
     /// The resolver's answer (nil: the name is unknown).
@@ -281,11 +275,11 @@ final class UpstreamConnection: @unchecked Sendable {
             guard let arg else { return }
             Unmanaged<UpstreamConnection>.fromOpaque(arg).takeUnretainedValue().writable()
         }, me)
+        state = .connecting  // also when connect fails at once: closeSocket then reports the failed connect
         let rc = address.withSockaddr { Glibc.connect(fd, $0, $1) }
         if rc == 0 {
             connected()
         } else if errno == EINPROGRESS {
-            state = .connecting
             event_add(writeEvent, nil)
         } else {
             fail(.unreachable("connection failed"))
@@ -634,6 +628,7 @@ final class UpstreamConnection: @unchecked Sendable {
         ssl = nil
         if fd >= 0 { Glibc.close(fd) }
         fd = -1
+        if state == .connecting { DNSLookup.connectFailed(host: endpoint.host) }  // refused, unreachable or timed out
         if state == .resolving {
             resolving?.cancel()
             resolving = nil
