@@ -181,4 +181,26 @@ import Testing
             more after their answer (longest \(upstream.longestWait) s): \(Array(Set(wrong)).prefix(5))
             """)
     }
+
+    // MARK: Node as the upstream
+
+    @Test(.enabled(if: NodeUpstream.available))
+    func nodeAsTheUpstreamGetsOneRequestAtATimeOnKeptAliveConnections() throws {
+        // Node's own HTTP server, as Directus runs on, with the default config.
+        let node = try NodeUpstream(loginAnswer: LiveUpstreamFailureTests.loginAnswer)
+        defer { node.stop() }
+        let gw = try TestGateway { $0.directus.url = node.url }
+        defer { gw.stop() }
+        let sequential = try Self.listMany(gw, clients: 1, perClient: 100)
+        let concurrent = try Self.listMany(gw, clients: 8, perClient: 40)
+        let wrong = (sequential + concurrent).filter { $0 != "ok" }
+        #expect(wrong.isEmpty, "\(wrong.count): \(Array(Set(wrong)).prefix(5))")
+        let stats = try node.stats()
+        // Every answer went to its request, one request at a time per connection (never two in one read), and
+        // connections were kept alive (the stats call has one of its own).
+        #expect(stats.requests == 2 + sequential.count + concurrent.count)
+        #expect(stats.maxPerRead == 1, "\(stats.maxPerRead) requests arrived in one read: pipelined")
+        #expect(stats.connections - 1 <= 2 * PosternConfig().directus.maxConnectionsPerWorker, "\(stats)")
+        #expect(stats.connections - 1 < stats.requests / 2, "\(stats)")
+    }
 }

@@ -32,7 +32,9 @@ final class UpstreamResponseParser {
     /// The largest answer body, as sent (`directus.max_response_bytes`).
     let maxBodyBytes: Int
     /// The largest answer head: status line and header fields, interim answers' included (64 KiB).
-    static let maxHeadBytes = 64 * 1024
+    static let headCeiling = 64 * 1024
+    /// The head ceiling this parser applies (`headCeiling`; smaller in the fuzz target).
+    let maxHeadBytes: Int
     /// Bytes of the answer's head(s) parsed so far.
     private var headBytes = 0
     /// Bytes of the answer's body parsed so far, as sent (chunk framing included).
@@ -72,9 +74,11 @@ final class UpstreamResponseParser {
 
     /// A parser that keeps the answer headers named in `keptHeaders` (every one when nil) and refuses a body
     /// over `maxBodyBytes`.
-    init(keptHeaders: [StaticString]?, maxBodyBytes: Int = PosternConfig().directus.maxResponseBytes) {
+    init(keptHeaders: [StaticString]?, maxBodyBytes: Int = DirectusConfig().maxResponseBytes,
+         maxHeadBytes: Int = UpstreamResponseParser.headCeiling) {
         self.keptHeaders = keptHeaders
         self.maxBodyBytes = maxBodyBytes
+        self.maxHeadBytes = maxHeadBytes
         parser = .allocate(capacity: 1)
         llhttp_init(parser, HTTP_RESPONSE, Self.settings)
     }
@@ -83,6 +87,10 @@ final class UpstreamResponseParser {
         parser.deallocate()
         arriving.discard()
     }
+
+    /// Bytes the parser holds for the answer being parsed: its body so far and the header field being read
+    /// (bounded by `maxBodyBytes` and `maxHeadBytes`; the fuzz target checks it).
+    var heldBytes: Int { arriving.count + body.count + fieldName.count + fieldValue.count }
 
     /// Gets ready for the next answer (before each request is sent).
     func reset() {
@@ -121,12 +129,14 @@ final class UpstreamResponseParser {
         let end = base.assumingMemoryBound(to: CChar.self) + bytes.count
         var at = base.assumingMemoryBound(to: CChar.self)
         while at < end {
-            let room = inBody ? end - at : min(end - at, Self.maxHeadBytes - headBytes)
-            guard room > 0 else { return .invalid("answer head over \(Self.maxHeadBytes) bytes") }
+            let room = inBody ? end - at : min(end - at, maxHeadBytes - headBytes)
+            guard room > 0 else { return .invalid("answer head over \(maxHeadBytes) bytes") }
             let error = llhttp_execute(parser, at, room)
             // Where a pause stopped the parser (the bytes before it are parsed).
             let parsed = error == HPE_PAUSED ? llhttp_get_error_pos(parser).map { $0 - at } ?? room : room
             if messageComplete {
+                // The body's last bytes count as the others (so that where the reads were cut changes nothing).
+                if inBody && bodyBytes + parsed > maxBodyBytes { return .invalid("answer body over \(maxBodyBytes) bytes") }
                 // Paused in on_message_complete, at the answer's end: what follows belongs to no request.
                 return .complete(leftover: end - at - parsed)
             }
