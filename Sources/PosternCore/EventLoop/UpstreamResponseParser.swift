@@ -146,6 +146,14 @@ final class UpstreamResponseParser {
                 inBody = true
                 headBytes += parsed
                 llhttp_resume(parser)
+                if at + parsed == end {
+                    // No byte left: let llhttp take its decisions on the head now (how the body is framed), as it
+                    // does when bytes follow, so that the end of the stream finds it ready (an empty body that
+                    // runs to the close is complete there).
+                    let error = llhttp_execute(parser, end, 0)
+                    if messageComplete { return .complete(leftover: 0) }
+                    if error != HPE_OK { return outcome(of: error) }
+                }
             } else if error != HPE_OK {
                 return outcome(of: error)
             } else if inBody {
