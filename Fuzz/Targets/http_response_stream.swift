@@ -7,6 +7,12 @@ import Foundation
 /// the same bytes in one read, cut into several, or byte by byte give the same outcome; the parser keeping
 /// only `Retry-After` keeps exactly those lines of the one keeping all; and for an answer a strict reference
 /// decoder (below) reads, the status, headers, body and keep-alive verdict are the reference's.
+///
+/// The ceilings, with a parser whose are small (a 128-byte head, a 256-byte body as sent): it never holds
+/// more than the two together; an answer whose head (interim answers included) is over the head ceiling,
+/// or whose body as sent (chunk framing included) is over the body ceiling, is a bad response, however the
+/// reads are cut; under both, the outcome is the same as without them. And bytes after a complete answer
+/// (which nothing asked for) are reported, never parsed as another answer: the connection drops them.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size >= 3 else { return 0 }
@@ -24,8 +30,19 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if case .complete = whole.end {
         Fuzz.check((200...599).contains(whole.status), "complete answer with status \(whole.status)")
     }
+    let small = ResponseStream.run([stream], kept: nil, ceilings: ResponseStream.small)
+    let smallSplit = ResponseStream.run(ReadCut.cut(stream, at: input[0..<3]), kept: nil, ceilings: ResponseStream.small)
+    Fuzz.check(small == smallSplit, "split reads differ under the ceilings:\n  whole: \(small)\n  split: \(smallSplit)")
     if let reference = ReferenceAnswer.decode(stream) {
         Fuzz.check(whole.end == .complete, "well-formed answer not complete: \(whole) (reference \(reference))")
+        Fuzz.check(whole.stray == (reference.end < stream.count),
+                   "bytes after the answer: stray \(whole.stray), reference ends at \(reference.end) of \(stream.count)")
+        let (maxBody, maxHead) = ResponseStream.small
+        if reference.headLength > maxHead || reference.end - reference.headLength > maxBody {
+            Fuzz.check(small.end == .badResponse, "over the ceilings (head \(reference.headLength), body \(reference.end - reference.headLength)) but \(small)")
+        } else {
+            Fuzz.check(small == whole, "under the ceilings but different:\n  small: \(small)\n  whole: \(whole)")
+        }
         Fuzz.check(whole.status == reference.status, "status \(whole.status), reference \(reference.status)")
         Fuzz.check(whole.body == reference.body, "body \(whole.body.count) bytes, reference \(reference.body.count): \(whole)")
         Fuzz.check(whole.headers.map { [$0.0, trim($0.1)] } == reference.headers.map { [$0.0, $0.1] },
@@ -67,27 +84,44 @@ private enum ResponseStream {
         var headers: [(String, String)] = []
         var body = Data()
         var keepAlive = false
+        /// Bytes came after the complete answer: the connection is dropped (they answer nothing that was asked).
+        var stray = false
+        /// Bytes after the answer in the read that completed it.
+        var leftover = 0
         static func == (a: Outcome, b: Outcome) -> Bool {
             a.end == b.end && a.status == b.status && a.body == b.body && a.keepAlive == b.keepAlive
-                && a.headers.map { [$0.0, $0.1] } == b.headers.map { [$0.0, $0.1] }
+                && a.stray == b.stray && a.headers.map { [$0.0, $0.1] } == b.headers.map { [$0.0, $0.1] }
         }
-        var description: String { "\(end) \(status) \(headers) body=\(body.count) keepAlive=\(keepAlive)" }
+        var description: String { "\(end) \(status) \(headers) body=\(body.count) keepAlive=\(keepAlive) stray=\(stray)" }
     }
 
-    /// Feeds the reads until the answer is complete or invalid, then the end of the stream.
-    static func run(_ reads: [[UInt8]], kept: [StaticString]?) -> Outcome {
-        let parser = UpstreamResponseParser(keptHeaders: kept)
+    /// The small ceilings (body as sent, head) of the parser that checks them.
+    static let small = (body: 256, head: 128)
+
+    /// Feeds the reads until the answer is complete or invalid, then the end of the stream; with `ceilings`,
+    /// checks after every read that the parser holds no more than they allow.
+    static func run(_ reads: [[UInt8]], kept: [StaticString]?, ceilings: (body: Int, head: Int)? = nil) -> Outcome {
+        let parser = ceilings.map { UpstreamResponseParser(keptHeaders: kept, maxBodyBytes: $0.body, maxHeadBytes: $0.head) }
+            ?? UpstreamResponseParser(keptHeaders: kept)
         parser.reset()
         var result: UpstreamResponseParser.Outcome = .needMore
-        for read in reads {
+        var stray = false
+        for (index, read) in reads.enumerated() {
             result = read.withUnsafeBytes { parser.feed($0) }
-            if result != .needMore { break }
+            if let ceilings {
+                Fuzz.check(parser.heldBytes <= ceilings.body + ceilings.head, "holds \(parser.heldBytes) bytes over the ceilings")
+            }
+            if result != .needMore {
+                // As the connection does: anything after the complete answer, in this read or a later one.
+                stray = reads[(index + 1)...].contains { !$0.isEmpty }
+                break
+            }
         }
         if result == .needMore { result = parser.feedEndOfStream() }
         switch result {
-        case .complete:
+        case .complete(let leftover):
             return Outcome(end: .complete, status: parser.status, headers: parser.headers.map { ($0.0, $0.1) },
-                           body: parser.body, keepAlive: parser.keepAlive)
+                           body: parser.body, keepAlive: parser.keepAlive, stray: stray || leftover > 0, leftover: leftover)
         case .invalid:
             return Outcome(end: .badResponse)
         case .truncated, .needMore:
@@ -104,7 +138,10 @@ private struct ReferenceAnswer: CustomStringConvertible {
     var body: Data
     /// Whether the connection stays open (nil when the reference does not decide it).
     var keepAlive: Bool?
-    var description: String { "\(status) \(headers) body=\(body.count)" }
+    /// Where the final answer's head ends (interim answers included), and where the answer ends.
+    var headLength: Int
+    var end: Int
+    var description: String { "\(status) \(headers) body=\(body.count) head=\(headLength) end=\(end)" }
 
     static func decode(_ bytes: [UInt8]) -> ReferenceAnswer? {
         var at = 0
@@ -124,22 +161,28 @@ private struct ReferenceAnswer: CustomStringConvertible {
             var keepAlive: Bool? = minor == 1 ? !connection.contains("close") : connection.contains("keep-alive")
             if Set(connection).count > 1 { keepAlive = nil }
             var body: [UInt8]
+            var end: Int
             if status == 204 || status == 304 {
                 guard lengths.isEmpty, encodings.isEmpty else { return nil }
                 body = []
+                end = at
             } else if let encoding = encodings.first {
-                guard encoding.lowercased() == "chunked", let decoded = chunked(bytes, from: at) else { return nil }
+                guard encoding.lowercased() == "chunked", let (decoded, last) = chunked(bytes, from: at) else { return nil }
                 body = decoded
+                end = last
             } else if let length = lengths.first {
                 // Digits only: `Int` alone would take "-66" or "+3", which no well-formed answer carries.
                 guard (1...6).contains(length.utf8.count), length.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
                       let n = Int(length), at + n <= bytes.count else { return nil }
                 body = Array(bytes[at..<(at + n)])
+                end = at + n
             } else {
                 body = Array(bytes[at...])
                 keepAlive = false
+                end = bytes.count
             }
-            return ReferenceAnswer(status: status, headers: headers, body: Data(body), keepAlive: keepAlive)
+            return ReferenceAnswer(status: status, headers: headers, body: Data(body), keepAlive: keepAlive,
+                                   headLength: at, end: end)
         }
     }
 
@@ -170,8 +213,8 @@ private struct ReferenceAnswer: CustomStringConvertible {
         }
     }
 
-    /// A chunked body ending at the end of the bytes: `HEX CRLF data CRLF`… `0 CRLF CRLF`, no extensions or trailers.
-    private static func chunked(_ b: [UInt8], from start: Int) -> [UInt8]? {
+    /// A chunked body: `HEX CRLF data CRLF`… `0 CRLF CRLF`, no extensions or trailers; the data and where it ends.
+    private static func chunked(_ b: [UInt8], from start: Int) -> ([UInt8], Int)? {
         var out: [UInt8] = []
         var at = start
         while true {
@@ -182,7 +225,7 @@ private struct ReferenceAnswer: CustomStringConvertible {
             at = end + 2
             if size == 0 {
                 guard at + 2 <= b.count, b[at] == 0x0D, b[at + 1] == 0x0A else { return nil }
-                return out
+                return (out, at + 2)
             }
             guard at + size + 2 <= b.count, b[at + size] == 0x0D, b[at + size + 1] == 0x0A else { return nil }
             out += b[at..<(at + size)]

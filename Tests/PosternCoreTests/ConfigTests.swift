@@ -52,7 +52,8 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         #expect(config.directus.timeoutMs == 10_000)
         #expect(config.directus.keepaliveIdleMs == 4000)
         #expect(config.directus.maxWaitingPerWorker == 1024)
-        #expect(config.directus.pipelineDepth == 8)
+        #expect(config.directus.pipelineDepth == 1)
+        #expect(config.directus.maxResponseBytes == 16_777_216)
         #expect(config.sessions.storeKind == .sqlite(path: "data/sessions.db"))
         #expect(config.limits.maxBodyBytes == 1_048_576)
         #expect(config.cors.allowedOrigins == ["*"] && !config.cors.allowCredentials)
@@ -66,6 +67,11 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         let config = try PosternConfig.load(json: data, environment: [:]).get()
         #expect(config == PosternConfig())
         #expect(config.resources[0].fields.map(\.0) == ["id", "title", "subtitle", "user"])
+    }
+
+    @Test func maxResponseBytesIsRead() throws {
+        let config = try load(#"{"directus": {"max_response_bytes": 2048}}"#).get()
+        #expect(config.directus.maxResponseBytes == 2048)
     }
 
     @Test func loadingByPathReadsTheFile() throws {
@@ -171,6 +177,9 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         BadConfig(#"{"directus": {"max_waiting_per_worker": -1}}"#, "directus.max_waiting_per_worker", "between 0 and 1000000"),
         BadConfig(#"{"directus": {"pipeline_depth": 0}}"#, "directus.pipeline_depth", "between 1 and 64"),
         BadConfig(#"{"directus": {"pipeline_depth": 65}}"#, "directus.pipeline_depth", "between 1 and 64"),
+        BadConfig(#"{"directus": {"max_response_bytes": 1023}}"#, "directus.max_response_bytes", "between 1024 and 1073741824"),
+        BadConfig(#"{"directus": {"max_response_bytes": 1073741825}}"#, "directus.max_response_bytes", "between 1024 and 1073741824"),
+        BadConfig(#"{"directus": {"max_response_bytes": "16M"}}"#, "directus.max_response_bytes", "between 1024 and 1073741824"),
         BadConfig(#"{"directus": []}"#, "directus", "must be a JSON object"),
         BadConfig(#"{"sessions": {"store": "file:x.db"}}"#, "sessions.store", "memory, sqlite:<path> or redis://[:password@]host:port[/db]"),
         BadConfig(#"{"sessions": {"store": "sqlite:"}}"#, "sessions.store", "sqlite:<path>"),

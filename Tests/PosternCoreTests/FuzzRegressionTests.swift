@@ -251,4 +251,17 @@ import Testing
             #expect(leftover > 0 || reads.count > 1, "the bytes after the head are not the 304's")
         }
     }
+
+    /// `http_response_stream-empty-body-to-the-close`: a 503 without `Content-Length` or `chunked` (a body that runs
+    /// to the close) whose head ends the stream: the parser paused at the head's end, before llhttp had framed the
+    /// body, and the close then found the answer truncated; it is complete with an empty body, whatever the reads.
+    @Test func emptyBodyDelimitedByTheCloseIsComplete() throws {
+        let bytes = try stream("http_response_stream-empty-body-to-the-close")
+        for reads in [[bytes], bytes.map { [$0] }] {
+            let (outcome, status, body) = answer(reads)
+            #expect(outcome == .complete(leftover: 0))
+            #expect(status == 503)
+            #expect(body.isEmpty)
+        }
+    }
 }

@@ -30,10 +30,11 @@ import Testing
     ]
 
     /// A gateway pointed at `fake`, with a 300 ms upstream timeout.
-    private static func gateway(_ fake: FakeUpstream) throws -> TestGateway {
+    private static func gateway(_ fake: FakeUpstream, connections: Int? = nil) throws -> TestGateway {
         try TestGateway { config in
             config.directus.url = fake.url
             config.directus.timeoutMs = 300
+            if let connections { config.directus.maxConnectionsPerWorker = connections }
         }
     }
 
@@ -175,7 +176,8 @@ import Testing
         // Directus hangs up on the second request of each connection: the GET is retried on a fresh one.
         let fake = try FakeUpstream(.keepAlive(200, #"{"data":"pong"}"#, hangUp: .onNextRequest))
         defer { fake.stop() }
-        let gw = try Self.gateway(fake)
+        // One connection per worker: the pool, full, reuses it without waiting for it to be quiet.
+        let gw = try Self.gateway(fake, connections: 1)
         defer { gw.stop() }
         let client = gw.client()  // one client connection, so one worker and one upstream pool
         #expect(try client.request("GET", "/readyz").status == 200)
@@ -187,7 +189,8 @@ import Testing
     @Test func postOnAConnectionClosedAfterTheRequestIs502NotRetried() throws {
         let fake = try FakeUpstream(.keepAlive(200, Self.loginAnswer, hangUp: .onNextRequest))
         defer { fake.stop() }
-        let gw = try Self.gateway(fake)
+        // One connection per worker: the pool, full, reuses it without waiting for it to be quiet.
+        let gw = try Self.gateway(fake, connections: 1)
         defer { gw.stop() }
         let client = gw.client()
         let first = try client.json("POST", "/api/v1/user/login", #"{"email":"x@y.com","password":"123456"}"#)

@@ -57,7 +57,8 @@ public final class Application: @unchecked Sendable {
             upstream = LoopTransport(group: workers, endpoint: endpoint, maxConnections: config.directus.maxConnectionsPerWorker,
                                      maxWaiting: config.directus.maxWaitingPerWorker,
                                      keepaliveIdle: Double(config.directus.keepaliveIdleMs) / 1000,
-                                     pipelineDepth: config.directus.pipelineDepth)
+                                     pipelineDepth: config.directus.pipelineDepth,
+                                     maxResponseBytes: config.directus.maxResponseBytes)
         }
         let backend: SessionBackend
         do {

@@ -45,8 +45,11 @@ public struct DirectusConfig: Sendable, Equatable {
     public var keepaliveIdleMs = 4000
     /// Requests that may wait for a free pooled connection per worker; beyond it → 503.
     public var maxWaitingPerWorker = 1024
-    /// GETs sent in the same turn of a worker's loop that may share one connection, pipelined (1: none).
-    public var pipelineDepth = 8
+    /// GETs sent in the same turn of a worker's loop that may share one connection, pipelined (1: none, the
+    /// default: an answer is then only ever read on a connection that carries exactly one request).
+    public var pipelineDepth = 1
+    /// The largest answer body read from Directus, in bytes (chunk framing included); beyond it → 502.
+    public var maxResponseBytes = 16 << 20
     /// The defaults.
     public init() {}
 }

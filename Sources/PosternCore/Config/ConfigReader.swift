@@ -28,6 +28,8 @@ struct IntRule: Sendable {
     static let connections = IntRule(min: 1, max: 10_000)
     /// `directus.pipeline_depth`.
     static let pipelineDepth = IntRule(min: 1, max: 64)
+    /// `directus.max_response_bytes` (1 KiB to 1 GiB).
+    static let responseBytes = IntRule(min: 1024, max: 1 << 30)
     /// `directus.keepalive_idle_ms`.
     static let keepaliveIdleMs = IntRule(min: 1, max: 600_000)
     /// `directus.max_waiting_per_worker` (0: never wait for a connection).

@@ -5,7 +5,7 @@ enum ConfigKeys {
                        "cors", "circuit_breaker", "resources", "cache_max_entries"]
     /// `directus`.
     static let directus = ["url", "timeout_ms", "max_connections_per_worker", "registration", "keepalive_idle_ms",
-                           "max_waiting_per_worker", "pipeline_depth"]
+                           "max_waiting_per_worker", "pipeline_depth", "max_response_bytes"]
     /// `sessions`.
     static let sessions = ["store", "idle_ttl_s", "max_ttl_s", "max_per_user"]
     /// `limits`.
@@ -48,6 +48,7 @@ extension PosternConfig {
             if let v = reader.int(o, "keepalive_idle_ms", at: p, rule: .keepaliveIdleMs) { config.directus.keepaliveIdleMs = v }
             if let v = reader.int(o, "max_waiting_per_worker", at: p, rule: .waiting) { config.directus.maxWaitingPerWorker = v }
             if let v = reader.int(o, "pipeline_depth", at: p, rule: .pipelineDepth) { config.directus.pipelineDepth = v }
+            if let v = reader.int(o, "max_response_bytes", at: p, rule: .responseBytes) { config.directus.maxResponseBytes = v }
         }
         if let value = top["sessions"], let o = reader.object(value, at: "sessions", keys: ConfigKeys.sessions) {
             let p = "sessions"

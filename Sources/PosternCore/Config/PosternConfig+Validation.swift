@@ -34,6 +34,7 @@ extension PosternConfig {
         check("directus.keepalive_idle_ms", directus.keepaliveIdleMs, .keepaliveIdleMs)
         check("directus.max_waiting_per_worker", directus.maxWaitingPerWorker, .waiting)
         check("directus.pipeline_depth", directus.pipelineDepth, .pipelineDepth)
+        check("directus.max_response_bytes", directus.maxResponseBytes, .responseBytes)
         if !["users", "register"].contains(directus.registration) {
             report("directus.registration", "must be \"users\" or \"register\" (got \"\(directus.registration)\")")
         }

@@ -8,13 +8,15 @@ public final class LoopTransport: UpstreamTransport, @unchecked Sendable {
 
     /// One pool per loop of `group` (its responses carry only the headers the gateway reads), each with at most `maxConnections` connections and `maxWaiting` calls
     /// waiting for one; connections idle longer than `keepaliveIdle` seconds are not reused; up to `pipelineDepth`
-    /// GETs of one turn share a connection.
+    /// GETs of one turn share a connection; answer bodies above `maxResponseBytes` fail.
     public init(group: EventLoopGroup, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil,
-                maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0, pipelineDepth: Int = 1) {
+                maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0, pipelineDepth: Int = 1,
+                maxResponseBytes: Int = DirectusConfig().maxResponseBytes) {
         clients = group.loops.map { loop in
             (loop, UpstreamHTTPClient(loop: loop, endpoint: endpoint, maxConnections: maxConnections,
                                       tls: tls, maxWaiting: maxWaiting, keepaliveIdle: keepaliveIdle,
-                                      pipelineDepth: pipelineDepth, keptHeaders: UpstreamHTTPClient.gatewayHeaders))
+                                      pipelineDepth: pipelineDepth, maxResponseBytes: maxResponseBytes,
+                                      keptHeaders: UpstreamHTTPClient.gatewayHeaders))
         }
         fallback = clients[0]
     }

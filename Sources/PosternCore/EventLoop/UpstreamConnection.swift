@@ -12,6 +12,11 @@ import Foundation
 /// first request, and again when a request finds it closed before anything was sent. While it idles in the
 /// pool, a close or stray bytes from the peer close it and call `onIdleClose`.
 ///
+/// Bytes no written request asked for are never read as an answer: bytes after the last answer in flight
+/// close the connection (before that answer goes to its call, so that the pool does not take it back), and
+/// bytes, or a close, that come before anything of the first call's request was written drop the socket
+/// and send the queued requests on a fresh one (once; nothing of them was sent, so any method may go).
+///
 /// When the connection fails (closed by the peer, an invalid answer, a timeout), the call whose answer was
 /// being read gets that failure and every call pipelined behind it gets `.closed`: their GETs are retried once
 /// on a fresh connection by the pool.
@@ -53,6 +58,12 @@ final class UpstreamConnection: @unchecked Sendable {
     private let output = RawBytes(capacity: 1024)
     /// Bytes of `output` already written.
     private var written = 0
+    /// Bytes of requests serialized, and written, over the connection's life (a call's request has started to
+    /// go out once `sentBytes` passed its `start`).
+    private var queuedBytes: UInt64 = 0
+    private var sentBytes: UInt64 = 0
+    /// The queued requests were already moved to a fresh socket once since the last answer (`resend`).
+    private var resent = false
     /// A TLS read that wanted to write first (renegotiation or key update): retried when the socket is writable.
     private var readWantsWrite = false
     /// The read buffer, shared by the loop's connections (taken when the socket opens): each read is parsed
@@ -80,10 +91,12 @@ final class UpstreamConnection: @unchecked Sendable {
     /// Called when the last call in flight got its outcome (loop thread): the pool takes the connection back.
     var onDrained: ((UpstreamConnection) -> Void)?
 
-    /// A call in flight: who waits for the answer, and until when.
+    /// A call in flight: who waits for the answer, until when, and where its request starts in the bytes
+    /// queued on the connection (`queuedBytes`).
     private struct Call {
         let continuation: UnsafeContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>
         let deadline: UInt64
+        let start: UInt64
     }
 
     /// Calls in flight (sent, or queued to be sent at the end of the turn).
@@ -109,12 +122,14 @@ final class UpstreamConnection: @unchecked Sendable {
     }
     private static let readBufferKey = EventLoop.LocalKey()
 
-    /// A connection to `endpoint` (not connected yet) whose answers keep `keptHeaders` (all when nil).
-    init(loop: EventLoop, endpoint: UpstreamEndpoint, tls: TLSClientContext?, keptHeaders: [StaticString]?) {
+    /// A connection to `endpoint` (not connected yet) whose answers keep `keptHeaders` (all when nil) and whose
+    /// answer bodies above `maxResponseBytes` fail.
+    init(loop: EventLoop, endpoint: UpstreamEndpoint, tls: TLSClientContext?, keptHeaders: [StaticString]?,
+         maxResponseBytes: Int = DirectusConfig().maxResponseBytes) {
         self.loop = loop
         self.endpoint = endpoint
         self.tls = tls
-        parser = UpstreamResponseParser(keptHeaders: keptHeaders)
+        parser = UpstreamResponseParser(keptHeaders: keptHeaders, maxBodyBytes: maxResponseBytes)
     }
 
     deinit {
@@ -133,6 +148,8 @@ final class UpstreamConnection: @unchecked Sendable {
             output.count = 0
             written = 0
         }
+        let before = output.count
+        defer { queuedBytes += UInt64(output.count - before) }
         output.append(request.method.description)
         output.append(0x20)
         output.append(endpoint.basePath)
@@ -189,8 +206,9 @@ final class UpstreamConnection: @unchecked Sendable {
     func queue(_ request: UpstreamRequest, versionAndHost: [UInt8],
                _ continuation: UnsafeContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>, deadline: UInt64) {
         let idle = inFlight == 0
+        let start = queuedBytes
         serialize(request, versionAndHost: versionAndHost)
-        calls.append(Call(continuation: continuation, deadline: deadline))
+        calls.append(Call(continuation: continuation, deadline: deadline, start: start))
         if idle { parser.reset() }
         if deadline < earliestDeadline {
             earliestDeadline = deadline
@@ -209,17 +227,27 @@ final class UpstreamConnection: @unchecked Sendable {
     }
 
     /// Writes what the calls queued (the pool's end-of-turn flush); a full socket finishes it when writable.
+    ///
+    /// Before the first byte of a request goes out on a connection that already carried answers, a nonblocking
+    /// peek checks that nothing arrived since (the end-of-turn flush can run before the read event of the same
+    /// turn): stray bytes or a close then drop the socket and the requests go out on a fresh one. Plain sockets
+    /// only (on TLS, records that are not data, such as session tickets, may wait there).
     func flush() {
-        if state == .open && hasUnwritten { writeOutput() }
+        guard state == .open && hasUnwritten else { return }
+        if ssl == nil, completed > 0, inFlight > 0, sentBytes <= calls[first].start, peerHasClosedOrWritten() {
+            resendOrFail(.closed)
+            return
+        }
+        writeOutput()
     }
 
-    /// True when the peer has closed this idle connection (end of stream already queued on the socket), seen
-    /// with a nonblocking peek before the read event ran.
-    func peerHasClosed() -> Bool {
+    /// True when the peer has closed this idle connection or written to it (end of stream or stray bytes
+    /// already queued on the socket), seen with a nonblocking peek before the read event ran.
+    func peerHasClosedOrWritten() -> Bool {
         if closedByPeer || state == .closed { return true }
         var byte: UInt8 = 0
         let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
-        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+        return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)
     }
 
     /// Closes the connection now (no call may be in flight).
@@ -383,6 +411,11 @@ final class UpstreamConnection: @unchecked Sendable {
                     closedIdle()
                     return
                 }
+                guard sentBytes > calls[first].start else {
+                    // Bytes before anything of the first call's request went out answer nothing it asked.
+                    resendOrFail(.closed)
+                    return
+                }
                 guard parse(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else { return }
                 // A short plain read emptied the socket: don't spend a read on EAGAIN.
                 if ssl == nil && n < buffer.count { return }
@@ -407,17 +440,22 @@ final class UpstreamConnection: @unchecked Sendable {
             case .needMore:
                 return true
             case .complete(let leftover):
+                // Bytes after the answer that no written request asked for: the connection can no longer be
+                // trusted. Closed before the answer goes to its call when no call is left behind it, so that the
+                // pool does not take it back.
+                let stray = leftover > 0 && (inFlight == 1 || sentBytes <= calls[first + 1].start)
+                if stray && inFlight == 1 {
+                    closedByPeer = true
+                    closeSocket()
+                }
                 let open = answered()
-                if leftover == 0 { return open && state == .open }
-                guard open, inFlight > 0 else {
-                    // Bytes after the last answer: nothing asked for them, the connection can no longer be trusted.
-                    if inFlight == 0 {
-                        closedByPeer = true
-                        closeSocket()
-                        if pooled { onIdleClose?(self) }
-                    }
+                if stray {
+                    // The calls behind it (none of their requests went out) go out on a fresh socket.
+                    if open && inFlight > 0 { resendOrFail(.closed) }
                     return false
                 }
+                if leftover == 0 { return open && state == .open }
+                guard open, inFlight > 0 else { return false }
                 bytes = UnsafeRawBufferPointer(rebasing: bytes[(bytes.count - leftover)...])
             case .invalid(let reason):
                 fail(.badResponse("invalid HTTP answer (\(reason))"))
@@ -459,6 +497,11 @@ final class UpstreamConnection: @unchecked Sendable {
             closedIdle()
             return
         }
+        guard sentBytes > calls[first].start else {
+            // Closed before anything of the first call's request went out.
+            resendOrFail(.closed)
+            return
+        }
         switch parser.feedEndOfStream() {
         case .complete:
             closedByPeer = true
@@ -494,6 +537,7 @@ final class UpstreamConnection: @unchecked Sendable {
             }()
             if n > 0 {
                 written += n
+                sentBytes += UInt64(n)
                 continue
             }
             if errno == EAGAIN || errno == EWOULDBLOCK {
@@ -501,8 +545,12 @@ final class UpstreamConnection: @unchecked Sendable {
                 return
             }
             if errno == EINPROGRESS || errno == EINTR { return }
-            // The peer reset the connection under the request.
-            fail(.closed)
+            // The peer reset the connection under the request (or before it: then it goes out on a fresh socket).
+            if inFlight > 0 && sentBytes <= calls[first].start {
+                resendOrFail(.closed)
+            } else {
+                fail(.closed)
+            }
             return
         }
     }
@@ -514,6 +562,7 @@ final class UpstreamConnection: @unchecked Sendable {
     /// behind it then fail with `.closed`.
     private func answered() -> Bool {
         completed += 1
+        resent = false
         let keepAlive = parser.keepAlive
         let (headers, body) = parser.takeHeadersAndBody()
         let response = UpstreamResponse(status: parser.status, headers: headers, body: body)
@@ -549,6 +598,22 @@ final class UpstreamConnection: @unchecked Sendable {
             resumeFirst(call, .failure(outcome))
             outcome = behind
         }
+    }
+
+    /// The socket is dropped before anything of the first call's request went out on it (bytes nothing asked
+    /// for, or a close): the queued requests go out on a fresh socket, once since the last answer; the second
+    /// time the calls get `failure` as `fail` gives it.
+    private func resendOrFail(_ failure: UpstreamFailure) {
+        guard !resent else {
+            fail(failure)
+            return
+        }
+        resent = true
+        closeSocket()
+        // Only requests none of which went out are left in `output`, from `written` on.
+        parser.reset()
+        closedByPeer = false
+        connect()
     }
 
     /// The peer closed (or wrote to) the connection while no request was in flight.

@@ -8,6 +8,11 @@ import Foundation
 /// closed instead of reused: Directus (Node) closes idle keep-alive connections after 5 s, and a request
 /// sent just as it does is lost (docs/api.md, Upstream and edge rules).
 ///
+/// An idle connection is reused only once it has been quiet for `reuseQuiet` since its last answer, oldest first,
+/// while the pool has room for a new one (a full pool reuses the one quiet the longest): bytes an upstream sends
+/// after an answer, nothing having asked for them, then close the connection while it idles, instead of being
+/// read as the answer to the next request sent on it (HTTP/1.1 answers carry nothing that ties them to a request).
+///
 /// GETs that the same turn of the loop sends are pipelined (HTTP/1.1): the first takes a connection as any call
 /// does, the next ones (up to `pipelineDepth` in all) are queued behind it on that connection, and the turn's
 /// requests are written at its end, one `send` per connection. A request that is not a GET always has a
@@ -21,6 +26,8 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     private let keepaliveIdleNanos: UInt64
     /// At most this many GETs in flight on one connection (1: no pipelining).
     private let pipelineDepth: Int
+    /// Answer bodies above this many bytes fail (`directus.max_response_bytes`).
+    private let maxResponseBytes: Int
     /// Idle connections, oldest first.
     private var idle: [UpstreamConnection] = []
     private var open = 0
@@ -42,12 +49,18 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     /// looked at in place): the others are never turned into `String`s.
     public static let gatewayHeaders: [StaticString] = ["Retry-After"]
 
+    /// How long an idle connection stays quiet after its last answer before it carries another request, while the
+    /// pool has room for a new connection (10 ms, in nanoseconds).
+    static let reuseQuiet: UInt64 = 10_000_000
+
     /// Creates a client for `endpoint` on `loop`; its responses carry the answer headers named in `keptHeaders`
-    /// (every one when nil). Up to `pipelineDepth` GETs of one turn share a connection.
+    /// (every one when nil). Up to `pipelineDepth` GETs of one turn share a connection; an answer body above
+    /// `maxResponseBytes` fails as a bad response.
     public init(loop: EventLoop, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil,
                 maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0, pipelineDepth: Int = 1,
-                keptHeaders: [StaticString]? = nil) {
+                maxResponseBytes: Int = DirectusConfig().maxResponseBytes, keptHeaders: [StaticString]? = nil) {
         self.keptHeaders = keptHeaders
+        self.maxResponseBytes = maxResponseBytes
         self.loop = loop
         self.endpoint = endpoint
         self.maxConnections = max(1, maxConnections)
@@ -147,15 +160,18 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
         return try await waitForConnection(deadline: deadline)
     }
 
-    /// A connection without waiting: an idle pooled one (the most recently used; with `probeIdle`, one the peer
-    /// has not closed), else a new one while the pool has room (or always when `fresh`); nil when the call must
-    /// wait for one. Fails when too many calls already wait.
+    /// A connection without waiting: the idle pooled one quiet the longest, once quiet for `reuseQuiet` or when
+    /// the pool is full (with `probeIdle`, one the peer has neither closed nor written to), else a new one while
+    /// the pool has room (or always when `fresh`); nil when the call must wait for one. Fails when too many calls
+    /// already wait.
     private func takeConnection(now: UInt64, fresh: Bool = false, probeIdle: Bool = false) throws(UpstreamFailure)
         -> UpstreamConnection? {
         closeStaleIdleConnections(now: now)
-        while !fresh, let connection = idle.popLast() {
+        while !fresh, let connection = idle.first,
+              now &- connection.idleSince >= Self.reuseQuiet || open >= maxConnections {
+            idle.removeFirst()
             connection.pooled = false
-            guard probeIdle, connection.peerHasClosed() else { return connection }
+            guard probeIdle, connection.peerHasClosedOrWritten() else { return connection }
             // Closed by the peer while idle: drop it (outside any libevent callback) and try the next one.
             open -= 1
             loop.execute { [connection] in connection.free() }
@@ -187,7 +203,8 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     /// A new connection (not connected until its first request) that leaves the pool when the peer closes it
     /// while idle.
     private func makeConnection() -> UpstreamConnection {
-        let connection = UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext, keptHeaders: keptHeaders)
+        let connection = UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext, keptHeaders: keptHeaders,
+                                            maxResponseBytes: maxResponseBytes)
         connection.onDrained = { [weak self] drained in self?.drained(drained) }
         connection.onIdleClose = { [weak self] closed in
             guard let self, let index = self.idle.firstIndex(where: { $0 === closed }) else { return }

@@ -8,6 +8,11 @@ import Foundation
 /// Bytes are parsed where they were read: only the header fields named in `keptHeaders` become `String`s, and
 /// the body is copied once, into raw memory sized from `Content-Length` when the answer gives it, which becomes
 /// the answer's `Data` without a copy.
+///
+/// Every answer is bounded: its head (status lines and header fields, interim answers included) by
+/// `maxHeadBytes`, its body as sent (chunk framing and trailers included) by `maxBodyBytes`. Past either, or
+/// with a `Content-Length` above `maxBodyBytes`, the answer is invalid at once; nothing beyond the ceiling is
+/// kept (a header name or value is only ever as long as the head ceiling allows).
 /// Loop thread only (owned by one `UpstreamConnection`).
 final class UpstreamResponseParser {
     /// What feeding bytes to the parser gave.
@@ -16,7 +21,7 @@ final class UpstreamResponseParser {
         case needMore
         /// The answer is complete; `leftover` bytes after it were not parsed (a well-behaved upstream sends none).
         case complete(leftover: Int)
-        /// The bytes are not a valid HTTP answer (llhttp's error name).
+        /// The bytes are not a valid HTTP answer (llhttp's error name, or the ceiling it passed).
         case invalid(String)
         /// The connection ended before the answer was complete.
         case truncated
@@ -24,6 +29,22 @@ final class UpstreamResponseParser {
 
     /// The answer headers kept (nil: every one).
     private let keptHeaders: [StaticString]?
+    /// The largest answer body, as sent (`directus.max_response_bytes`).
+    let maxBodyBytes: Int
+    /// The largest answer head: status line and header fields, interim answers' included (64 KiB).
+    static let headCeiling = 64 * 1024
+    /// The head ceiling this parser applies (`headCeiling`; smaller in the fuzz target).
+    let maxHeadBytes: Int
+    /// Bytes of the answer's head(s) parsed so far.
+    private var headBytes = 0
+    /// Bytes of the answer's body parsed so far, as sent (chunk framing included).
+    private var bodyBytes = 0
+    /// The final answer's head is complete: the bytes that follow are its body.
+    private var inBody = false
+    /// Set by `on_headers_complete` when it paused the parser at the end of a final answer's head.
+    private var pausedAtBody = false
+    /// The ceiling the answer passed, when a callback refused it.
+    private var refusal: String?
     /// llhttp's state (it points at the shared callbacks); its `data` points back at this object.
     private let parser: UnsafeMutablePointer<llhttp_t>
     /// The status of the answer being parsed (valid once its headers are complete).
@@ -51,9 +72,13 @@ final class UpstreamResponseParser {
     /// A body above this size gets no capacity reserved up front from its `Content-Length` (it grows as it comes).
     private static let maxReservation = 8 << 20
 
-    /// A parser that keeps the answer headers named in `keptHeaders` (every one when nil).
-    init(keptHeaders: [StaticString]?) {
+    /// A parser that keeps the answer headers named in `keptHeaders` (every one when nil) and refuses a body
+    /// over `maxBodyBytes`.
+    init(keptHeaders: [StaticString]?, maxBodyBytes: Int = DirectusConfig().maxResponseBytes,
+         maxHeadBytes: Int = UpstreamResponseParser.headCeiling) {
         self.keptHeaders = keptHeaders
+        self.maxBodyBytes = maxBodyBytes
+        self.maxHeadBytes = maxHeadBytes
         parser = .allocate(capacity: 1)
         llhttp_init(parser, HTTP_RESPONSE, Self.settings)
     }
@@ -62,6 +87,10 @@ final class UpstreamResponseParser {
         parser.deallocate()
         arriving.discard()
     }
+
+    /// Bytes the parser holds for the answer being parsed: its body so far and the header field being read
+    /// (bounded by `maxBodyBytes` and `maxHeadBytes`; the fuzz target checks it).
+    var heldBytes: Int { arriving.count + body.count + fieldName.count + fieldValue.count }
 
     /// Gets ready for the next answer (before each request is sent).
     func reset() {
@@ -76,6 +105,11 @@ final class UpstreamResponseParser {
         fieldValue.count = 0
         keepingValue = false
         statusOutOfRange = false
+        headBytes = 0
+        bodyBytes = 0
+        inBody = false
+        pausedAtBody = false
+        refusal = nil
     }
 
     /// The complete answer's kept headers and body, moved out (no copy, no reference counted twice); `reset()`
@@ -87,18 +121,50 @@ final class UpstreamResponseParser {
         return taken
     }
 
-    /// Parses `bytes`, the next ones read from the connection.
+    /// Parses `bytes`, the next ones read from the connection. While the head is incomplete, no more is parsed
+    /// than its ceiling leaves; the parser pauses where the head ends, so that the body's bytes are counted apart.
     func feed(_ bytes: UnsafeRawBufferPointer) -> Outcome {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return .needMore }
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        let data = base.assumingMemoryBound(to: CChar.self)
-        let error = llhttp_execute(parser, data, bytes.count)
-        if messageComplete {
-            // Paused in on_message_complete, at the answer's end: what follows belongs to no request.
-            let parsed = llhttp_get_error_pos(parser).map { $0 - data } ?? bytes.count
-            return .complete(leftover: bytes.count - parsed)
+        let end = base.assumingMemoryBound(to: CChar.self) + bytes.count
+        var at = base.assumingMemoryBound(to: CChar.self)
+        while at < end {
+            let room = inBody ? end - at : min(end - at, maxHeadBytes - headBytes)
+            guard room > 0 else { return .invalid("answer head over \(maxHeadBytes) bytes") }
+            let error = llhttp_execute(parser, at, room)
+            // Where a pause stopped the parser (the bytes before it are parsed).
+            let parsed = error == HPE_PAUSED ? llhttp_get_error_pos(parser).map { $0 - at } ?? room : room
+            if messageComplete {
+                // The body's last bytes count as the others (so that where the reads were cut changes nothing).
+                if inBody && bodyBytes + parsed > maxBodyBytes { return .invalid("answer body over \(maxBodyBytes) bytes") }
+                // Paused in on_message_complete, at the answer's end: what follows belongs to no request.
+                return .complete(leftover: end - at - parsed)
+            }
+            if pausedAtBody {
+                // The final answer's head ends here: the rest is its body.
+                pausedAtBody = false
+                inBody = true
+                headBytes += parsed
+                llhttp_resume(parser)
+                if at + parsed == end {
+                    // No byte left: let llhttp take its decisions on the head now (how the body is framed), as it
+                    // does when bytes follow, so that the end of the stream finds it ready (an empty body that
+                    // runs to the close is complete there).
+                    let error = llhttp_execute(parser, end, 0)
+                    if messageComplete { return .complete(leftover: 0) }
+                    if error != HPE_OK { return outcome(of: error) }
+                }
+            } else if error != HPE_OK {
+                return outcome(of: error)
+            } else if inBody {
+                bodyBytes += parsed
+                if bodyBytes > maxBodyBytes { return .invalid("answer body over \(maxBodyBytes) bytes") }
+            } else {
+                headBytes += parsed
+            }
+            at += parsed
         }
-        return outcome(of: error)
+        return .needMore
     }
 
     /// Tells the parser that the connection ended: completes an answer delimited by the close.
@@ -113,6 +179,7 @@ final class UpstreamResponseParser {
 
     /// What llhttp's answer to the bytes means when no answer was completed.
     private func outcome(of error: llhttp_errno_t) -> Outcome {
+        if let refusal { return .invalid(refusal) }
         switch error {
         case HPE_OK: return .needMore
         case HPE_PAUSED_UPGRADE: return .invalid("upgrade")
@@ -180,16 +247,33 @@ final class UpstreamResponseParser {
                 // 1xx, 204 and 304 answers have no body whatever their fields say (RFC 9112 §6.3). 1 tells llhttp
                 // to read none.
                 if owner.status < 200 || owner.status == 204 || owner.status == 304 { return 1 }
-                if state.flags & UInt16(F_CONTENT_LENGTH.rawValue) != 0, state.content_length > 0,
-                   state.content_length <= UInt64(UpstreamResponseParser.maxReservation) {
-                    owner.arriving.reserve(Int(state.content_length))
+                if state.flags & UInt16(F_CONTENT_LENGTH.rawValue) != 0, state.content_length > 0 {
+                    // A body announced over the ceiling is refused before a byte of it is read.
+                    guard state.content_length <= UInt64(owner.maxBodyBytes) else {
+                        owner.refusal = "answer Content-Length \(state.content_length) over \(owner.maxBodyBytes) bytes"
+                        return -1
+                    }
+                    if state.content_length <= UInt64(UpstreamResponseParser.maxReservation) {
+                        owner.arriving.reserve(Int(state.content_length))
+                    }
                 }
-                return 0
+                // An empty body completes with the head (a pause here would wait for bytes that never come).
+                if state.flags & UInt16(F_CONTENT_LENGTH.rawValue) != 0 && state.flags & UInt16(F_CHUNKED.rawValue) == 0
+                    && state.content_length == 0 { return 0 }
+                // Pause where the head ends, so that `feed` counts the bytes after it as the body's.
+                owner.pausedAtBody = true
+                return Int32(HPE_PAUSED.rawValue)
             }
         }
         settings.on_body = { parser, at, length in
             UpstreamResponseParser.with(parser) { owner in
-                if let at { owner.arriving.append(UnsafeRawPointer(at), length) }
+                guard let at else { return 0 }
+                // Nothing beyond the ceiling is kept (`feed` also counts the chunk framing against it).
+                guard owner.arriving.count + length <= owner.maxBodyBytes else {
+                    owner.refusal = "answer body over \(owner.maxBodyBytes) bytes"
+                    return -1
+                }
+                owner.arriving.append(UnsafeRawPointer(at), length)
                 return 0
             }
         }
@@ -255,7 +339,7 @@ private struct BodyBuffer {
     /// Bytes allocated.
     private var capacity = 0
     /// Bytes held.
-    private var count = 0
+    private(set) var count = 0
 
     /// Room for `bytes` in all (a `Content-Length` known up front), so that the pieces need no growth.
     mutating func reserve(_ bytes: Int) {
