@@ -221,7 +221,7 @@ enum StrictFraming {
                 guard let colon = field.firstIndex(of: 0x3A) else { continue }
                 let name = String(decoding: field[..<colon], as: UTF8.self).lowercased()
                 let value = String(decoding: field[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespaces)
-                if name == "content-length" { length = Int(value) }
+                if name == "content-length" { length = value.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } ? Int(value) : nil }
                 if name == "transfer-encoding" { chunked = value.lowercased() == "chunked" }
             }
             var body: [UInt8] = []

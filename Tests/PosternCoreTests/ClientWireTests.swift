@@ -11,12 +11,13 @@ import Testing
     private static let chunkedHead = "POST /c HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
 
     /// A chunk's data must be followed by exactly CRLF, and the last chunk's section must end in CRLF: llhttp (not
-    /// strict) took any two bytes there, and a bare LF as the last line.
+    /// strict) took any two bytes there, and a bare LF as the last line. (And a chunk size past 64 bits is refused.)
     @Test(arguments: [
         chunkedHead + "2\r\nxxZZ0\r\n\r\n",
         chunkedHead + "2\r\nxx\r\n0\r\n\n",
         chunkedHead + "2\r\nxx\n0\r\n\r\n",
         chunkedHead + "2\r\nxx\r\n0\r\nX-T: 1\n\r\n",
+        chunkedHead + "1FFFFFFFFFFFFFFFF\r\nxx\r\n0\r\n\r\n",
     ])
     func chunkFramingIsCRLFExactly(_ raw: String) throws {
         try HTTPServerTests.expectRefusedAs400(raw)
