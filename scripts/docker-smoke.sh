@@ -37,9 +37,15 @@ started=$(date +%s)
 work=$(mktemp -d /tmp/postern-docker-smoke.XXXXXX)
 containers=()
 
+passed=0
 log() { echo "docker-smoke: [$(( $(date +%s) - started ))s] $*"; }
+ok() {
+    passed=$((passed + 1))
+    log "ok: $*"
+}
 fail() {
     echo "docker-smoke: [$(( $(date +%s) - started ))s] FAIL: $*" >&2
+    echo "docker-smoke: $passed passed, 1 failed"
     exit 1
 }
 
@@ -195,7 +201,7 @@ if out=$("$engine" run --rm --no-healthcheck "${mount[@]}" "$IMAGE" check 2>&1);
 # ...and a variable given on top of it is named as the value that won.
 out=$("$engine" run --rm --no-healthcheck "${mount[@]}" -e POSTERN_LISTEN=0.0.0.0:8080 "$IMAGE" check 2>&1) || fail "check with POSTERN_LISTEN: $out"
 [[ "$out" == *"listen: from POSTERN_LISTEN (the file's value is not used)"* ]] || fail "check did not name POSTERN_LISTEN: $out"
-log "ok: version, --help, check (a mounted file decides; values from the environment are named)"
+ok "version, --help, check (a mounted file decides; values from the environment are named)"
 
 # --- 3. demo: the README walkthrough -------------------------------------------------------------------
 demo="$project-demo"
@@ -226,7 +232,7 @@ expect 200 "refresh" POST "$base/api/v1/user/refresh" "" "{\"refreshToken\":\"$r
 expect 204 "logout" POST "$base/api/v1/user/logout" "$token"
 expect 401 "list after logout" GET "$base/api/v1/books" "$token"
 expect 200 "readyz" GET "$base/readyz"
-log "ok: demo, the README walkthrough ($base)"
+ok "demo, the README walkthrough ($base)"
 
 # --- 4. serve: HEALTHCHECK, uid, SIGTERM ---------------------------------------------------------------
 serve="$project-serve"
@@ -243,7 +249,7 @@ code=$(timeout $(( GRACE_S + 20 )) "$engine" wait "$serve") || fail "the gateway
 elapsed_ms=$(( ($(date +%s%N) - term_start) / 1000000 ))
 [ "$code" = 0 ] || fail "SIGTERM: exit code $code, expected 0"
 [ "$elapsed_ms" -lt $(( GRACE_S * 1000 )) ] || fail "SIGTERM: exit after ${elapsed_ms} ms, beyond the ${GRACE_S} s grace"
-log "ok: HEALTHCHECK healthy, uid 10001, SIGTERM -> exit 0 in ${elapsed_ms} ms"
+ok "HEALTHCHECK healthy, uid 10001, SIGTERM -> exit 0 in ${elapsed_ms} ms"
 
 # --- 5. the compose file -------------------------------------------------------------------------------
 for profile in "" redis; do
@@ -255,7 +261,7 @@ for profile in "" redis; do
     [ -n "$profile" ] && want="bootstrap directus postern postern-a postern-b redis "
     [ "$services" = "$want" ] || fail "docker-compose.yml ${profile:+(profile $profile) }has services '$services', expected '$want'"
 done
-log "ok: docker-compose.yml valid with and without the redis profile"
+ok "docker-compose.yml valid with and without the redis profile"
 
 # --- 6. the compose stack with the Directus stand-in -----------------------------------------------------
 export POSTERN_STANDIN_CONTAINER="$project-directus-standin"
@@ -291,7 +297,7 @@ code=$("$engine" inspect --format '{{.State.ExitCode}}' "$bootstrap")
 "$engine" logs "$bootstrap" > "$work/bootstrap.log" 2>&1 || true
 [ "$code" = 0 ] || { cat "$work/bootstrap.log" >&2; fail "the bootstrap exited $code"; }
 grep -q 'created' "$work/bootstrap.log" || { cat "$work/bootstrap.log" >&2; fail "the bootstrap created nothing: the stand-in was not unbootstrapped"; }
-log "ok: bootstrap created the collection, role, policy and permissions on the unbootstrapped stand-in and exited 0"
+ok "bootstrap created the collection, role, policy and permissions on the unbootstrapped stand-in and exited 0"
 postern=$(container_of postern)
 [ -n "$postern" ] || fail "compose started no postern container"
 poll 90 "postern's HEALTHCHECK reporting healthy (now: $(health_status "$postern"))" healthy "$postern"
@@ -332,7 +338,7 @@ ready=0
 for _ in $(seq 12); do [ "$(http GET "$base/readyz")" = 200 ] && ready=$((ready + 1)); done
 [ "$ready" = 12 ] || fail "/readyz answered 200 $ready times of 12 (the name directus on the $engine network): $(head -c 300 "$work/body")"
 "$engine" exec "$postern" postern healthcheck || fail "postern healthcheck inside the container exited non-zero"
-log "ok: compose stack healthy, the docs/docker.md walkthrough over the compose network, /readyz 12 of 12 ($base)"
+ok "compose stack healthy, the docs/docker.md walkthrough over the compose network, /readyz 12 of 12 ($base)"
 
 # --- 7. the redis profile: two instances share sessions and revocation -----------------------------------
 compose_up redis > "$work/compose-redis.log" 2>&1 || { tail -30 "$work/compose-redis.log" >&2; fail "compose --profile redis up failed"; }
@@ -350,6 +356,7 @@ expect 200 "a's token on a" GET "$url_a/api/v1/books" "$token"
 expect 204 "logout on b" POST "$url_b/api/v1/user/logout" "$token"
 revoked_on_a() { [ "$(http GET "$url_a/api/v1/books" "$token")" = 401 ]; }
 poll 3 "the logout on b refused on a" revoked_on_a
-log "ok: redis profile, a token from postern-a works on postern-b, a logout on b is refused on a"
+ok "redis profile, a token from postern-a works on postern-b, a logout on b is refused on a"
 
 log "passed in $(( $(date +%s) - started ))s"
+echo "docker-smoke: $passed passed, 0 failed"
