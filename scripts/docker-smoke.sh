@@ -269,9 +269,15 @@ if ! "$engine" image inspect "$REDIS_IMAGE" >/dev/null 2>&1 && [ "$engine" = pod
     # No registry here (offline-base-images.sh): Redis from Debian's redis-server, on the same base image.
     if ! podman image inspect "$LOCAL_REDIS_IMAGE" >/dev/null 2>&1; then
         log "no $REDIS_IMAGE here: building $LOCAL_REDIS_IMAGE from Debian's redis-server"
+        # Like the official image's entrypoint: without a config file, `redis-server ARGS` runs with
+        # protected mode off, since other containers (not loopback) are its clients.
+        printf '%s\n' '#!/bin/sh' 'if [ "$1" = redis-server ]; then shift; exec redis-server "$@" --protected-mode no; fi' \
+            'exec "$@"' > "$work/redis-entrypoint.sh"
         printf '%s\n' 'FROM debian:bookworm-slim' \
             'RUN apt-get update -q && apt-get install -y -q --no-install-recommends redis-server && rm -rf /var/lib/apt/lists/*' \
-            'WORKDIR /data' 'CMD ["redis-server", "--protected-mode", "no"]' > "$work/redis.Dockerfile"
+            'COPY redis-entrypoint.sh /usr/local/bin/redis-entrypoint.sh' \
+            'RUN chmod 0755 /usr/local/bin/redis-entrypoint.sh && install -d -o redis -g redis /data' \
+            'WORKDIR /data' 'USER redis' 'ENTRYPOINT ["redis-entrypoint.sh"]' 'CMD ["redis-server"]' > "$work/redis.Dockerfile"
         podman build --format docker --network host -t "$LOCAL_REDIS_IMAGE" -f "$work/redis.Dockerfile" "$work" \
             > "$work/redis-build.log" 2>&1 || { tail -20 "$work/redis-build.log" >&2; fail "cannot build $LOCAL_REDIS_IMAGE"; }
     fi
@@ -349,6 +355,9 @@ poll 90 "postern-a healthy" healthy "$a"
 poll 90 "postern-b healthy" healthy "$b"
 url_a=$(host_url "$a" 8080)
 url_b=$(host_url "$b" 8080)
+ready() { [ "$(http GET "$1/readyz")" = 200 ]; }
+poll 30 "postern-a ready (Directus and Redis): $(head -c 200 "$work/body")" ready "$url_a"
+poll 30 "postern-b ready (Directus and Redis)" ready "$url_b"
 expect 200 "login on a" POST "$url_a/api/v1/user/login" "" "$user"
 token=$(json 'd["user"]["token"]')
 expect 200 "a's token on b" GET "$url_b/api/v1/books" "$token"
