@@ -10,7 +10,7 @@ DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev node-llhttp li
 TEST_DEB_DEPS := python3-venv curl redis-server iproute2
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-layers check-docker check-openapi run check bench bench-json bench-sessions soak-redis scale profile fuzz clean
+.PHONY: deps build release test check-layers check-docker check-openapi docker-smoke run check bench bench-json bench-sessions soak-redis scale profile fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing), and the Python tools of
 ## check-openapi into .build/venv (scripts/pydeps.sh)
@@ -54,6 +54,13 @@ check-docker: deps
 	else \
 		echo "check-docker: no Docker Compose v2 client here; docker-compose.yml not validated"; \
 	fi
+
+## docker-smoke: builds the image (docker, or podman with --format docker) and checks it in containers: the CLI,
+## the README walkthrough on `demo`, HEALTHCHECK, uid 10001, SIGTERM; docker-compose.yml with and without the
+## redis profile, started with the Directus stand-in (deploy/compose.standin.yml); removes what it started
+## (scripts/docker-smoke.sh, docs/docker.md). SMOKE_REUSE_IMAGE=1 skips the build when postern:local exists
+docker-smoke:
+	bash scripts/docker-smoke.sh
 
 ## run: the gateway on :8080 in front of the built-in Directus stand-in on :8055
 run: deps build

@@ -4,26 +4,61 @@ import PosternCore
 
 /// `postern demo`: the gateway on :8080 in front of the built-in Directus stand-in on :8055, in memory.
 enum Demo {
-    /// Serves only the stand-in (for `make bench` and `make soak-redis`), until SIGTERM/SIGINT:
-    /// `postern standin [PORT [ACCESS_TOKEN_TTL_S]]`.
-    static func runStandInOnly() -> Int32 {
-        Application.ignoreSIGPIPE()
-        let port = CommandLine.arguments.dropFirst(2).first.flatMap { UInt16($0) } ?? 8055
+    /// Serves only the stand-in until SIGTERM/SIGINT (`make bench`, `make soak-redis`, and the compose stand-in of
+    /// `make docker-smoke`): `postern standin [PORT [ACCESS_TOKEN_TTL_S]] [--host HOST] [--unbootstrapped]
+    /// [--admin-email EMAIL] [--admin-password PASSWORD]`. `--unbootstrapped` starts it as a fresh Directus install
+    /// (only the admin: no `posts` collection, role, policy, permissions, users or posts), for `postern bootstrap`.
+    static func runStandInOnly(arguments: [String]) -> Int32 {
+        var positional: [String] = []
+        var host = "127.0.0.1"
         var options = DirectusStandIn.Options()
         options.recordRequests = false
-        if let ttl = CommandLine.arguments.dropFirst(3).first.flatMap({ TimeInterval($0) }), ttl > 0 {
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--unbootstrapped":
+                options.seedSchema = false
+            case "--host", "--admin-email", "--admin-password":
+                guard let value = rest.popFirst(), !value.isEmpty else {
+                    CLI.fail("standin: \(argument) needs a value")
+                    return 2
+                }
+                if argument == "--host" { host = value }
+                else if argument == "--admin-email" { options.adminEmail = value }
+                else { options.adminPassword = value }
+            default:
+                guard !argument.hasPrefix("-"), positional.count < 2 else {
+                    CLI.fail("standin: unexpected argument \(argument)")
+                    return 2
+                }
+                positional.append(argument)
+            }
+        }
+        guard let port = positional.first.map({ UInt16($0) }) ?? 8055 else {
+            CLI.fail("standin: the port must be a number from 0 to 65535 (got \(positional[0]))")
+            return 2
+        }
+        if positional.count > 1 {
+            guard let ttl = TimeInterval(positional[1]), ttl > 0 else {
+                CLI.fail("standin: the access token TTL must be a positive number of seconds (got \(positional[1]))")
+                return 2
+            }
             options.accessTokenTTL = ttl
         }
+        Application.ignoreSIGPIPE()
         let standIn = DirectusStandIn(options: options)
         let group = EventLoopGroup(count: 1, name: "standin")
         let server = HTTPServer(group: group, limits: standIn.serverLimits) { request in standIn.handle(request) }
         do {
-            try server.start(host: "127.0.0.1", port: port)
+            try server.start(host: host, port: port)
         } catch {
             CLI.fail("cannot start the Directus stand-in: \(error.description)")
             return 1
         }
-        print("Directus stand-in on http://127.0.0.1:\(server.port)")
+        let shown = host.contains(":") ? "[\(host)]" : host
+        let state = options.seedSchema ? "seeded" : "unbootstrapped: only the admin \(options.adminEmail)"
+        print("Directus stand-in on http://\(shown):\(server.port) (\(state))")
+        fflush(nil)  // seen at once when stdout is a pipe (scripts and tests read the port from it)
         Application.waitForTerminationSignal()
         server.shutdown(grace: 1)
         group.shutdown()

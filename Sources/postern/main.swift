@@ -55,12 +55,19 @@ enum CLI {
             print(usage)
             return 0
         case "check":
-            switch PosternConfig.loadFromProcess(configPath: configPath) {
+            // Every value the environment set is named after the verdict, so that an image's ENV cannot
+            // silently win over a mounted file (docs/docker.md, Configuration).
+            let environment = ProcessInfo.processInfo.environment
+            let origins = PosternConfig.environmentOrigins(configPath: configPath, environment: environment)
+            switch PosternConfig.load(configPath: configPath, environment: environment) {
             case .success:
-                print("config OK (\(PosternConfig.resolvedPath(configPath: configPath) ?? "built-in defaults"))")
+                let path = PosternConfig.resolvedPath(configPath: configPath, environment: environment)
+                print("config OK (\(path ?? "built-in defaults"))")
+                for origin in origins { print(origin.description) }
                 return 0
             case .failure(let error):
                 for problem in error.problems { print(problem.description) }
+                for origin in origins { print(origin.description) }
                 return 1
             }
         case "serve":
@@ -73,8 +80,8 @@ enum CLI {
             print("")
             return 0
         case "standin":
-            // Undocumented helper for benchmarks: only the Directus stand-in, on the given port or 8055.
-            return Demo.runStandInOnly()
+            // Only the Directus stand-in (benchmarks, soak, the compose smoke test): docs/docker.md.
+            return Demo.runStandInOnly(arguments: Array(arguments.dropFirst()))
         case "bootstrap":
             return await bootstrap(configPath: configPath)
         case "healthcheck":

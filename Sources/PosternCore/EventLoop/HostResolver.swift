@@ -1,3 +1,4 @@
+import CEvent  // SOCK_STREAM, as SocketAddress.swift has it (Foundation alone does not give it in a clean release build)
 import Foundation
 
 /// Looks host names (Directus's, Redis's) up with the system resolver, glibc's `getaddrinfo`: `/etc/hosts`, the
