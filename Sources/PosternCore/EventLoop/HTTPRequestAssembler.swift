@@ -61,8 +61,8 @@ final class HTTPRequestAssembler {
     /// The first byte of the current `parse` call's bytes not checked by `frame(upTo:)` yet (a body's data is
     /// never checked: `bodyData` steps over it).
     private var scanned = UnsafePointer<UInt8>(bitPattern: 1)!  // never read before `parse` sets it
-    /// The last byte checked was a CR (the next one must be an LF).
-    private var pendingCR = false
+    /// The last byte checked was a CR (the next one must be an LF): 1, else 0 (`postern_check_line_breaks`).
+    private var pendingCR: Int32 = 0
     /// A chunk's data has just ended: the next byte must be the CR of a CRLF.
     private var chunkDataEnded = false
     /// `frame(upTo:)` counts against the body, not the head (the head is complete).
@@ -148,21 +148,10 @@ final class HTTPRequestAssembler {
                 refusal = .badFraming(partialRequest(), reason: "malformed request: chunk data must end in CRLF")
                 return false
             }
-            pendingCR = true
+            pendingCR = 1
             p += 1
         }
-        while p < end {
-            let byte = p.pointee
-            p += 1
-            if pendingCR {
-                pendingCR = false
-                if byte == 0x0A { continue }
-            } else if byte == 0x0D {
-                pendingCR = true
-                continue
-            } else if byte != 0x0A {
-                continue
-            }
+        guard postern_check_line_breaks(p, end - p, &pendingCR) == 0 else {
             refusal = .badFraming(partialRequest(), reason: "malformed request: a line must end in CRLF")
             return false
         }
@@ -346,19 +335,17 @@ final class HTTPRequestAssembler {
         }
     }
 
-    /// Whether `byte` may appear in a host name (RFC 3986 reg-name: unreserved, sub-delims and `%`).
+    /// Whether `byte` may appear in a host name (RFC 3986 reg-name: unreserved, sub-delims and `%`): one bit per
+    /// ASCII byte in two words (`hostBytesLow` for 0–63, `hostBytesHigh` for 64–127).
+    @inline(__always)
     private static func isHostByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "%"), UInt8(ascii: "!"),
-             UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"),
-             UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="):
-            return true
-        default:
-            return false
-        }
+        byte < 64 ? hostBytesLow >> UInt64(byte) & 1 != 0 : byte < 128 && hostBytesHigh >> UInt64(byte - 64) & 1 != 0
     }
+
+    /// The host bytes below 64: `!`, `$%&'()*+,-.`, the digits, `;` and `=`.
+    private static let hostBytesLow: UInt64 = 0x2BFF7FF200000000
+    /// The host bytes from 64 to 127: the letters, `_` and `~`.
+    private static let hostBytesHigh: UInt64 = 0x47FFFFFE87FFFFFE
 
     /// Whether the name of the field being read spells `lower` (lowercase ASCII), ignoring case.
     private func nameEquals(_ lower: StaticString) -> Bool {
@@ -451,7 +438,7 @@ final class HTTPRequestAssembler {
         bodyBytes = 0
         inBody = false
         chunked = false
-        pendingCR = false
+        pendingCR = 0
         chunkDataEnded = false
     }
 
