@@ -75,7 +75,9 @@ final class HTTPConnection: @unchecked Sendable {
     private var keepAlive10 = false
 
     // Output: `head` then `outBody`, `sent` bytes of both written so far.
-    private var head = HeadBuffer(capacity: 1024)
+    /// The head being written, from the worker's pool (`ServerWorker.takeHeadBuffer`) while an answer is out, given
+    /// back once it is written: an idle connection holds none.
+    private var head: HeadBuffer?
     private var outBody = Data()
     private var sent = 0
     private var writeBlocked = false
@@ -118,7 +120,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     deinit {
         if !borrowed { buffer?.deallocate() }
-        head.deallocate()
+        head?.deallocate()
     }
 
     /// Closes the socket and frees the events; the worker forgets the connection (loop thread).
@@ -361,6 +363,8 @@ final class HTTPConnection: @unchecked Sendable {
         let (rendered, own) = response.headers.forWriting
         // Room for the usual head at once (the fixed lines take less than 128 bytes, and a field of its own rarely
         // more than 128): a longer one grows the buffer as it is appended (no pass over the fields to size them).
+        var head = self.head.take() ?? worker.takeHeadBuffer()
+        defer { self.head = head }
         head.clear(reserving: statusLine.count + 128 + (rendered?.bytes.count ?? 0) + own.count * 128)
         head.append(statusLine)
         if let rendered { head.append(rendered.bytes) }
@@ -415,9 +419,10 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// Writes what is left of the answer; arms the write event when the socket is full.
     private func flush() {
-        let total = head.count + outBody.count
+        // Never nil here: `write` made the head this writes.
+        guard let headBytes = head?.bytes else { return }
+        let total = headBytes.count + outBody.count
         while sent < total {
-            let headBytes = head.bytes
             let n = outBody.withUnsafeBytes { bodyBytes in
                 HTTPConnection.sendAnswer(fd, head: headBytes, body: bodyBytes, skipping: sent)
             }
@@ -476,6 +481,7 @@ final class HTTPConnection: @unchecked Sendable {
     private func written() {
         writeBlocked = false
         outBody = Data()
+        if let head = head.take() { worker.giveBack(head) }
         if closeAfterAnswer {
             linger()
             return

@@ -171,7 +171,29 @@ final class ServerWorker: @unchecked Sendable {
         self.limits = limits
     }
 
-    deinit { scratch.deallocate() }
+    deinit {
+        scratch.deallocate()
+        for buffer in headBuffers { buffer.deallocate() }
+    }
+
+    /// Answer heads not in use (loop thread only): a connection takes one to write an answer and gives it back once
+    /// the answer is out, so that an idle connection holds none and a busy worker allocates none.
+    private var headBuffers: [HeadBuffer] = []
+
+    /// A head buffer for an answer (loop thread).
+    func takeHeadBuffer() -> HeadBuffer {
+        headBuffers.popLast() ?? HeadBuffer(capacity: 1024)
+    }
+
+    /// A head buffer whose answer is written (loop thread): kept for the next answer, up to as many as
+    /// `limits.maxHandling` answers out at once.
+    func giveBack(_ buffer: HeadBuffer) {
+        if headBuffers.count < limits.maxHandling {
+            headBuffers.append(buffer)
+        } else {
+            buffer.deallocate()
+        }
+    }
 
     /// Requests being handled on this loop.
     var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
