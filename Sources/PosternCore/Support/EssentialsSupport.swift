@@ -64,16 +64,24 @@ private final class ThreadBody {
 }
 
 extension Unicode.Scalar {
-    /// Whether `CharacterSet.whitespaces` holds it: a Unicode space separator (Zs) or a tab.
+    /// Whether `CharacterSet.whitespaces` holds it: tab, space, U+00A0, U+1680, U+2000 to U+200B, U+202F, U+205F
+    /// and U+3000 (the space separators of Foundation's Unicode tables, where U+200B still is one).
     var isFoundationWhitespace: Bool {
-        value == 0x09 || properties.generalCategory == .spaceSeparator
+        switch value {
+        case 0x09, 0x20: return true
+        case ..<0xA0: return false
+        case 0xA0, 0x1680, 0x2000...0x200B, 0x202F, 0x205F, 0x3000: return true
+        default: return false
+        }
     }
 
-    /// Whether `CharacterSet.whitespacesAndNewlines` holds it: the above, line and paragraph separators, and
-    /// U+000A to U+000D and U+0085.
+    /// Whether `CharacterSet.whitespacesAndNewlines` holds it: the above, U+000A to U+000D, U+0085, U+2028 and
+    /// U+2029.
     var isFoundationWhitespaceOrNewline: Bool {
-        isFoundationWhitespace || (0x0A...0x0D).contains(value) || value == 0x85
-            || properties.generalCategory == .lineSeparator || properties.generalCategory == .paragraphSeparator
+        switch value {
+        case 0x0A...0x0D, 0x85, 0x2028, 0x2029: return true
+        default: return isFoundationWhitespace
+        }
     }
 }
 
