@@ -11,6 +11,32 @@ import Testing
         " \u{301}", "😀 ", " 日本 ", "\n\n", "a\u{200B}", "Bearer  token\t", " 10.0.0.1 ", "\u{1680}ogham\u{180E}",
     ]
 
+    /// Full Foundation brings ICU (36 MB of the static binary): no target linked into `postern` may import it.
+    @Test func shippedTargetsDoNotImportFoundation() throws {
+        let root = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        var offenders: [String] = []
+        var seen = 0
+        for target in ["PosternCore", "DirectusStandIn", "postern"] {
+            let dir = root.appendingPathComponent("Sources/\(target)")
+            let files = FileManager.default.enumerator(atPath: dir.path)?.compactMap { $0 as? String } ?? []
+            for file in files where file.hasSuffix(".swift") {
+                seen += 1
+                let text = try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8)
+                for line in text.split(separator: "\n") {
+                    // `import Foundation`, `@preconcurrency import Foundation`, `import struct Foundation.Date`.
+                    let words = line.split(separator: " ")
+                    guard words.contains("import") else { continue }
+                    if words.contains(where: { $0 == "Foundation" || $0.hasPrefix("Foundation.") }) {
+                        offenders.append("\(target)/\(file): \(line)")
+                    }
+                }
+            }
+        }
+        #expect(seen > 100)
+        #expect(offenders == [])
+    }
+
     @Test func trimmingMatchesFoundation() {
         for s in Self.samples {
             #expect(s.trimmedSpaces() == s.trimmingCharacters(in: .whitespaces), "\(Array(s.unicodeScalars))")
