@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 // What the shipped binary used from full Foundation, on FoundationEssentials and libc alone: full Foundation
-// brings ICU, 36 MB of the 60 MB static binary (docs/docker.md, "What the image contains").
+// brings ICU, 36 MB of the 60 MB static binary (docs/docker.md, "The image").
 
 /// A lock object around a pthread mutex, for state guarded by `lock()`/`unlock()` pairs or `withLock`
 /// (what `NSLock` was; on the hot path use `FastLock`).
@@ -143,14 +143,15 @@ extension String {
         guard !pin.isEmpty, pin.count <= hay.count else { return nil }
         let starts = 0...(hay.count - pin.count)
         let match = { (start: Int) in hay[start..<(start + pin.count)].elementsEqual(pin) }
-        guard let start = backwards ? starts.reversed().first(where: match) : starts.first(where: match) else { return nil }
+        let found = backwards ? starts.reversed().first(where: match) : starts.first(where: match)
+        guard let start = found else { return nil }
         let lower = utf8.index(utf8.startIndex, offsetBy: start)
         return lower..<utf8.index(lower, offsetBy: pin.count)
     }
 
     /// Every occurrence of `target` replaced by `replacement`, left to right, compared byte by byte
-    /// (`replacingOccurrences(of:with:)` for ASCII targets; Swift's `replacing` compares whole characters, so a
-    /// "\n" inside "\r\n" would escape it).
+    /// (`replacingOccurrences(of:with:)` for ASCII targets; Swift's `replacing` compares whole characters, so it
+    /// would leave the "\n" of a "\r\n" unescaped).
     func replacingBytes(of target: String, with replacement: String) -> String {
         let pin = Array(target.utf8)
         let bytes = Array(utf8)
