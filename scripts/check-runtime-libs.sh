@@ -110,6 +110,13 @@ if grep -qE 'libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime'
 $(grep -E 'libswift|Foundation|libdispatch|libBlocksRuntime' <<<"$ldd_output")"
 fi
 
+# The shipped binary is on FoundationEssentials: full Foundation would link ICU back in (its data, icudt*_dat, is
+# 34 MB of a 60 MB binary; docs/docker.md, The image).
+if nm "$BINARY" | grep -qE ' icudt[0-9]+_dat$|FoundationInternationalization|s10Foundation'; then
+    fail "$BINARY links full Foundation (ICU); the targets it is built from import FoundationEssentials only"
+fi
+note "no Foundation/ICU in $BINARY (FoundationEssentials only)"
+
 # --- 3. library -> package ---------------------------------------------------------------------------
 package_of() {   # the Debian package that ships the library at path $1 (usr-merge aware)
     local path=$1 real candidates

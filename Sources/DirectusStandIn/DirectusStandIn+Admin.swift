@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PosternCore
 
 /// The admin API of Directus 11 that `postern bootstrap` uses (docs/bootstrap.md): collections,

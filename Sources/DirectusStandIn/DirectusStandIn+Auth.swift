@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PosternCore
 
 extension DirectusStandIn {
@@ -111,11 +111,7 @@ extension DirectusStandIn {
 
     private func cookie(_ name: String, _ value: String, maxAge: Double, now: Double) -> String {
         let expires = Date(timeIntervalSince1970: now + maxAge)
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return "\(name)=\(value); Max-Age=\(Int(maxAge)); Path=/; Expires=\(formatter.string(from: expires)); HttpOnly; SameSite=Lax"
+        return "\(name)=\(value); Max-Age=\(Int(maxAge)); Path=/; Expires=\(FixedDateFormat.imfFixdate(expires)); HttpOnly; SameSite=Lax"
     }
 
     private static let clearedCookieSuffix = "; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax"

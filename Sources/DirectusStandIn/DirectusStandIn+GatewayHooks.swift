@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension DirectusStandIn {
     /// Deletes every refresh session, as if each user had logged out elsewhere (their refresh tokens die;

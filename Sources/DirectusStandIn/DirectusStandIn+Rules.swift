@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PosternCore
 
 /// How the stored schema and rules (`DirectusStandIn+Admin.swift`) decide who may use `posts` and who may

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import PosternCore
 
 /// An in-memory, transport-free fake of Directus 11 (auth, users, `posts` items, server routes), quirks included.
@@ -79,7 +80,7 @@ public final class DirectusStandIn: @unchecked Sendable {
     /// Signs and checks access tokens.
     let jwt: StandInJWT
     /// Guards `state`.
-    let lock = NSLock()
+    let lock = PlainLock()
     /// Everything mutable; only touched with `lock` held.
     var state = State()
 
@@ -209,8 +210,8 @@ public final class DirectusStandIn: @unchecked Sendable {
             guard let header = request.headers["Cookie"] else { return nil }
             for part in header.split(separator: ";") {
                 let pair = part.split(separator: "=", maxSplits: 1)
-                if pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces) == name {
-                    return QueryString.decode(String(pair[1]).trimmingCharacters(in: .whitespaces))
+                if pair.count == 2, pair[0].trimmedSpaces() == name {
+                    return QueryString.decode(String(pair[1]).trimmedSpaces())
                 }
             }
             return nil
@@ -288,7 +289,7 @@ public final class DirectusStandIn: @unchecked Sendable {
         guard !request.body.isEmpty else { return nil }
         // express.json only reads `application/json`; other bodies leave `req.body = {}`.
         guard let type = request.headers["Content-Type"],
-              type.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
+              type.split(separator: ";").first?.trimmedSpaces().lowercased() == "application/json"
         else { return nil }
         guard request.body.count <= options.maxPayloadBytes else {
             throw StandInError.invalidPayload("request entity too large")

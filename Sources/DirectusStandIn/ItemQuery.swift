@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PosternCore
 
 /// The sanitized query of an `/items` request (`sanitize-query.ts` + `validate-query.ts`), before field checks.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PosternCore
 
 /// A Directus error answer: one status and one or more `{message, extensions:{…, code}}` entries.

@@ -1,5 +1,5 @@
 import COpenSSL
-import Foundation
+import FoundationEssentials
 import PosternCore
 
 /// HS256 JSON Web Tokens as Directus issues them (`jsonwebtoken` with the project `SECRET`).

@@ -1,5 +1,6 @@
 import DirectusStandIn
-import Foundation
+import FoundationEssentials
+import Glibc
 import PosternCore
 
 /// `postern demo`: the gateway on :8080 in front of the built-in Directus stand-in on :8055, in memory.

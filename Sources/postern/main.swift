@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import PosternCore
 
 /// The command line (docs/api.md, Configuration): thin; everything lives in PosternCore.
@@ -76,7 +77,7 @@ enum CLI {
             return Demo.run(configPath: configPath, standInPort: standInPort)
         case "openapi":
             guard let config = loadConfig(configPath, command: "openapi") else { return 1 }
-            FileHandle.standardOutput.write(OpenAPIDocument(config: config).data())
+            writeAll(STDOUT_FILENO, OpenAPIDocument(config: config).data())
             print("")
             return 0
         case "standin":
@@ -139,7 +140,23 @@ enum CLI {
     }
 
     static func fail(_ message: String) {
-        FileHandle.standardError.write(Data("postern: \(message)\n".utf8))
+        writeAll(STDERR_FILENO, Data("postern: \(message)\n".utf8))
+    }
+
+    /// Writes all of `data` to `fd` unbuffered (ahead of anything `print` holds in stdio's buffer), retrying
+    /// short writes and EINTR; gives up silently on any other error (a closed pipe).
+    static func writeAll(_ fd: Int32, _ data: Data) {
+        data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            guard var next = raw.baseAddress else { return }
+            var left = raw.count
+            while left > 0 {
+                let n = write(fd, next, left)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return }
+                next += n
+                left -= n
+            }
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension Application {
     /// The Redis session store of `sessions.store = redis://…`, with its shared buses and counters, running

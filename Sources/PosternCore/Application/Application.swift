@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Dispatch
 
 /// Why the gateway could not start (one line, for the exit message).
 public struct StartError: Error, CustomStringConvertible, Sendable {

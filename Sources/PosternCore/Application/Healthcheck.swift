@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension Application {
     /// `postern healthcheck`: true when the local gateway's `/healthz` answers 200 within 3 s.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The resource routes' final stages: map the request to one Directus call and the answer back.
 /// Permissions were decided before these run (PolicyMiddleware); handlers never check them.

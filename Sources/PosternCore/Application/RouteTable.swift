@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Every route of both listeners, built once from config: one builder per kind of route (operations,
 /// users, each resource), every responder behind the edge stages.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The session store of the configured kind, with what it shares with the other gateway instances:
 /// cache invalidations, session revocations and rate-limit counters. Memory and SQLite stores serve one

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// `/api/v1/user…`: login, refresh, register, logout, me (docs/api.md, Users).
 struct UserHandlers: Sendable {
@@ -138,9 +138,6 @@ struct UserHandlers: Sendable {
     }
 
     static func rfc3339(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: date)
+        FixedDateFormat.rfc3339(date)
     }
 }

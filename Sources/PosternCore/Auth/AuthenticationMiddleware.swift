@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Reads the bearer token and attaches its session; `required` routes answer 401 without one.
 public final class AuthenticationMiddleware: Middleware {

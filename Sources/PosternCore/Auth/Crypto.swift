@@ -1,5 +1,5 @@
 import COpenSSL
-import Foundation
+import FoundationEssentials
 
 /// Cryptographic helpers on OpenSSL: randomness, hashes, HMAC, base64url, tokens and sealing.
 public enum Crypto {
@@ -134,7 +134,7 @@ public struct SecretBox: Sendable {
 
     /// Builds a box from a base64 (standard or url-safe) key that decodes to exactly 32 bytes.
     public init?(base64Key: String) {
-        let trimmed = base64Key.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = base64Key.trimmedSpacesAndNewlines()
         let bytes = Data(base64Encoded: trimmed).map(Array.init) ?? Crypto.base64URLDecode(trimmed)
         guard let bytes, bytes.count == 32 else { return nil }
         self.init(key: bytes)

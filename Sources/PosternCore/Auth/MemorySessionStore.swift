@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// An in-process session store (tests, single instance without persistence).
 ///
@@ -19,7 +19,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     private static let maxInternedRoles = 1024
-    private let lock = NSLock()
+    private let lock = PlainLock()
     private var sessions = SlotPages<Session>()
     private var byID = SlotIndex()
     private var byToken = SlotIndex()

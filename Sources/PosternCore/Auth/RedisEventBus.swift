@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One Redis pub/sub channel shared by every gateway instance on the same Redis, carrying session
 /// revocations and changes, and micro-cache invalidations (docs/api.md, Several instances (Redis)).

@@ -1,5 +1,5 @@
 import CSQLite
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
 import Glibc
@@ -27,7 +27,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     public let path: String
     private let secretBox: SecretBox?
     private let warn: (@Sendable (String) -> Void)?
-    private let lock = NSLock()
+    private let lock = PlainLock()
     private var db: OpaquePointer?
     private var statements: [Query: OpaquePointer] = [:]
     /// BEGIN IMMEDIATE, COMMIT, ROLLBACK, prepared once (sqlite3_exec would compile them on every write).
@@ -393,13 +393,10 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
 
     /// Creates the parent directory (0700) and the file (0600) if missing; tightens an existing file to 0600.
     private static func prepareFile(_ path: String) throws {
-        let parent = (path as NSString).deletingLastPathComponent
+        let parent = path.deletingLastPathComponent
         if !parent.isEmpty && !FileManager.default.fileExists(atPath: parent) {
-            do {
-                try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw SessionStoreError.cannotOpen(path, "cannot create directory \(parent): \(error.localizedDescription)")
+            if let failure = makeDirectories(parent) {
+                throw SessionStoreError.cannotOpen(path, "cannot create directory \(parent): \(failure)")
             }
         }
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -410,6 +407,18 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         guard fchmod(fd, 0o600) == 0 else {
             throw SessionStoreError.cannotOpen(path, "cannot set mode 0600: \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// `mkdir -p` with mode 0700 for the directories it creates: nil, or why it failed (`strerror`).
+    private static func makeDirectories(_ path: String) -> String? {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for component in path.split(separator: "/") where component != "." {
+            prefix += (prefix.isEmpty || prefix.hasSuffix("/") ? "" : "/") + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST { return String(cString: strerror(errno)) }
+        }
+        var status = stat()
+        guard stat(path, &status) == 0 else { return String(cString: strerror(errno)) }
+        return (status.st_mode & S_IFMT) == S_IFDIR ? nil : String(cString: strerror(ENOTDIR))
     }
 
     /// Pragmas, schema creation or version check, and prepared statements.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One signed-in client: the digests of its Postern tokens and the Directus tokens behind them.
 ///

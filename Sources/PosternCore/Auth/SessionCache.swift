@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The in-process cache of live sessions in front of the store.
 ///
@@ -43,7 +43,7 @@ final class SessionCache: @unchecked Sendable {
     private static let maxInternedRoles = 1024
     private let shards: [Shard]
     private let perShard: Int
-    private let indexLock = NSLock()
+    private let indexLock = PlainLock()
     private var keyByID: [String: TokenKey] = [:]
     private var generation: UInt64 = 0
     /// Role ids are shared by many sessions: one copy of each.

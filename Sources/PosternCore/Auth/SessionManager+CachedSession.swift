@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension SessionManager {
     /// The live session of a token (its UTF-8 bytes, read where they were received) when the in-process cache

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension SessionManager {
     /// The Directus refresh of a session whose store is shared by several instances: single-flight across

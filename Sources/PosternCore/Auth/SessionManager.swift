@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A Postern token pair handed to a client, with the session it opens.
 public struct IssuedTokens: Sendable {
@@ -38,7 +38,7 @@ public final class SessionManager: @unchecked Sendable {
     let cache: SessionCache
     private let knownCount = LockedBox(0)
     private let revocations: any SessionRevocationBus
-    private let lock = NSLock()  // guards `refreshes` only
+    private let lock = PlainLock()  // guards `refreshes` only
     private var refreshes: [String: Task<Session, any Error>] = [:]  // session id → in-flight Directus refresh
     /// How often `last_used` may be written per session.
     static let touchInterval: TimeInterval = 60

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Thread-safe persistence of sessions. Every method is `async` so that a networked store (Redis) can await
 /// its answer; the in-process stores (memory, SQLite) answer without suspending. A missing session is `nil`,

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A lock per session held in a store shared by several gateway instances, so that only one of them
 /// refreshes the session's Directus tokens at a time (Directus rotates its refresh token: a second refresh

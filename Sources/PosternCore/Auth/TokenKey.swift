@@ -1,5 +1,5 @@
 import COpenSSL
-import Foundation
+import FoundationEssentials
 
 /// The SHA-256 digest of a Postern token as four machine words: the session cache's key, built and
 /// hashed without an allocation (the text form is the lower-case hex string, `hex`).

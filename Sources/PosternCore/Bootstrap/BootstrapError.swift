@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Why `postern bootstrap` stopped; `description` is the one-line reason the CLI prints.
 public enum BootstrapError: Error, Sendable, Equatable, CustomStringConvertible {

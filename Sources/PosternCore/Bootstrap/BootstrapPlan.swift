@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What `postern bootstrap` wants a Directus 11 to contain (docs/bootstrap.md).
 public enum BootstrapPlan {
@@ -162,7 +162,7 @@ public struct DirectusPermissionRow: Sendable, Equatable {
     /// `fields` as Directus returns it: an array, a CSV string (older versions), or null.
     static func fieldList(_ value: JSONValue?) -> [String] {
         if let list = value?.arrayValue { return list.compactMap(\.stringValue) }
-        if let csv = value?.stringValue { return csv.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        if let csv = value?.stringValue { return csv.split(separator: ",").map { $0.trimmedSpaces() } }
         return []
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension DirectusBootstrap {
     /// Runs the bootstrap against `config.directus.url` over a one-loop libevent transport (the CLI's path).

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// `postern bootstrap`: prepares a Directus 11 for Postern through its REST API, idempotently.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension MicroCache {
     /// One upstream call in flight for a key, and the requests waiting for it.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The process-wide micro-cache of rendered list and read answers (docs/api.md, Micro-cache): a bounded

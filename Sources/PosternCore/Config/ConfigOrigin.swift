@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A configuration value that came from the environment rather than the file (`postern check` prints one line
 /// each), and whether it replaced a value the file sets: an image's `ENV` must not silently win over a mounted file.
@@ -29,7 +29,7 @@ extension PosternConfig {
     public static func environmentOrigins(json: Data?, environment: [String: String]) -> [ConfigOrigin] {
         let root = json.flatMap { try? JSONValue.parse($0) }
         return environmentOverrides.compactMap { variable, key in
-            guard let raw = environment[variable], !raw.trimmingCharacters(in: .whitespaces).isEmpty else { return nil }
+            guard let raw = environment[variable], !raw.trimmedSpaces().isEmpty else { return nil }
             return ConfigOrigin(key: key, variable: variable, overridesFile: root.map { fileSets(key, in: $0) } ?? false)
         }
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where sessions are kept, parsed from `sessions.store`.
 public enum SessionStoreKind: Sendable, Equatable {
@@ -59,7 +59,7 @@ extension PosternConfig {
 
     /// The 32 bytes of `secretKey`; nil when no key is set (or it is not valid base64 of 32 bytes).
     public var secretKeyBytes: [UInt8]? {
-        guard let secretKey, let data = Data(base64Encoded: secretKey.trimmingCharacters(in: .whitespaces)),
+        guard let secretKey, let data = Data(base64Encoded: secretKey.trimmedSpaces()),
               data.count == 32 else { return nil }
         return [UInt8](data)
     }

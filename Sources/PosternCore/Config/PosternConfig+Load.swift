@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension PosternConfig {
     /// The environment variables that override config keys (docs/api.md, Configuration), with the key path each sets.
@@ -52,9 +52,9 @@ extension PosternConfig {
             return load(json: nil, environment: environment)
         }
         guard let data = FileManager.default.contents(atPath: path) else {
-            var isDirectory: ObjCBool = false
+            var isDirectory = false
             let reason = !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) ? "no such file"
-                : isDirectory.boolValue ? "it is a directory" : "permission denied"
+                : isDirectory ? "it is a directory" : "permission denied"
             return .failure(ConfigError(problems: [ConfigProblem(path: "config", message: "cannot read \(path) (\(reason))")]))
         }
         return load(json: data, environment: environment)
@@ -77,7 +77,7 @@ extension PosternConfig {
                                  sources: inout [String: String], reader: inout ConfigReader) {
         func value(_ variable: String) -> String? {
             guard let raw = environment[variable] else { return nil }
-            let trimmed = raw.trimmingCharacters(in: .whitespaces)
+            let trimmed = raw.trimmedSpaces()
             return trimmed.isEmpty ? nil : trimmed
         }
         func integer(_ variable: String, _ rule: IntRule) -> Int? {
@@ -120,7 +120,7 @@ extension PosternConfig {
     /// A parse error with its byte offset turned into a line and column.
     static func describe(_ error: JSONParseError, in data: Data) -> String {
         let text = error.description
-        guard let range = text.range(of: " at byte ", options: .backwards),
+        guard let range = text.byteRange(of: " at byte ", backwards: true),
               let offset = Int(text[range.upperBound...]) else { return text }
         var line = 1
         var column = 1

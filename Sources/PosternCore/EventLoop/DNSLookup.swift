@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One host-name lookup for a connection on one loop, answered by `HostResolver.shared` (glibc's resolver, off
 /// the loop, cached per name). The completion runs on the loop's thread — at once inside `start` when the cache

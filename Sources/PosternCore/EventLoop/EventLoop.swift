@@ -1,5 +1,6 @@
 import CEvent
-import Foundation
+import FoundationEssentials
+import Dispatch
 import Synchronization
 
 /// One libevent loop on one thread, with one thread-safe way in: a job queue plus a wake event.
@@ -76,7 +77,7 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     }
 
     private var loopThread: pthread_t?
-    private let runningState = NSLock()
+    private let runningState = PlainLock()
     private var running = false
 
     /// True while the loop's thread runs `event_base_loop`.

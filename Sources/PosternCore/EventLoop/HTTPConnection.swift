@@ -1,5 +1,6 @@
 import CEvent
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One client connection of the server: a nonblocking socket with one persistent read event, input parsed in
 /// place (`HTTPRequestAssembler`, on Node's llhttp), and answers written with one `sendmsg` each.

@@ -1,5 +1,5 @@
 import CLLHTTP
-import Foundation
+import FoundationEssentials
 
 /// Turns the bytes read from one client connection into requests, with llhttp (Node's HTTP/1.1 parser) in
 /// request mode:

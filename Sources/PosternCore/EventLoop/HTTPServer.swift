@@ -1,6 +1,7 @@
 import CEvent
 import CLLHTTP
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// What a server does with each request: a plain async function of values.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Precomputed bytes of the fixed parts of HTTP/1.1 heads, and cheap appends of header text.
 enum HeadBytes {

@@ -1,5 +1,6 @@
 import CEvent  // SOCK_STREAM, as SocketAddress.swift has it (Foundation alone does not give it in a clean release build)
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Looks host names (Directus's, Redis's) up with the system resolver, glibc's `getaddrinfo`: `/etc/hosts`, the
 /// `search` domains and `ndots` of `/etc/resolv.conf`, its nameservers in order, each name sent as written (no
@@ -25,7 +26,7 @@ final class HostResolver: @unchecked Sendable {
     private let clock: @Sendable () -> UInt64
     private let maxThreads: Int
     /// Guards everything below.
-    private let lock = NSLock()
+    private let lock = PlainLock()
     private var cache = ResolverCache()
     /// The requests waiting for each name's lookup in flight.
     private var waiting: [String: [DNSLookup]] = [:]

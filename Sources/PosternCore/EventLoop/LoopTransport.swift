@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The production transport: each event loop sends through its own keep-alive pool.
 public final class LoopTransport: UpstreamTransport, @unchecked Sendable {

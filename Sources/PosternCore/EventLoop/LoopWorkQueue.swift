@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// One piece of work for an event loop: a Swift job or a closure.
@@ -22,7 +22,7 @@ final class LoopWorkQueue: @unchecked Sendable {
     /// The emptied buffer of the last batch, kept for its capacity (loop thread only).
     private var spare: [LoopWork] = []
     /// Guards `remote` and `remoteSpare`.
-    private let lock = NSLock()
+    private let lock = PlainLock()
     /// Work queued by other threads (under `lock`).
     private var remote: [LoopWork] = []
     /// The emptied buffer of the last remote batch, kept for its capacity (under `lock`).

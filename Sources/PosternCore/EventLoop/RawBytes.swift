@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A growable byte buffer in raw memory, emptied and refilled in place (its memory is kept): appending is a copy,
 /// without an array's uniqueness and exclusivity checks (a class held in a constant, whose fields are scalars).

@@ -1,6 +1,7 @@
 import CEvent
 import CHiredis
-import Foundation
+import FoundationEssentials
+import Dispatch
 import Synchronization
 
 /// One hiredis async connection on one loop that keeps itself connected: resolve, connect, AUTH and SELECT,

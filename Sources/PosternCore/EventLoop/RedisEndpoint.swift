@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where Redis is and how to log in: parsed from `redis://[:password@]host:port[/db]` (docs/api.md,
 /// Several instances (Redis)).
@@ -32,7 +32,7 @@ public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
 
     /// Parses `redis://[[username]:password@]host[:port][/db]`; user name and password may be percent-encoded.
     public init(url: String) throws(RedisError) {
-        guard let schemeEnd = url.range(of: "://") else {
+        guard let schemeEnd = url.byteRange(of: "://") else {
             throw .invalidURL("expected redis://[:password@]host:port[/db]")
         }
         let scheme = url[..<schemeEnd.lowerBound].lowercased()

@@ -1,5 +1,6 @@
 import CEvent
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// An IPv4 or IPv6 socket address for listening.
 struct SocketAddress: CustomStringConvertible {

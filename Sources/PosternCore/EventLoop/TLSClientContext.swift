@@ -1,5 +1,5 @@
 import CEvent
-import Foundation
+import FoundationEssentials
 
 /// An OpenSSL client context that verifies the upstream's certificate and host name.
 public final class TLSClientContext: @unchecked Sendable {

@@ -1,5 +1,6 @@
 import CEvent
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One keep-alive HTTP/1.1 connection to the upstream, on one loop: a nonblocking socket (TLS through OpenSSL
 /// on the same socket for `https`), carrying one request, or several pipelined GETs, at a time.

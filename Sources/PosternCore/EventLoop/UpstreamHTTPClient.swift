@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Sends requests to one upstream from one event loop, over a pool of keep-alive connections.
 ///
@@ -266,7 +266,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
 /// A call waiting for a pooled connection: resumed once, by a checkin or by its deadline timer, possibly
 /// before the waiting call got to `wait` (then the outcome is kept until it does).
 private final class PoolWaiter: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = PlainLock()
     private var continuation: CheckedContinuation<UpstreamConnection?, Never>?
     private var outcome: UpstreamConnection??
     /// The deadline timer (loop thread only).

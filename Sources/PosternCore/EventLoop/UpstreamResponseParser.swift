@@ -1,5 +1,6 @@
 import CLLHTTP
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Parses the answers read from one upstream connection, one after another, with llhttp (Node's HTTP/1.1
 /// parser) in response mode: framing by `Content-Length`, `chunked` or the close of the connection, no body for

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A request as the gateway sees it: a plain value, no libevent pointers.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A response as the gateway builds it: a plain value, sent once by the event loop.
 public struct HTTPResponse: Sendable {

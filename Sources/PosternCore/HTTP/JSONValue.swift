@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A JSON document as a value: objects keep their key order, integers stay integers.
 public enum JSONValue: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Parsing and building of `application/x-www-form-urlencoded` query strings.
 public enum QueryString {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A growing byte buffer on `malloc`ed memory that becomes a `Data` without a copy.
 struct TranscoderOutput {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One run of the transcoder over one answer: the input cursor, the nesting depth and the output.
 ///

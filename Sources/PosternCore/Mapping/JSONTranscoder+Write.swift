@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Writing: every value is written as `JSONValue.write` would write it after parsing, so that the
 /// output is byte for byte the reference renderer's.

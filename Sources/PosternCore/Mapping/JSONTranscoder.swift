@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Renders Directus answers in one pass over their bytes, straight into one output buffer: no tree,
 /// no `String` per value (docs/api.md, Resources).

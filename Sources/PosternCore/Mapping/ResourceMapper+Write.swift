@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Write body translation (docs/api.md, Resources).
 extension ResourceMapper {

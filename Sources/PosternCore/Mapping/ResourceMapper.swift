@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Translates between one resource and its Directus collection (docs/api.md, Resources), with no I/O.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Renders Directus item JSON as resource bodies.
 ///

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One JSON line per request on stdout; never tokens, passwords or bodies.
 ///
@@ -24,7 +25,7 @@ public final class AccessLog: @unchecked Sendable {
     private let level: Level
     /// A custom sink (tests), called one line at a time under `sinkLock`; nil writes to stdout.
     private let sink: (@Sendable (String) -> Void)?
-    private let sinkLock = NSLock()
+    private let sinkLock = PlainLock()
     /// The key of each loop's line buffer.
     private let batchKey = EventLoop.LocalKey()
 

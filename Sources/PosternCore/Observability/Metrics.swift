@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Counters and histograms, rendered in the Prometheus text format on the admin port. Each event loop
 /// records into its own shard; a scrape sums the shards.
@@ -106,7 +106,7 @@ public final class Metrics: @unchecked Sendable {
     /// The shard of code running off the event loops (tests, in-process calls).
     private let offLoop = Shard()
     /// Guards `gauges` and `counters` (registered at start, read on a scrape).
-    private let gaugeLock = NSLock()
+    private let gaugeLock = PlainLock()
     /// Gauges read at scrape time.
     private var gauges: [(name: String, help: String, read: @Sendable () -> Double)] = []
     /// Counters kept by their owner (e.g. the micro-cache), read at scrape time.
@@ -249,8 +249,8 @@ public final class Metrics: @unchecked Sendable {
     }
 
     private static func escape(_ s: String) -> String {
-        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-            .replacingOccurrences(of: "\n", with: "\\n")
+        s.replacingBytes(of: "\\", with: "\\\\").replacingBytes(of: "\"", with: "\\\"")
+            .replacingBytes(of: "\n", with: "\\n")
     }
 
     private static func number(_ d: Double) -> String {

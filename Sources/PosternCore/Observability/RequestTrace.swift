@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What the stages learn about a request that the access log needs afterwards (upstream time, user),
 /// carried as a task local because the transport and the stages only see their own values.

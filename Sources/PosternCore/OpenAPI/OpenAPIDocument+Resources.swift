@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The OpenAPI paths and schemas of one configured resource (docs/api.md, Resources).
 struct ResourceDescription {
@@ -126,7 +126,7 @@ struct ResourceDescription {
                      ("description", .string(description)), ("schema", .object(schema))])
         }
         let fields = table.fields.map(\.resourceName)
-        let alternatives = fields.map { NSRegularExpression.escapedPattern(for: $0) }.joined(separator: "|")
+        let alternatives = fields.map(\.regexEscaped).joined(separator: "|")
         let one = "-?(\(alternatives))"
         let searchFields = resource.effectiveSearchFields
         let searchDescription = searchFields.isEmpty

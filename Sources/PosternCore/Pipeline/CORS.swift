@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// CORS (docs/api.md, Limits and defaults): which origins may call, answered before routing and authentication.
 struct CORSPolicy: Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Who the client is: the socket peer, or the address a trusted proxy forwarded.
 struct ClientAddress: Sendable {
@@ -14,7 +14,7 @@ struct ClientAddress: Sendable {
         let lines = request.headers.values("X-Forwarded-For")
         guard !lines.isEmpty else { return peer }
         let hops = lines.joined(separator: ",").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            .map { $0.trimmedSpaces() }.filter { !$0.isEmpty }
         for hop in hops.reversed() where !trustedProxies.contains(hop) {
             return PosternConfig.isIPAddress(hop) ? hop : peer
         }

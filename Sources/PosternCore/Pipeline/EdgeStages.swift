@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 // The edge stages at the head of every chain, outermost first: observation (metrics, access log),

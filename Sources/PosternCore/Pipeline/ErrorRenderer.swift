@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The one place that turns errors into responses (docs/api.md, Errors).
 public enum ErrorRenderer {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Rejects `{id}` values that are not valid keys of the collection with 404, before any upstream call.
 struct ItemIDMiddleware: Middleware {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Refuses bodies above the configured limit with a JSON 413 (the server's own ceiling sits above it).
 public struct BodyLimitMiddleware: Middleware {

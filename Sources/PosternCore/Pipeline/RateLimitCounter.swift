@@ -1,5 +1,5 @@
 import COpenSSL
-import Foundation
+import FoundationEssentials
 
 /// One rate-limit budget: `capacity` tokens per key, refilled evenly over `window` seconds (0 disables it).
 public struct RateLimitBudget: Sendable, Hashable {

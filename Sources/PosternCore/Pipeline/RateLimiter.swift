@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Token buckets by key (an IP, an email, a session id): `capacity` tokens, refilled evenly over `window`.
 /// A bucket is keyed by the key's 16-byte digest (`RateLimitKey`), never the key's text, and at most
@@ -21,7 +21,7 @@ public final class TokenBuckets: @unchecked Sendable {
     /// One shard of the buckets: entries in slots, a doubly linked list from the most to the least recently
     /// used, and a free list of the slots that pruning emptied. Every operation is O(1) but `prune`.
     private final class Shard: @unchecked Sendable {
-        let lock = NSLock()
+        let lock = PlainLock()
         /// Entries this shard holds at most.
         let limit: Int
         var slots: [RateLimitKey: Int32] = [:]

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What the pipeline stages learn about one request, typed (no string-keyed bag).
 ///

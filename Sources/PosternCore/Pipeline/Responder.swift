@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Answers a request.
 public protocol Responder: Sendable {

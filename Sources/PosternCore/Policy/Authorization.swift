@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What the policy stage decided for one request; handlers act on it and never evaluate rules.
 public enum Authorization: Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The one place permission rules are evaluated (docs/api.md, Resources): no identity → 401, denied → 403,
 /// not visible → 404. Runs before anything is written upstream; handlers act on its `Authorization`.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One route: a path pattern and a responder per method, built once at start-up.
 final class Route: Sendable {
@@ -312,6 +313,6 @@ extension Router {
 extension QueryString {
     /// Decodes `%XX` escapes in a path segment (`+` stays a plus).
     static func decodePath(_ s: String) -> String {
-        decode(s.replacingOccurrences(of: "+", with: "%2B"))
+        decode(s.replacingBytes(of: "+", with: "%2B"))
     }
 }

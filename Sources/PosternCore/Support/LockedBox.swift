@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// A value carried across threads where the code guarantees ordering itself (semaphores).
@@ -9,7 +9,7 @@ struct UncheckedSendable<T>: @unchecked Sendable {
 
 /// A value behind a lock.
 final class LockedBox<T>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = PlainLock()
     private var value: T
 
     init(_ value: T) { self.value = value }
@@ -23,7 +23,7 @@ final class LockedBox<T>: @unchecked Sendable {
 }
 
 /// A lock for the hot path: Synchronization's `Mutex`, a futex word taken and given back with one atomic
-/// compare-and-swap each when nobody waits, where `NSLock` is an object around a pthread mutex (a method
+/// compare-and-swap each when nobody waits, where `PlainLock` is an object around a pthread mutex (a method
 /// call and a library call each way).
 struct FastLock: ~Copyable, @unchecked Sendable {
     private let mutex = Mutex(())

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A point on the monotonic clock, in nanoseconds: what request and upstream durations are measured with (as plain
 /// seconds for metrics and logs), and, on the coarse clock, the inactivity timeouts and the micro-cache's TTLs.

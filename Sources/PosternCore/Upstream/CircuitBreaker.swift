@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// A process-wide circuit breaker (lock-free while closed and healthy) (docs/api.md, Limits and defaults): after `threshold` consecutive connection failures or
@@ -13,7 +13,7 @@ public final class CircuitBreaker: @unchecked Sendable {
     private let threshold: Int
     private let openSeconds: TimeInterval
     private let clock: @Sendable () -> TimeInterval
-    private let lock = NSLock()
+    private let lock = PlainLock()
     private var failures = 0
     private var openedAt: TimeInterval?
     private var probing = false

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The tokens Directus hands out on login and refresh.
 public struct DirectusTokens: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One entry of Directus's error envelope `{"errors":[{"message","extensions":{"code",…}}]}`.
 public struct DirectusErrorEntry: Sendable, Equatable {
@@ -65,7 +65,7 @@ public enum DirectusError: Error, Sendable, Equatable {
 
     /// A `Retry-After` value worth passing on: delay seconds or an HTTP date, printable ASCII, not too long.
     private static func retryAfter(_ raw: String?) -> String? {
-        guard let value = raw?.trimmingCharacters(in: .whitespaces), !value.isEmpty, value.utf8.count <= 64,
+        guard let value = raw?.trimmedSpaces(), !value.isEmpty, value.utf8.count <= 64,
               value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
         return value
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Item calls to Directus on behalf of a caller: with the session's Directus token (kept fresh), or
 /// anonymously on public routes; Directus errors translated for the resource (field names, 403 vs 404).

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// What the gateway learns about Directus's schema from its answers (docs/api.md, Upstream and edge rules).
@@ -10,7 +10,7 @@ import Synchronization
 /// on the collection succeeds, or for `memory` seconds after the last such answer (so that an instance a load
 /// balancer took out of rotation comes back once Directus is fixed).
 public final class SchemaWatch: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = PlainLock()
     /// Collection → when the last 403 on a list of it arrived.
     private var missing: [String: TimeInterval] = [:]
     /// Collections already logged (until they are seen again).

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Sends one request to Directus and returns its answer: the only way the gateway reaches upstream.
 public protocol UpstreamTransport: Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The head fields every Directus call carries, kept as values: the pooled connection writes them straight into
 /// the request head, in this order: `Accept: application/json`, `X-Request-Id`, `X-Forwarded-For`,
