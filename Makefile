@@ -10,7 +10,7 @@ DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev node-llhttp li
 TEST_DEB_DEPS := python3-venv curl redis-server iproute2
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-layers check-docker check-openapi docker-smoke run check bench bench-json bench-sessions soak-redis scale profile fuzz clean
+.PHONY: deps build release test check-layers check-docker check-openapi check-observability docker-smoke run check bench bench-json bench-sessions soak-redis scale profile fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing), and the Python tools of
 ## check-openapi into .build/venv (scripts/pydeps.sh)
@@ -28,8 +28,9 @@ RELEASE_FLAGS := -c release --static-swift-stdlib
 release: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
 
-## test: everything CI runs (the layer, Docker and OpenAPI checks first, so that swift test's summary closes the output)
-test: deps check-layers check-docker check-openapi
+## test: everything CI runs (the layer, Docker, OpenAPI and observability checks first, so that swift test's summary
+## closes the output)
+test: deps check-layers check-docker check-openapi check-observability
 	$(SWIFT) test
 
 ## check-layers: no type of Sources/PosternCore/Application/ is used from Policy/, Pipeline/, Upstream/ or Auth/
@@ -41,6 +42,15 @@ check-layers:
 check-openapi: deps
 	$(SWIFT) build --product postern
 	bash scripts/check-openapi.sh
+
+## check-observability: the compose profile `observability` (docs/docker.md): `promtool check config` on
+## deploy/prometheus/prometheus.yml, the Grafana files parse, `promtool check rules` on the dashboard's queries,
+## `promtool check metrics` on the /metrics of `postern demo` after traffic (scripts/check-observability.sh; promtool
+## from Debian's prometheus package, unpacked into .build/promtool, not installed). The dashboard's metric names:
+## ObservabilityDashboardTests in swift test
+check-observability: deps
+	$(SWIFT) build --product postern
+	bash scripts/check-observability.sh
 
 ## check-docker: the Dockerfile's runtime packages cover `ldd` of the release binary built with the
 ## Dockerfile's flags (scripts/check-runtime-libs.sh); docker-compose.yml is valid (when a Compose v2

@@ -9,6 +9,8 @@
 #      provisioned data source.
 #   3. Every query of the dashboard is valid PromQL: `promtool check rules` on a rules file made of them
 #      (Grafana's $__rate_interval replaced by 1m).
+#   4. `promtool check metrics` (Prometheus's parser and lint) on the /metrics of `postern demo` on free
+#      ports, after a login, a list, a 404 and a 401. Needs a debug build (swift build --product postern).
 # That the dashboard's queries name only exported metrics is a Swift test (ObservabilityDashboardTests).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -68,8 +70,14 @@ with open("deploy/grafana/provisioning/datasources/prometheus.yml") as f:
 print(f"check-observability: deploy/grafana/postern.json: {len(panels)} panels, provisioning files present")
 PY
 
-rules=$(mktemp --suffix=.yml)
-trap 'rm -f "$rules"; rm -rf "${download:-}"' EXIT
+work=$(mktemp -d)
+demo_pid=""
+cleanup() {
+    if [ -n "$demo_pid" ]; then kill "$demo_pid" 2>/dev/null || true; wait "$demo_pid" 2>/dev/null || true; fi
+    rm -rf "$work" "${download:-}"
+}
+trap cleanup EXIT
+rules=$work/dashboard-rules.yml
 python3 - "$rules" <<'PY'
 import json, sys
 with open("deploy/grafana/postern.json") as f:
@@ -82,3 +90,31 @@ with open(sys.argv[1], "w") as out:
 PY
 echo "check-observability: the dashboard's queries as recording rules"
 "$promtool" check rules "$rules"
+
+# 4. The exposition itself, from a live gateway after traffic (the demo prints its public address; the admin
+# listener gets a port chosen here).
+postern=.build/debug/postern
+[ -x "$postern" ] || swift build --product postern
+admin_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+POSTERN_LISTEN=127.0.0.1:0 POSTERN_ADMIN_LISTEN=127.0.0.1:$admin_port POSTERN_LOG_LEVEL=warning \
+    "$postern" demo --standin-port 0 > "$work/demo.out" 2> "$work/demo.err" &
+demo_pid=$!
+base=""
+for _ in $(seq 1 100); do
+    base=$(sed -n 's/^postern demo: gateway on \(http:\/\/[0-9.]*:[0-9]*\),.*/\1/p' "$work/demo.out" 2>/dev/null || true)
+    [ -n "$base" ] && break
+    kill -0 "$demo_pid" 2>/dev/null || { cat "$work/demo.err" >&2; fail "demo did not start"; }
+    sleep 0.1
+done
+[ -n "$base" ] || fail "demo printed no address"
+token=$(curl -sf -X POST "$base/api/v1/user/login" -H 'Content-Type: application/json' \
+    -d '{"email":"x@y.com","password":"123456"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["user"]["token"])') \
+    || fail "demo login failed"
+status() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+statuses="$(status -H "Authorization: Bearer $token" "$base/api/v1/books") $(status "$base/api/v1/nope") $(status "$base/api/v1/books")"
+[ "$statuses" = "200 404 401" ] || fail "demo traffic: statuses '$statuses', expected '200 404 401'"
+curl -sf "http://127.0.0.1:$admin_port/metrics" -o "$work/metrics" || fail "no /metrics on the admin listener"
+grep -q '^postern_requests_total{' "$work/metrics" || fail "/metrics has no postern_requests_total sample after traffic"
+echo "check-observability: promtool check metrics on the demo's /metrics"
+"$promtool" check metrics < "$work/metrics"
+echo "check-observability: OK"
