@@ -9,7 +9,10 @@
 #      provisioned data source.
 #   3. Every query of the dashboard is valid PromQL: `promtool check rules` on a rules file made of them
 #      (Grafana's $__rate_interval replaced by 1m).
-#   4. `promtool check metrics` (Prometheus's parser and lint) on the /metrics of `postern demo` on free
+#   4. docker-compose.yml's profile `observability`: Prometheus's target is the `postern` service's admin
+#      listener (POSTERN_ADMIN_LISTEN), which no `ports` publish; Grafana and Prometheus published on the
+#      host's loopback only; the files they mount exist (the compose tool's own validation: make docker-smoke).
+#   5. `promtool check metrics` (Prometheus's parser and lint) on the /metrics of `postern demo` on free
 #      ports, after a login, a list, a 404 and a 401. Needs a debug build (swift build --product postern).
 # That the dashboard's queries name only exported metrics is a Swift test (ObservabilityDashboardTests).
 set -euo pipefail
@@ -91,7 +94,43 @@ PY
 echo "check-observability: the dashboard's queries as recording rules"
 "$promtool" check rules "$rules"
 
-# 4. The exposition itself, from a live gateway after traffic (the demo prints its public address; the admin
+# 4. The compose profile (PyYAML from the venv of make deps, or the system's).
+python=.build/venv/bin/python
+[ -x "$python" ] || python=python3
+"$python" - <<'PY'
+import re, os, sys, yaml
+def fail(message):
+    sys.exit(f"check-observability: docker-compose.yml: {message}")
+compose = yaml.safe_load(open("docker-compose.yml"))
+services = compose["services"]
+for name in ("prometheus", "grafana"):
+    if name not in services:
+        fail(f"no service {name}")
+    if services[name].get("profiles") != ["observability"]:
+        fail(f"service {name} is not in the profile observability only")
+    for port in services[name].get("ports") or []:
+        if not str(port).startswith("127.0.0.1:"):
+            fail(f"service {name} publishes {port} beyond the host's loopback")
+    for volume in services[name].get("volumes") or []:
+        source = str(volume).split(":")[0]
+        if source.startswith("./") and not os.path.exists(source):
+            fail(f"service {name} mounts {source}, which does not exist")
+postern = services["postern"]
+listen = str((postern.get("environment") or {}).get("POSTERN_ADMIN_LISTEN", ""))
+match = re.fullmatch(r"\$\{POSTERN_ADMIN_LISTEN:-0\.0\.0\.0:(\d+)\}", listen)
+if not match:
+    fail(f"the postern service's POSTERN_ADMIN_LISTEN is {listen!r}, not ${{POSTERN_ADMIN_LISTEN:-0.0.0.0:PORT}}")
+admin_port = match.group(1)
+if any(str(port).split(":")[-1] == admin_port for port in postern.get("ports") or []):
+    fail(f"the postern service publishes its admin port {admin_port}")
+prometheus = yaml.safe_load(open("deploy/prometheus/prometheus.yml"))
+targets = [t for job in prometheus["scrape_configs"] for c in job.get("static_configs") or [] for t in c["targets"]]
+if targets != [f"postern:{admin_port}"]:
+    fail(f"deploy/prometheus/prometheus.yml scrapes {targets}, not the postern service's admin listener postern:{admin_port}")
+print(f"check-observability: docker-compose.yml profile observability: Prometheus scrapes postern:{admin_port}, not published")
+PY
+
+# 5. The exposition itself, from a live gateway after traffic (the demo prints its public address; the admin
 # listener gets a port chosen here).
 postern=.build/debug/postern
 [ -x "$postern" ] || swift build --product postern

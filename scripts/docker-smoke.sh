@@ -6,7 +6,7 @@
 #  2. In containers: `version`, `--help`, `check` (and that a mounted file decides, with no image ENV over
 #     it), `demo` against the README walkthrough's statuses (curl from the host to a published port), the
 #     HEALTHCHECK healthy, uid 10001, SIGTERM -> exit 0 within the shutdown grace.
-#  3. docker-compose.yml validated by the compose tool, with and without the `redis` profile.
+#  3. docker-compose.yml validated by the compose tool, with and without the `redis` and `observability` profiles.
 #  4. The compose stack with deploy/compose.standin.yml (Postern's Directus stand-in, unbootstrapped, in
 #     Directus's place): the bootstrap creates everything and exits 0, Postern becomes healthy, the
 #     walkthrough of docs/docker.md passes over the compose network, /readyz answers 200 12 times of 12
@@ -252,16 +252,19 @@ elapsed_ms=$(( ($(date +%s%N) - term_start) / 1000000 ))
 ok "HEALTHCHECK healthy, uid 10001, SIGTERM -> exit 0 in ${elapsed_ms} ms"
 
 # --- 5. the compose file -------------------------------------------------------------------------------
-for profile in "" redis; do
+# The observability profile is validated only (its images are not started here; make check-observability
+# checks its files).
+for profile in "" redis observability; do
     args=(-f docker-compose.yml)
     [ -n "$profile" ] && args+=(--profile "$profile")
     "${compose_tool[@]}" "${args[@]}" config -q || fail "docker-compose.yml ${profile:+(profile $profile) }is not valid"
     services=$("${compose_tool[@]}" "${args[@]}" config --services | sort | tr '\n' ' ')
     want="bootstrap directus postern "
-    [ -n "$profile" ] && want="bootstrap directus postern postern-a postern-b redis "
+    [ "$profile" = redis ] && want="bootstrap directus postern postern-a postern-b redis "
+    [ "$profile" = observability ] && want="bootstrap directus grafana postern prometheus "
     [ "$services" = "$want" ] || fail "docker-compose.yml ${profile:+(profile $profile) }has services '$services', expected '$want'"
 done
-ok "docker-compose.yml valid with and without the redis profile"
+ok "docker-compose.yml valid with and without the redis and observability profiles"
 
 # --- 6. the compose stack with the Directus stand-in -----------------------------------------------------
 export POSTERN_STANDIN_CONTAINER="$project-directus-standin"
