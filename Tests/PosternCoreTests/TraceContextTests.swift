@@ -153,6 +153,13 @@ import Testing
         let allowed = preflight.response.headers["Access-Control-Allow-Headers"]?.lowercased() ?? ""
         #expect(allowed.contains("traceparent") && allowed.contains("tracestate"))
     }
+
+    @Test func theOpenAPIDocumentNamesTraceresponseBesideTheRequestID() async throws {
+        let gw = InProcessGateway()
+        let a = await gw.send(.get, "/api/v1/openapi.json")
+        let login = try #require(a.json?["paths"]?["/api/v1/user/login"]?["post"]?["responses"]?["200"]?["headers"])
+        #expect(login["X-Request-Id"] != nil && login["traceresponse"]?["description"]?.stringValue?.contains("traceparent") == true)
+    }
 }
 
 /// The same through real sockets: the head written to Directus, the answer, the access log line.
