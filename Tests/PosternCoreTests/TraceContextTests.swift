@@ -154,6 +154,18 @@ import Testing
         #expect(allowed.contains("traceparent") && allowed.contains("tracestate"))
     }
 
+    @Test func idsAreWrittenAsSixteenLowerCaseHexDigitsEach() {
+        var values: [UInt64] = [0, 1, 9, 10, 15, 16, 0xffff_ffff, 0x1_0000_0000, 0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210, .max]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<1000 { values.append(generator.next()) }
+        for value in values {
+            let trace = TraceContext(traceHigh: value, traceLow: ~value, spanID: value, flags: 0xa5, fromClient: true, state: nil)
+            let hex = { (v: UInt64) in String(repeating: "0", count: 16 - String(v, radix: 16).count) + String(v, radix: 16) }
+            #expect(trace.traceID == hex(value) + hex(~value))
+            #expect(trace.traceparent == "00-\(hex(value))\(hex(~value))-\(hex(value))-a5")
+        }
+    }
+
     @Test func theOpenAPIDocumentNamesTraceresponseBesideTheRequestID() async throws {
         let gw = InProcessGateway()
         let a = await gw.send(.get, "/api/v1/openapi.json")
