@@ -75,7 +75,7 @@ import Testing
         var seen = Set<String>()
         for _ in 0..<10_000 {
             let id = RequestID.accept(nil)
-            #expect(id.utf8.count == 24)
+            #expect(id.utf8.count == 32)
             #expect(id.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) })
             seen.insert(id)
         }

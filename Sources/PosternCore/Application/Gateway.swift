@@ -82,7 +82,7 @@ public final class Gateway: HTTPRequestHandler {
 
     /// A new request's context: its id, the client's address, and what routing found.
     private func context(_ request: HTTPRequest, _ match: RouteMatch?) -> RequestContext {
-        let context = RequestContext(requestID: RequestID.accept(request.headers["X-Request-Id"]),
+        let context = RequestContext(headers: request.headers,
                                      clientIP: clientAddress.clientIP(request))
         guard let match else { return context }
         context.routePattern = match.route.pattern
@@ -101,7 +101,7 @@ public final class Gateway: HTTPRequestHandler {
         case .bodyTooLarge(let request):
             return refuse(request, .payloadTooLarge(maxBodyBytes))
         case .requestTimeout:
-            let context = RequestContext(requestID: RequestID.accept(nil), clientIP: "")
+            let context = RequestContext(headers: HTTPHeaders(), clientIP: "")
             var response = ErrorRenderer.render(GatewayError(status: 408, code: .requestTimeout, message: "request not received in time"),
                                                 context: context)
             EdgeStages.decorate(&response, path: "", requestID: context.requestID)
@@ -111,7 +111,7 @@ public final class Gateway: HTTPRequestHandler {
 
     /// The answer to a refused request that arrived far enough to be logged.
     private func refuse(_ request: HTTPRequest, _ error: GatewayError) -> HTTPResponse {
-        let context = RequestContext(requestID: RequestID.accept(request.headers["X-Request-Id"]),
+        let context = RequestContext(headers: request.headers,
                                      clientIP: clientAddress.clientIP(request))
         if let match = routes.router.match(path: request.path) {
             context.routePattern = match.route.pattern

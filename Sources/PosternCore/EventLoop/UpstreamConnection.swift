@@ -163,6 +163,7 @@ final class UpstreamConnection: @unchecked Sendable {
             appendField("X-Forwarded-For: ", fields.forwardedFor)
             if let bearer = fields.bearer { appendField("Authorization: Bearer ", bearer) }
             if fields.jsonBody { output.append("Content-Type: application/json\r\n" as StaticString) }
+            fields.trace?.appendFields(to: output)
         }
         for (name, value) in request.otherHeaders where Self.safe(name) && Self.safe(value) {
             output.append(name)

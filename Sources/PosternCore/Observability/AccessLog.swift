@@ -53,6 +53,7 @@ public final class AccessLog: @unchecked Sendable {
             line.begin(level: "info")
             line.field("msg", "request")
             line.field("request_id", context.requestID)
+            line.field("trace_id", trace: context.traceContext)
             line.field("method", request.method.description)
             line.field("route", context.routePattern)
             line.field("status", integer: response.status)
@@ -192,6 +193,13 @@ struct LogLine {
             width -= 1
         }
         LogLine.appendPadded(digits, width: width, to: &bytes)
+    }
+
+    /// A trace id field (32 hex digits, written from the numbers: no string).
+    mutating func field(_ name: String, trace: TraceContext) {
+        bytes.append(UInt8(ascii: ","))
+        key(name)
+        trace.appendQuotedTraceID(to: &bytes)
     }
 
     /// A field with any JSON value (start-up lines).

@@ -55,7 +55,8 @@ public struct OpenAPIDocument: Sendable {
             Postern is a backend-for-frontend gateway in front of Directus. Sign in with \
             `POST /api/v1/user/login`, then send `Authorization: Bearer <user.token>`. Resources: \(names). \
             Every error has the shape `{"error","code","request_id"}`; on resource routes it also carries the \
-            resource's collection key (an empty array) and `"total": 0`. Every answer carries `X-Request-Id`. \
+            resource's collection key (an empty array) and `"total": 0`. Every answer carries `X-Request-Id`; \
+            a valid W3C `traceparent` is continued (the answer then carries `traceresponse`), else a trace is started. \
             Any route answers 414 `uri_too_long` for a request target above 8 KiB, and 405 `method_not_allowed` \
             (with `Allow`) for a method it does not serve.
             """
@@ -225,7 +226,10 @@ public struct OpenAPIDocument: Sendable {
     static func response(_ description: String, _ content: JSONValue?, headers: [(String, JSONValue)] = []) -> JSONValue {
         var members: [(String, JSONValue)] = [("description", .string(description))]
         var allHeaders: [(String, JSONValue)] = [("X-Request-Id", .object([
-            ("description", .string("The request id (the client's when it matches `[A-Za-z0-9._-]{1,128}`, else a new one).")),
+            ("description", .string("The request id (the client's when it matches `[A-Za-z0-9._-]{1,128}`, else the trace id: 32 hex digits).")),
+            ("schema", .object([("type", .string("string"))])),
+        ])), ("traceresponse", .object([
+            ("description", .string("`00-<trace id>-<gateway span id>-<flags>` (W3C Trace Context), when the request had a valid `traceparent`.")),
             ("schema", .object([("type", .string("string"))])),
         ]))]
         allHeaders += headers

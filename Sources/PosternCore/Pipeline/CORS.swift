@@ -7,7 +7,7 @@ struct CORSPolicy: Sendable {
     private let allowCredentials: Bool
     private let maxAge: Int
     static let methods = "GET, POST, PUT, PATCH, DELETE"
-    static let headers = "Authorization, Content-Type, X-Request-Id"
+    static let headers = "Authorization, Content-Type, X-Request-Id, traceparent, tracestate"
 
     init(_ config: CORSConfig) {
         anyOrigin = config.allowedOrigins.contains("*")
@@ -47,7 +47,7 @@ struct CORSPolicy: Sendable {
     func decorate(_ response: inout HTTPResponse, origin: String?) {
         guard let allowed = allowedOrigin(origin) else { return }
         response.headers.set("Access-Control-Allow-Origin", allowed)
-        response.headers.set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, WWW-Authenticate")
+        response.headers.set("Access-Control-Expose-Headers", "X-Request-Id, traceresponse, Retry-After, WWW-Authenticate")
         if allowed != "*" { response.headers.add("Vary", "Origin") }
         if allowCredentials { response.headers.set("Access-Control-Allow-Credentials", "true") }
     }

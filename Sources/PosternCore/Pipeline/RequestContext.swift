@@ -9,6 +9,8 @@ import FoundationEssentials
 public final class RequestContext: @unchecked Sendable {
     /// The request id (echoed or generated), sent upstream and back.
     public let requestID: String
+    /// The request's W3C trace context (the client's trace or a new one, and the gateway's span in it).
+    public let traceContext: TraceContext
     /// The client IP (socket peer, or `X-Forwarded-For` from a trusted proxy).
     public let clientIP: String
     /// The matched route pattern, e.g. `/api/v1/books/{id}` (for logs and metrics).
@@ -27,15 +29,28 @@ public final class RequestContext: @unchecked Sendable {
     /// When the request started (monotonic clock).
     let startedAt: MonotonicInstant
 
-    /// Builds a context for a new request.
+    /// Builds a context for a new request (in a trace of its own).
     public init(requestID: String, clientIP: String, routePattern: String = "unmatched", resourceName: String? = nil) {
         self.requestID = requestID
+        traceContext = RequestID.newTrace()
         self.clientIP = clientIP
         self.routePattern = routePattern
         self.resourceName = resourceName
         startedAt = .now
     }
 
+    /// Builds the context of a request with `headers`: its request id (`X-Request-Id` when safe, else the trace id)
+    /// and its trace (`traceparent` when valid, else a new one).
+    init(headers: HTTPHeaders, clientIP: String) {
+        let start = RequestID.start(headers)
+        requestID = start.id
+        traceContext = start.trace
+        self.clientIP = clientIP
+        routePattern = "unmatched"
+        resourceName = nil
+        startedAt = .now
+    }
+
     /// What every upstream call carries.
-    public var call: CallContext { CallContext(requestID: requestID, clientIP: clientIP) }
+    public var call: CallContext { CallContext(requestID: requestID, clientIP: clientIP, trace: traceContext) }
 }

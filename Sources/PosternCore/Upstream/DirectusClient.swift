@@ -16,11 +16,14 @@ public struct CallContext: Sendable {
     public var requestID: String
     /// Sent as `X-Forwarded-For` (set, not appended).
     public var clientIP: String
+    /// Sent as `traceparent` (the gateway's span as the parent) and `tracestate` (nil: neither is sent).
+    public var trace: TraceContext?
 
     /// Builds a context.
-    public init(requestID: String, clientIP: String) {
+    public init(requestID: String, clientIP: String, trace: TraceContext? = nil) {
         self.requestID = requestID
         self.clientIP = clientIP
+        self.trace = trace
     }
 }
 
@@ -119,7 +122,7 @@ public struct DirectusClient: Sendable {
         do {
             let response = try await transport.send(UpstreamRequest(method: .get, target: "/server/ping",
                                                                     fields: CallFields(requestID: context.requestID, forwardedFor: context.clientIP,
-                                                                                       bearer: nil, jsonBody: false)), timeout: timeout)
+                                                                                       bearer: nil, jsonBody: false, trace: context.trace)), timeout: timeout)
             return response.status == 200
         } catch {
             return false
@@ -132,7 +135,8 @@ public struct DirectusClient: Sendable {
     func call(_ method: HTTPMethod, _ target: String, body: JSONValue?, token: String?, context: CallContext) async throws(DirectusError) -> UpstreamResponse {
         // The head fields go as values: the pooled connection writes them without a header array or an
         // `Authorization` value built per call.
-        let fields = CallFields(requestID: context.requestID, forwardedFor: context.clientIP, bearer: token, jsonBody: body != nil)
+        let fields = CallFields(requestID: context.requestID, forwardedFor: context.clientIP, bearer: token, jsonBody: body != nil,
+                                trace: context.trace)
         let request = UpstreamRequest(method: method, target: target, fields: fields, body: body?.serialized() ?? Data())
         let response: UpstreamResponse
         do {

@@ -2,7 +2,8 @@ import FoundationEssentials
 
 /// The head fields every Directus call carries, kept as values: the pooled connection writes them straight into
 /// the request head, in this order: `Accept: application/json`, `X-Request-Id`, `X-Forwarded-For`,
-/// `Authorization: Bearer <token>` (with a token), `Content-Type: application/json` (with a JSON body).
+/// `Authorization: Bearer <token>` (with a token), `Content-Type: application/json` (with a JSON body),
+/// `traceparent` and `tracestate` (with a trace; `tracestate` when the client sent one).
 public struct CallFields: Sendable, Equatable {
     /// Sent as `X-Request-Id`.
     public var requestID: String
@@ -12,23 +13,30 @@ public struct CallFields: Sendable, Equatable {
     public var bearer: String?
     /// True when the body is JSON (sent with `Content-Type: application/json`).
     public var jsonBody: Bool
+    /// Sent as `traceparent` (and `tracestate` when it has one); nil: not sent.
+    public var trace: TraceContext?
 
     /// The fields of a call.
-    public init(requestID: String, forwardedFor: String, bearer: String?, jsonBody: Bool) {
+    public init(requestID: String, forwardedFor: String, bearer: String?, jsonBody: Bool, trace: TraceContext? = nil) {
         self.requestID = requestID
         self.forwardedFor = forwardedFor
         self.bearer = bearer
         self.jsonBody = jsonBody
+        self.trace = trace
     }
 
     /// The fields as headers, in the order they go on the wire.
     var headers: HTTPHeaders {
-        var h = HTTPHeaders(capacity: 5)
+        var h = HTTPHeaders(capacity: 7)
         h.add("Accept", "application/json")
         h.add("X-Request-Id", requestID)
         h.add("X-Forwarded-For", forwardedFor)
         if let bearer { h.add("Authorization", "Bearer " + bearer) }
         if jsonBody { h.add("Content-Type", "application/json") }
+        if let trace {
+            h.add("traceparent", trace.traceparent)
+            if let state = trace.state { h.add("tracestate", state) }
+        }
         return h
     }
 }
