@@ -58,7 +58,7 @@ if [ -z "$engine" ]; then
         engine=podman
     else
         fail "neither a docker with a running daemon nor podman; install one (on Debian without a registry:
-    ../shared/containers/offline-base-images.sh installs podman and makes the base images)"
+    podman, with the base images in its local store: docs/docker.md, Smoke test)"
     fi
 fi
 command -v curl >/dev/null || fail "curl is needed (apt-get install curl)"
@@ -269,7 +269,7 @@ ok "docker-compose.yml valid with and without the redis and observability profil
 # --- 6. the compose stack with the Directus stand-in -----------------------------------------------------
 export POSTERN_STANDIN_CONTAINER="$project-directus-standin"
 if ! "$engine" image inspect "$REDIS_IMAGE" >/dev/null 2>&1 && [ "$engine" = podman ]; then
-    # No registry here (offline-base-images.sh): Redis from Debian's redis-server, on the same base image.
+    # No registry here: Redis from Debian's redis-server, on the same base image.
     if ! podman image inspect "$LOCAL_REDIS_IMAGE" >/dev/null 2>&1; then
         log "no $REDIS_IMAGE here: building $LOCAL_REDIS_IMAGE from Debian's redis-server"
         # Like the official image's entrypoint: without a config file, `redis-server ARGS` runs with

@@ -60,7 +60,7 @@ import Testing
         let exported = Self.sampleNames(in: metrics.text)
         let queries = try Self.dashboardQueries()
         let named = queries.reduce(into: Set<String>()) { $0.formUnion(Self.metricNames(in: $1)) }
-        // The figures of DESIGN.md §7.3 that have a metric: a dashboard that lost its queries fails here.
+        // The figures docs/docker.md (Prometheus and Grafana) lists: a dashboard that lost its queries fails here.
         for figure in ["postern_requests_total", "postern_request_duration_seconds_bucket", "postern_upstream_errors_total",
                        "postern_circuit_state", "postern_cache_hits_total", "postern_cache_misses_total",
                        "postern_active_sessions"] {

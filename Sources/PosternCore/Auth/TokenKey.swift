@@ -81,20 +81,7 @@ struct TokenKey: Hashable, Sendable {
     }
 
     /// Lower-case hex of the digest, as sessions store it (`Crypto.sha256Hex` of the token).
-    var hex: String {
-        var key = self
-        return withUnsafeBytes(of: &key) { bytes in
-            String(unsafeUninitializedCapacity: 64) { out in
-                for i in 0..<32 {
-                    out[2 * i] = TokenKey.digits[Int(bytes[i] >> 4)]
-                    out[2 * i + 1] = TokenKey.digits[Int(bytes[i] & 0x0f)]
-                }
-                return 64
-            }
-        }
-    }
-
-    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
+    var hex: String { Hex.lowercase(self) }
 
     /// A SHA-256 digest is uniformly distributed: one word, through the per-process seeded hasher, is enough.
     func hash(into hasher: inout Hasher) {

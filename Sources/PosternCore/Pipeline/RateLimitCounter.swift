@@ -46,20 +46,7 @@ public struct RateLimitKey: Hashable, Sendable {
     }
 
     /// Lower-case hex of the 16 bytes (32 digits): the prefix of `Crypto.sha256Hex` of the key's text.
-    public var hex: String {
-        var words = (w0, w1)
-        return withUnsafeBytes(of: &words) { bytes in
-            String(unsafeUninitializedCapacity: 32) { out in
-                for i in 0..<16 {
-                    out[2 * i] = RateLimitKey.digits[Int(bytes[i] >> 4)]
-                    out[2 * i + 1] = RateLimitKey.digits[Int(bytes[i] & 0x0f)]
-                }
-                return 32
-            }
-        }
-    }
-
-    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
+    public var hex: String { Hex.lowercase((w0, w1)) }
 
     /// A SHA-256 digest is uniformly distributed: one word, through the per-process seeded hasher, is enough.
     public func hash(into hasher: inout Hasher) {

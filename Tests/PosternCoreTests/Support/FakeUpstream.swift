@@ -237,6 +237,42 @@ enum SocketTools {
     }
 
     /// True when `fd` has data (or EOF, or a pending connection) within the time.
+    /// Writes all of `bytes` (no SIGPIPE); false when the peer went away first.
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return false }
+            sent += n
+        }
+        return true
+    }
+
+    /// Reads one request (head and `Content-Length` body) from `fd` as text, keeping what follows it in `buffer`;
+    /// nil when the client closed or `stopped()` became true.
+    static func readRequest(_ fd: Int32, _ buffer: inout [UInt8], stopped: () -> Bool) -> String? {
+        while !stopped() {
+            if let end = find(buffer, [13, 10, 13, 10]) {
+                let head = String(decoding: buffer[0..<end], as: UTF8.self)
+                var length = 0
+                for line in head.components(separatedBy: "\r\n") where line.lowercased().hasPrefix("content-length:") {
+                    length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+                }
+                if buffer.count >= end + 4 + length {
+                    let text = String(decoding: buffer[0..<(end + 4 + length)], as: UTF8.self)
+                    buffer.removeFirst(end + 4 + length)
+                    return text
+                }
+            }
+            guard waitReadable(fd, milliseconds: 20) else { continue }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { return nil }
+            buffer += chunk[0..<n]
+        }
+        return nil
+    }
+
     static func waitReadable(_ fd: Int32, milliseconds: Int32) -> Bool {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return poll(&p, 1, milliseconds) > 0

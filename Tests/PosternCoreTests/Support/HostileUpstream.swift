@@ -139,37 +139,12 @@ final class HostileUpstream: @unchecked Sendable {
     }
 
     private func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        var sent = 0
-        while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { return false }
-            sent += n
-        }
-        return true
+        SocketTools.writeAll(fd, bytes)
     }
 
     /// Reads one request (head and `Content-Length` body) as text; nil when the client closed or we stopped.
     private func readRequest(_ fd: Int32, _ buffer: inout [UInt8]) -> String? {
-        while !isStopped {
-            if let end = SocketTools.find(buffer, [13, 10, 13, 10]) {
-                let head = String(decoding: buffer[0..<end], as: UTF8.self)
-                var length = 0
-                for line in head.components(separatedBy: "\r\n") where line.lowercased().hasPrefix("content-length:") {
-                    length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) ?? 0
-                }
-                if buffer.count >= end + 4 + length {
-                    let text = String(decoding: buffer[0..<(end + 4 + length)], as: UTF8.self)
-                    buffer.removeFirst(end + 4 + length)
-                    return text
-                }
-            }
-            guard SocketTools.waitReadable(fd, milliseconds: 20) else { continue }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { return nil }
-            buffer += chunk[0..<n]
-        }
-        return nil
+        SocketTools.readRequest(fd, &buffer) { isStopped }
     }
 
     /// An HTTP/1.1 keep-alive answer with a JSON body.
