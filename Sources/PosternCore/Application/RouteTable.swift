@@ -5,8 +5,10 @@ import FoundationEssentials
 struct RouteTable: Sendable {
     /// The public listener's routes.
     let router: Router
-    /// The admin listener's routes (operations and `/metrics`).
+    /// The admin listener's routes (operations, `/metrics`, and the operator console: `/` and `/admin/…`).
     let adminRouter: Router
+    /// The guard in front of every admin-listener path under `/admin/` (`admin.token`).
+    let adminGuard: AdminGuard
     /// The 404 answer for a path no route matches (behind the edge stages too).
     let notFound: Endpoint
     /// The stages around every answer of both listeners.
@@ -47,6 +49,7 @@ struct RouteTable: Sendable {
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
         router = Router(routes: publicRoutes)
         adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)])
+        adminGuard = AdminGuard(config.admin)
         notFound = Endpoint(answering: .notFound("no such route"))
     }
 
