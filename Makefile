@@ -72,9 +72,11 @@ check-docker: deps
 docker-smoke:
 	bash scripts/docker-smoke.sh
 
-## run: the gateway on :8080 in front of the built-in Directus stand-in on :8055
+## run: the gateway on :8080 in front of the built-in Directus stand-in on :8055; the operator console on
+## 127.0.0.1:9180 with the admin token DEMO_ADMIN_TOKEN (or POSTERN_ADMIN_TOKEN when set): a demo's token, not a secret
+DEMO_ADMIN_TOKEN ?= postern-demo-admin-token
 run: deps build
-	$(POSTERN) demo
+	POSTERN_ADMIN_TOKEN="$${POSTERN_ADMIN_TOKEN:-$(DEMO_ADMIN_TOKEN)}" $(POSTERN) demo
 
 ## check: validate the shipped config
 check: build
