@@ -5,7 +5,7 @@ import FoundationEssentials
 struct RouteTable: Sendable {
     /// The public listener's routes.
     let router: Router
-    /// The admin listener's routes (operations and `/metrics`).
+    /// The admin listener's routes (operations, `/metrics`, the operator's session control).
     let adminRouter: Router
     /// The 404 answer for a path no route matches (behind the edge stages too).
     let notFound: Endpoint
@@ -46,7 +46,8 @@ struct RouteTable: Sendable {
         let publicRoutes = operations + [RouteTable.openAPIRoute(config)] + RouteTable.userRoutes(users, stages)
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
         router = Router(routes: publicRoutes)
-        adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)])
+        adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)]
+                             + AdminSessions(sessions: sessions, log: log).routes)
         notFound = Endpoint(answering: .notFound("no such route"))
     }
 
