@@ -51,9 +51,13 @@ public final class Gateway: HTTPRequestHandler {
         await handle(request, router: routes.router)
     }
 
-    /// Answers one request on the admin listener (operations routes only).
+    /// Answers one request on the admin listener (operations, `/metrics`, the operator console). A path under
+    /// `/admin/` passes the admin guard first, routed or not (`AdminGuard`); handlers read the caller's address
+    /// in `context.clientIP`.
     public func handleAdmin(_ request: HTTPRequest) async -> HTTPResponse {
-        await handle(request, router: routes.adminRouter)
+        var (context, endpoint) = route(request, router: routes.adminRouter)
+        if AdminGuard.covers(request.path) { endpoint = routes.adminGuard.guarding(endpoint) }
+        return await routes.edge.respond(to: request, context: context, endpoint: endpoint)
     }
 
     /// `handle`'s answer when it is ready without suspending (e.g. a fresh micro-cache answer for a cached

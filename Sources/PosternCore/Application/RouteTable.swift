@@ -5,8 +5,10 @@ import FoundationEssentials
 struct RouteTable: Sendable {
     /// The public listener's routes.
     let router: Router
-    /// The admin listener's routes (operations, `/metrics`, the operator's session control).
+    /// The admin listener's routes (operations, `/metrics`, and the operator console: `/` and `/admin/…`).
     let adminRouter: Router
+    /// The guard in front of every admin-listener path under `/admin/` (`admin.token`).
+    let adminGuard: AdminGuard
     /// The 404 answer for a path no route matches (behind the edge stages too).
     let notFound: Endpoint
     /// The stages around every answer of both listeners.
@@ -48,6 +50,7 @@ struct RouteTable: Sendable {
         router = Router(routes: publicRoutes)
         adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)]
                              + AdminSessions(sessions: sessions, log: log).routes)
+        adminGuard = AdminGuard(config.admin)
         notFound = Endpoint(answering: .notFound("no such route"))
     }
 

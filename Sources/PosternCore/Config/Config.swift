@@ -2,8 +2,10 @@
 public struct PosternConfig: Sendable, Equatable {
     /// `host:port` of the public listener.
     public var listen = "0.0.0.0:8080"
-    /// `host:port` of the admin listener (`/metrics`, `/healthz`, `/readyz`).
+    /// `host:port` of the admin listener (the dashboard, `/admin/…`, `/metrics`, `/healthz`, `/readyz`).
     public var adminListen = "127.0.0.1:9180"
+    /// The admin listener's operator API (`admin`).
+    public var admin = AdminConfig()
     /// Event-loop threads; 0 means one per core.
     public var workers = 0
     /// The Directus upstream.
@@ -28,6 +30,17 @@ public struct PosternConfig: Sendable, Equatable {
     public var secretKey: String?
 
     /// The defaults.
+    public init() {}
+}
+
+/// The operator API of the admin listener (`admin`): the bearer token every `/admin/…` call needs.
+public struct AdminConfig: Sendable, Equatable {
+    /// The admin bearer token (`POSTERN_ADMIN_TOKEN`); empty: `/admin/…` answers 403 `admin_disabled`.
+    /// A secret: never logged, redacted wherever the config is shown.
+    public var token = ""
+    /// The shortest token accepted (bytes).
+    public static let minTokenBytes = 16
+    /// The defaults (no token: the operator API is off).
     public init() {}
 }
 

@@ -1,8 +1,10 @@
 /// The keys of each config object, as written in the file (docs/api.md, Configuration).
 enum ConfigKeys {
     /// Top level.
-    static let root = ["listen", "admin_listen", "workers", "directus", "sessions", "limits", "rate_limits",
+    static let root = ["listen", "admin_listen", "admin", "workers", "directus", "sessions", "limits", "rate_limits",
                        "cors", "circuit_breaker", "resources", "cache_max_entries"]
+    /// `admin`.
+    static let admin = ["token"]
     /// `directus`.
     static let directus = ["url", "timeout_ms", "max_connections_per_worker", "registration", "keepalive_idle_ms",
                            "max_waiting_per_worker", "pipeline_depth", "max_response_bytes"]
@@ -36,6 +38,9 @@ extension PosternConfig {
         if let v = reader.string(top, "listen", at: "") { config.listen = v }
         if let v = reader.string(top, "admin_listen", at: "") { config.adminListen = v }
         if let v = reader.int(top, "workers", at: "", rule: .workers) { config.workers = v }
+        if let value = top["admin"], let o = reader.object(value, at: "admin", keys: ConfigKeys.admin) {
+            if let v = reader.string(o, "token", at: "admin") { config.admin.token = v }
+        }
 
         if let value = top["directus"], let o = reader.object(value, at: "directus", keys: ConfigKeys.directus) {
             let p = "directus"

@@ -5,6 +5,7 @@ extension PosternConfig {
     public static let environmentOverrides: [(variable: String, key: String)] = [
         ("POSTERN_LISTEN", "listen"),
         ("POSTERN_ADMIN_LISTEN", "admin_listen"),
+        ("POSTERN_ADMIN_TOKEN", "admin.token"),
         ("POSTERN_WORKERS", "workers"),
         ("POSTERN_DIRECTUS_URL", "directus.url"),
         ("POSTERN_UPSTREAM_TIMEOUT_MS", "directus.timeout_ms"),
@@ -93,6 +94,7 @@ extension PosternConfig {
             switch key {
             case "listen": config.listen = text
             case "admin_listen": config.adminListen = text
+            case "admin.token": config.admin.token = text
             case "workers":
                 guard let v = integer(variable, .workers) else { continue }
                 config.workers = v

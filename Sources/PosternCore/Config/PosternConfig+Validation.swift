@@ -25,6 +25,7 @@ extension PosternConfig {
             report(key, "must be host:port with a port between 0 and 65535 (got \"\(value)\")")
         }
         check("workers", workers, .workers)
+        if let problem = AdminConfig.problem(with: admin.token) { report("admin.token", problem) }
 
         if !PosternConfig.isUpstreamURL(directus.url) {
             report("directus.url", "must be an http:// or https:// URL with a host (got \"\(directus.url)\")")
@@ -221,4 +222,19 @@ extension ResourceConfig {
 private extension Unicode.Scalar {
     /// `A`…`Z` or `a`…`z`.
     var isASCIILetter: Bool { ("a"..."z").contains(self) || ("A"..."Z").contains(self) }
+}
+
+extension AdminConfig {
+    /// What is wrong with `token` as an admin token (never echoing it), or nil: empty (off), or at least
+    /// `minTokenBytes` printable ASCII bytes without spaces (it travels in an `Authorization` header).
+    static func problem(with token: String) -> String? {
+        guard !token.isEmpty else { return nil }
+        guard token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            return "must be printable ASCII without spaces (it is sent as `Authorization: Bearer <token>`)"
+        }
+        guard token.utf8.count >= minTokenBytes else {
+            return "must be at least \(minTokenBytes) characters (e.g. `openssl rand -hex 24`), or empty to turn /admin/ off"
+        }
+        return nil
+    }
 }

@@ -8,6 +8,8 @@ public enum PosternErrorCode: String, Sendable, Equatable, CaseIterable {
     case invalidCredentials = "invalid_credentials"
     /// 403: the policy denies the action.
     case forbidden
+    /// 403: a call under `/admin/` while no admin token is configured (`admin.token`).
+    case adminDisabled = "admin_disabled"
     /// 404: unknown route, or an item that does not exist or the caller may not read.
     case notFound = "not_found"
     /// 405: known path, other method.
