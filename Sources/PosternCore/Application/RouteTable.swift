@@ -53,7 +53,8 @@ struct RouteTable: Sendable {
         let sampler = StatsSampler(metrics: metrics, counted: RouteTable.countedInStats)
         self.sampler = sampler
         adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)]
-            + RouteTable.consoleRoutes(config: config, sampler: sampler, sessions: sessions, breaker: breaker))
+            + RouteTable.consoleRoutes(config: config, sampler: sampler, sessions: sessions, breaker: breaker)
+            + AdminSessions(sessions: sessions, log: log).routes)
         adminGuard = AdminGuard(config.admin)
         notFound = Endpoint(answering: .notFound("no such route"))
     }

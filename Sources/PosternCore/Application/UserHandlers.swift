@@ -20,7 +20,8 @@ struct UserHandlers: Sendable {
         // success (or a failure that is not a wrong guess) gives them back.
         let claim = try await rateLimits.claimLogin(ip: context.clientIP, email: email)
         do {
-            let response = try await signIn(email: email, password: password, context: context)
+            let response = try await signIn(email: email, password: password, userAgent: request.headers["User-Agent"],
+                                            context: context)
             await rateLimits.release(claim)
             return response
         } catch {
@@ -44,7 +45,8 @@ struct UserHandlers: Sendable {
             try await rateLimits.claimRegistration(ip: context.clientIP)
             try await createUser(email: email, password: password, context: context)
             do {
-                return try await signIn(email: email, password: password, context: context)
+                return try await signIn(email: email, password: password, userAgent: request.headers["User-Agent"],
+                                        context: context)
             } catch where error.code == .invalidCredentials {
                 throw .conflict("email already registered")
             }
@@ -55,7 +57,8 @@ struct UserHandlers: Sendable {
         do {
             try await rateLimits.claimRegistration(ip: context.clientIP)
             try await createUser(email: email, password: password, context: context)
-            let response = try await signIn(email: email, password: password, context: context)
+            let response = try await signIn(email: email, password: password, userAgent: request.headers["User-Agent"],
+                                            context: context)
             await rateLimits.release(claim)
             return response
         } catch where error.code == .invalidCredentials {
@@ -89,14 +92,17 @@ struct UserHandlers: Sendable {
         return .json(200, .object([("user", .object([("id", .string(session.userID)), ("email", .string(session.email))]))]))
     }
 
-    private func signIn(email: String, password: String, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+    /// Signs in at Directus and opens a session that keeps the client's IP and `userAgent`.
+    private func signIn(email: String, password: String, userAgent: String?,
+                        context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let tokens: DirectusTokens
         do {
             tokens = try await directus.login(email: email, password: password, context: context.call)
         } catch {
             throw error.forLogin()
         }
-        return tokenResponse(try await sessions.open(tokens: tokens, email: email, context: context.call))
+        return tokenResponse(try await sessions.open(tokens: tokens, email: email, userAgent: userAgent,
+                                                     context: context.call))
     }
 
     private func tokenResponse(_ issued: IssuedTokens) -> HTTPResponse {

@@ -27,6 +27,10 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     private var usedRefresh: [String: String] = [:]        // used refresh digest → session id
     private var usedByID: [String: [String]] = [:]         // session id → its used refresh digests
     private var users: [String: UserSessions] = [:]
+    /// E-mail (`SessionSummary.emailKey`) → user id → how many sessions of that user carry it (operator listing).
+    private var emails: [String: [String: Int]] = [:]
+    /// Slots by the first `SessionSummary.minimumPrefix` characters of their id (not unique; operator lookups).
+    private var byPrefix = SlotIndex()
     /// Role ids are shared by many sessions: one copy of each.
     private var roles: [String: String] = [:]
     private var byLastUsed = ExpiryIndex<Int32>()
@@ -50,6 +54,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
             let slot = sessions.add(session)
             indexLocked(slot, session)
             users[session.userID, default: UserSessions(email: session.email)].slots.insert(slot)
+            countEmailLocked(session, by: 1)
             byLastUsed.insert(slot, at: session.lastUsedAt)
             byExpiresAt.insert(slot, at: session.expiresAt)
             return session
@@ -162,6 +167,57 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
         lock.withLock { sessions.count }
     }
 
+    /// The sessions of `userID` (its per-user index).
+    public func summaries(userID: String) throws(SessionStoreError) -> [SessionSummary] {
+        lock.withLock {
+            (users[userID]?.slots ?? []).compactMap { sessions[$0].map(SessionSummary.init) }
+        }
+    }
+
+    /// The sessions whose e-mail is `email` (ignoring ASCII case): the users that carry it, then their sessions.
+    public func summaries(email: String) throws(SessionStoreError) -> [SessionSummary] {
+        let key = SessionSummary.emailKey(email)
+        return lock.withLock {
+            (emails[key]?.keys.map { $0 } ?? []).flatMap { user in
+                (users[user]?.slots ?? []).compactMap { slot -> SessionSummary? in
+                    guard let s = sessions[slot], SessionSummary.emailKey(s.email) == key else { return nil }
+                    return SessionSummary(s)
+                }
+            }
+        }
+    }
+
+    /// At most `limit` ids starting with `prefix`, through the prefix index.
+    public func sessionIDs(prefix: String, limit: Int) throws(SessionStoreError) -> [String] {
+        guard prefix.utf8.count >= SessionSummary.minimumPrefix, limit > 0 else { return [] }
+        return lock.withLock {
+            var found: [String] = []
+            byPrefix.forEachCandidate(hash: MemorySessionStore.prefixHash(prefix)) { slot in
+                if found.count < limit, let id = sessions[slot]?.id, id.hasPrefix(prefix) { found.append(id) }
+            }
+            return found
+        }
+    }
+
+    /// The hash of the first `SessionSummary.minimumPrefix` bytes of `id` (the prefix index's key).
+    private static func prefixHash(_ id: String) -> Int {
+        var hasher = Hasher()
+        for byte in id.utf8.prefix(SessionSummary.minimumPrefix) { hasher.combine(byte) }
+        return hasher.finalize()
+    }
+
+    /// Adds `delta` to the count of `session`'s user under its e-mail (dropping counts that reach 0).
+    private func countEmailLocked(_ session: Session, by delta: Int) {
+        let key = SessionSummary.emailKey(session.email)
+        let count = (emails[key]?[session.userID] ?? 0) + delta
+        if count > 0 {
+            emails[key, default: [:]][session.userID] = count
+        } else {
+            emails[key]?[session.userID] = nil
+            if emails[key]?.isEmpty == true { emails[key] = nil }
+        }
+    }
+
     // MARK: Indexes (lock held)
 
     private func slot(id: String) -> Int32? {
@@ -181,9 +237,15 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
         sessions[slot].map { key($0).hashValue } ?? 0
     }
 
+    /// The prefix index's hash of the session in `slot`.
+    private func prefixHash(of slot: Int32) -> Int {
+        sessions[slot].map { MemorySessionStore.prefixHash($0.id) } ?? 0
+    }
+
     /// Files `slot` (holding `session`) in the id and digest indexes.
     private func indexLocked(_ slot: Int32, _ session: Session) {
         byID.insert(slot, hash: session.id.hashValue) { hash($0, \.id) }
+        byPrefix.insert(slot, hash: MemorySessionStore.prefixHash(session.id)) { prefixHash(of: $0) }
         byToken.insert(slot, hash: session.token.hashValue) { hash($0, \.token) }
         byRefresh.insert(slot, hash: session.refresh.hashValue) { hash($0, \.refresh) }
     }
@@ -191,6 +253,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     /// Takes `slot` (holding `session`) out of the id and digest indexes (the slot must still hold it).
     private func unindexLocked(_ slot: Int32, _ session: Session) {
         byID.remove(slot, hash: session.id.hashValue) { hash($0, \.id) }
+        byPrefix.remove(slot, hash: MemorySessionStore.prefixHash(session.id)) { prefixHash(of: $0) }
         byToken.remove(slot, hash: session.token.hashValue) { hash($0, \.token) }
         byRefresh.remove(slot, hash: session.refresh.hashValue) { hash($0, \.refresh) }
     }
@@ -240,6 +303,10 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
             usedRefresh[oldRefresh] = session.id
             usedByID[session.id, default: []].append(oldRefresh)
         }
+        if old.userID != session.userID || old.email != session.email {
+            countEmailLocked(old, by: -1)
+            countEmailLocked(session, by: 1)
+        }
         if old.userID != session.userID {
             users[old.userID]?.slots.remove(slot)
             if users[old.userID]?.slots.isEmpty == true { users[old.userID] = nil }
@@ -258,6 +325,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
             _ = sessions.remove(slot)
             users[old.userID]?.slots.remove(slot)
             if users[old.userID]?.slots.isEmpty == true { users[old.userID] = nil }
+            countEmailLocked(old, by: -1)
             byLastUsed.remove(slot, at: old.lastUsedAt)
             byExpiresAt.remove(slot, at: old.expiresAt)
         }

@@ -1,18 +1,22 @@
 // The Lua scripts of `RedisSessionStore`. Each runs atomically in Redis, so two gateway instances never see
 // half a write. ARGV[1] is always the key prefix (`postern:`); keys are built from it inside the script:
-//   <p>s:<id>        hash: td rd u e ro da dax dr z c l x (the session; `z` = 1 when da/dr are sealed)
+//   <p>s:<id>        hash: td rd u e ro da dax dr z c l x ip ua (the session; `z` = 1 when da/dr are sealed; `ip` and
+//                    `ua`, the client's IP and user agent at sign-in, are absent in sessions stored before them)
 //   <p>t:<digest>    session id, by access-token digest
 //   <p>r:<digest>    session id, by refresh-token digest
 //   <p>used:<digest> session id of a rotated-away refresh digest (tombstone until the session's absolute expiry)
 //   <p>ud:<id>       set: the tombstones of a session (forgotten with it on delete and purge)
 //   <p>u:<user>      sorted set: session ids of a user by last use (for the per-user cap)
 //   <p>all           sorted set: session ids by effective expiry (count and purge)
+//   <p>ids           sorted set, every score 0: session ids in byte order (an operator's lookup by id prefix)
+//   <p>e:<email>     set: the user ids whose sessions carry this e-mail (ASCII lower case; an operator's listing)
+// `ids` and `e:` are filled on insert and update, and for sessions stored before them by the batched touch.
 // Dates are milliseconds since 1970. The session, its two index keys and its entry in `all` share one expiry:
 // min(last use + idle TTL, absolute expiry), set with PEXPIREAT.
 
 extension RedisSessionStore {
     /// Stores a new session; `DUPLICATE` error when its id or a digest is taken.
-    /// ARGV: p id td rd u e ro da dax dr z c l x expiry maxTTLms.
+    /// ARGV: p id td rd u e ro da dax dr z c l x expiry maxTTLms ip ua.
     static let insertScript = RedisScript("""
     local p, id = ARGV[1], ARGV[2]
     local sk, tk, rk = p..'s:'..id, p..'t:'..ARGV[3], p..'r:'..ARGV[4]
@@ -20,7 +24,8 @@ extension RedisSessionStore {
       return redis.error_reply('DUPLICATE session')
     end
     redis.call('HSET', sk, 'td', ARGV[3], 'rd', ARGV[4], 'u', ARGV[5], 'e', ARGV[6], 'ro', ARGV[7], 'da', ARGV[8],
-      'dax', ARGV[9], 'dr', ARGV[10], 'z', ARGV[11], 'c', ARGV[12], 'l', ARGV[13], 'x', ARGV[14])
+      'dax', ARGV[9], 'dr', ARGV[10], 'z', ARGV[11], 'c', ARGV[12], 'l', ARGV[13], 'x', ARGV[14], 'ip', ARGV[17],
+      'ua', ARGV[18])
     local exp = ARGV[15]
     redis.call('PEXPIREAT', sk, exp)
     redis.call('SET', tk, id) redis.call('PEXPIREAT', tk, exp)
@@ -29,6 +34,10 @@ extension RedisSessionStore {
     redis.call('ZADD', uk, ARGV[13], id)
     redis.call('PEXPIRE', uk, ARGV[16])
     redis.call('ZADD', p..'all', exp, id)
+    redis.call('ZADD', p..'ids', 0, id)
+    local ek = p..'e:'..string.lower(ARGV[6])
+    redis.call('SADD', ek, ARGV[5])
+    redis.call('PEXPIRE', ek, ARGV[16])
     return 1
     """)
 
@@ -66,7 +75,7 @@ extension RedisSessionStore {
 
     /// Replaces a whole session (same fields as insert); changed digests drop their old index keys, and a
     /// changed refresh digest leaves a tombstone. Returns 0 when the session is gone.
-    /// ARGV: p id td rd u e ro da dax dr z c l x expiry maxTTLms.
+    /// ARGV: p id td rd u e ro da dax dr z c l x expiry maxTTLms ip ua.
     static let updateScript = RedisScript("""
     local p, id = ARGV[1], ARGV[2]
     local sk = p..'s:'..id
@@ -80,7 +89,8 @@ extension RedisSessionStore {
       redis.call('SADD', p..'ud:'..id, old[2]) redis.call('PEXPIREAT', p..'ud:'..id, ARGV[14])
     end
     redis.call('HSET', sk, 'td', ARGV[3], 'rd', ARGV[4], 'u', ARGV[5], 'e', ARGV[6], 'ro', ARGV[7], 'da', ARGV[8],
-      'dax', ARGV[9], 'dr', ARGV[10], 'z', ARGV[11], 'c', ARGV[12], 'l', ARGV[13], 'x', ARGV[14])
+      'dax', ARGV[9], 'dr', ARGV[10], 'z', ARGV[11], 'c', ARGV[12], 'l', ARGV[13], 'x', ARGV[14], 'ip', ARGV[17],
+      'ua', ARGV[18])
     local exp = ARGV[15]
     redis.call('PEXPIREAT', sk, exp)
     redis.call('SET', p..'t:'..ARGV[3], id) redis.call('PEXPIREAT', p..'t:'..ARGV[3], exp)
@@ -89,6 +99,10 @@ extension RedisSessionStore {
     redis.call('ZADD', uk, ARGV[13], id)
     redis.call('PEXPIRE', uk, ARGV[16])
     redis.call('ZADD', p..'all', exp, id)
+    redis.call('ZADD', p..'ids', 0, id)
+    local ek = p..'e:'..string.lower(ARGV[6])
+    redis.call('SADD', ek, ARGV[5])
+    redis.call('PEXPIRE', ek, ARGV[16])
     return 1
     """)
 
@@ -102,14 +116,22 @@ extension RedisSessionStore {
     return redis.call('HGETALL', sk)
     """)
 
-    /// Moves last use forward (never back) and slides the idle expiry of each session given.
+    /// Moves last use forward (never back) and slides the idle expiry of each session given; files a session
+    /// stored before `ids` and `e:` existed in them (a no-op for the others).
     /// ARGV: p idleMs (id lastUsed)...
     static let touchScript = RedisScript("""
     local p, idle = ARGV[1], tonumber(ARGV[2])
     for i = 3, #ARGV, 2 do
       local id, l = ARGV[i], tonumber(ARGV[i + 1])
       local sk = p..'s:'..id
-      local cur = redis.call('HMGET', sk, 'td', 'rd', 'x', 'u', 'l')
+      local cur = redis.call('HMGET', sk, 'td', 'rd', 'x', 'u', 'l', 'e')
+      if cur[1] and cur[6] then
+        redis.call('ZADD', p..'ids', 0, id)
+        local ek = p..'e:'..string.lower(cur[6])
+        if redis.call('SADD', ek, cur[4]) == 1 and redis.call('PTTL', ek) == -1 then
+          redis.call('PEXPIREAT', ek, cur[3])
+        end
+      end
       if cur[1] and tonumber(cur[5]) < l then
         local exp = math.min(l + idle, tonumber(cur[3]))
         redis.call('HSET', sk, 'l', l)
@@ -131,6 +153,7 @@ extension RedisSessionStore {
     redis.call('DEL', p..'ud:'..id)
     local cur = redis.call('HMGET', sk, 'td', 'rd', 'u')
     redis.call('ZREM', p..'all', id)
+    redis.call('ZREM', p..'ids', id)
     if not cur[1] then return 0 end
     redis.call('DEL', sk, p..'t:'..cur[1], p..'r:'..cur[2])
     redis.call('ZREM', p..'u:'..cur[3], id)
@@ -162,10 +185,66 @@ extension RedisSessionStore {
     local ids = redis.call('ZRANGEBYSCORE', k, '-inf', ARGV[2], 'LIMIT', 0, 10000)
     for _, id in ipairs(ids) do
       redis.call('ZREM', k, id)
+      redis.call('ZREM', ARGV[1]..'ids', id)
       for _, d in ipairs(redis.call('SMEMBERS', ARGV[1]..'ud:'..id)) do redis.call('DEL', ARGV[1]..'used:'..d) end
       redis.call('DEL', ARGV[1]..'ud:'..id)
     end
     return ids
+    """)
+
+    /// {id, u, e, c, l, x, ip, ua}... of the live sessions of one user (ARGV[2] = 'u', ARGV[3] the user id) or
+    /// of every user filed under one e-mail (ARGV[2] = 'e', ARGV[3] the e-mail in ASCII lower case; sessions
+    /// carrying another e-mail are left out). Forgets index entries whose session is gone. ARGV: p mode key.
+    static let summariesScript = RedisScript("""
+    local p, mode, key = ARGV[1], ARGV[2], ARGV[3]
+    local out = {}
+    local function user(u)
+      local uk = p..'u:'..u
+      local found = 0
+      for _, id in ipairs(redis.call('ZRANGE', uk, 0, -1)) do
+        local h = redis.call('HMGET', p..'s:'..id, 'u', 'e', 'c', 'l', 'x', 'ip', 'ua')
+        if not h[3] then
+          redis.call('ZREM', uk, id)
+        elseif mode == 'u' or string.lower(h[2] or '') == key then
+          found = found + 1
+          out[#out + 1] = id
+          for j = 1, 7 do out[#out + 1] = h[j] or '' end
+        end
+      end
+      return found
+    end
+    if mode == 'u' then
+      user(key)
+    else
+      local ek = p..'e:'..key
+      for _, u in ipairs(redis.call('SMEMBERS', ek)) do
+        if user(u) == 0 then redis.call('SREM', ek, u) end
+      end
+    end
+    return out
+    """)
+
+    /// Up to ARGV[3] ids of live sessions starting with ARGV[2] (the `ids` index in byte order; DEL, 0x7F, is
+    /// above every base64url character); forgets entries whose session is gone. ARGV: p prefix limit.
+    static let prefixScript = RedisScript("""
+    local p, prefix, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+    local k = p..'ids'
+    local out = {}
+    local offset = 0
+    while #out < limit do
+      local ids = redis.call('ZRANGEBYLEX', k, '['..prefix, '('..prefix..'\\127', 'LIMIT', offset, 32)
+      if #ids == 0 then break end
+      for _, id in ipairs(ids) do
+        if redis.call('EXISTS', p..'s:'..id) == 1 then
+          if #out < limit then out[#out + 1] = id end
+        else
+          redis.call('ZREM', k, id)
+          offset = offset - 1
+        end
+      end
+      offset = offset + #ids
+    end
+    return out
     """)
 
     /// Releases a lock only if it still holds our token. KEYS[1] lock; ARGV[1] token.

@@ -40,7 +40,8 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
 
     /// Stores a new session.
     public func insert(_ session: Session) async throws(SessionStoreError) {
-        _ = try await run(Self.insertScript, fields(session) + [.integer(Int(maxTTL * 1000))])
+        _ = try await run(Self.insertScript, fields(session) + [.integer(Int(maxTTL * 1000)), .string(session.clientIP),
+                                                                .string(session.userAgent)])
     }
 
     /// The session of an access-token digest.
@@ -65,7 +66,8 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
 
     /// Replaces the whole session (a changed refresh digest becomes a tombstone).
     public func update(_ session: Session) async throws(SessionStoreError) {
-        _ = try await run(Self.updateScript, fields(session) + [.integer(Int(maxTTL * 1000))])
+        _ = try await run(Self.updateScript, fields(session) + [.integer(Int(maxTTL * 1000)), .string(session.clientIP),
+                                                                .string(session.userAgent)])
     }
 
     /// Compare-and-set rotation (one Lua script: of two uses of one refresh token, exactly one wins).
@@ -124,6 +126,34 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
         Int(try await command(["ZCOUNT", .string(prefix + "all"), .string("(" + String(Self.ms(Date()))), "+inf"]).integer ?? 0)
     }
 
+    /// The live sessions of a user (its per-user index).
+    public func summaries(userID: String) async throws(SessionStoreError) -> [SessionSummary] {
+        Self.summaries(try await run(Self.summariesScript, [.string("u"), .string(userID)]))
+    }
+
+    /// The live sessions carrying `email` (ignoring ASCII case), through the e-mail index.
+    public func summaries(email: String) async throws(SessionStoreError) -> [SessionSummary] {
+        Self.summaries(try await run(Self.summariesScript, [.string("e"), .string(SessionSummary.emailKey(email))]))
+    }
+
+    /// At most `limit` ids of live sessions starting with `prefix`, through the `ids` index (no key scan).
+    public func sessionIDs(prefix: String, limit: Int) async throws(SessionStoreError) -> [String] {
+        guard SessionSummary.isIDLike(prefix), limit > 0 else { return [] }
+        return (try await run(Self.prefixScript, [.string(prefix), .integer(limit)]).array ?? []).compactMap(\.string)
+    }
+
+    /// Summaries from the flat `{id, u, e, c, l, x, ip, ua}...` reply of `summariesScript`.
+    private static func summaries(_ reply: RedisReply) -> [SessionSummary] {
+        let flat = reply.array ?? []
+        return stride(from: 0, to: flat.count - 7, by: 8).compactMap { i in
+            guard let id = flat[i].string, let user = flat[i + 1].string, let email = flat[i + 2].string,
+                  let c = flat[i + 3].string.flatMap(Int64.init), let l = flat[i + 4].string.flatMap(Int64.init),
+                  let x = flat[i + 5].string.flatMap(Int64.init) else { return nil }
+            return SessionSummary(id: id, userID: user, email: email, createdAt: date(c), lastUsedAt: date(l),
+                                  expiresAt: date(x), clientIP: flat[i + 6].string ?? "", userAgent: flat[i + 7].string ?? "")
+        }
+    }
+
     /// True while every worker loop's connection is up and the revocation channel is subscribed (no round trip).
     public func isAvailable() async -> Bool { clients.isConnected && listening() }
 
@@ -177,9 +207,11 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
             refresh = r
         }
         let role = h["ro"].flatMap { $0.isEmpty ? nil : $0 }
+        // `ip` and `ua` are absent in sessions stored before Postern kept them.
         return Session(id: id, tokenDigest: td, refreshDigest: rd, userID: user, email: email, role: role,
                        directusAccessToken: access, directusAccessExpiresAt: Self.date(dax), directusRefreshToken: refresh,
-                       createdAt: Self.date(c), lastUsedAt: Self.date(l), expiresAt: Self.date(x))
+                       createdAt: Self.date(c), lastUsedAt: Self.date(l), expiresAt: Self.date(x),
+                       clientIP: h["ip"] ?? "", userAgent: h["ua"] ?? "")
     }
 
     private func lookup(_ kind: String, _ digest: String) async throws(SessionStoreError) -> Session? {

@@ -17,11 +17,11 @@ import Darwin
 /// A revocation (logout, reuse, per-user cap) is one small committed write: the row is marked `revoked`, its
 /// Directus tokens blanked (overwritten: `secure_delete`), its used-refresh records deleted, and every read
 /// skips it from then on; the background purge deletes it with the expired rows. A `DELETE` would rewrite a
-/// page of each of the table's seven B-trees (the table and six indexes) on every logout; the mark writes two
+/// page of each of the table's eight B-trees (the table and seven indexes) on every logout; the mark writes two
 /// (the row's page and the small partial index of revoked rows).
 public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     /// The schema version this code writes (`PRAGMA user_version`).
-    public static let schemaVersion: Int32 = 3
+    public static let schemaVersion: Int32 = 4
 
     /// The database file path.
     public let path: String
@@ -36,11 +36,12 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     private enum Query: CaseIterable {
         case insert, byToken, byRefresh, byID, usedRefresh, oldRefresh, update, rememberUsed, touch
         case delete, deleteUsed, purge, count, rotate, directusTokens, recency, clearRevoked
+        case summariesByUser, summariesByEmail, idsByPrefix
 
         var sql: String {
             switch self {
             case .insert:
-                return "INSERT INTO sessions (\(SQLiteSessionStore.columns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                return "INSERT INTO sessions (\(SQLiteSessionStore.columns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
             case .byToken: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE token_digest = ? AND revoked = 0"
             case .byRefresh: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE refresh_digest = ? AND revoked = 0"
             case .byID: return "SELECT \(SQLiteSessionStore.columns) FROM sessions WHERE id = ? AND revoked = 0"
@@ -50,7 +51,8 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
                 return """
                     UPDATE sessions SET token_digest = ?2, refresh_digest = ?3, user_id = ?4, email = ?5, role = ?6,
                     directus_access = ?7, directus_access_expires = ?8, directus_refresh = ?9, sealed = ?10,
-                    created_at = ?11, last_used = ?12, expires_at = ?13 WHERE id = ?1 AND revoked = 0
+                    created_at = ?11, last_used = ?12, expires_at = ?13, client_ip = ?14, user_agent = ?15
+                    WHERE id = ?1 AND revoked = 0
                     """
             case .rememberUsed: return "INSERT OR REPLACE INTO used_refresh (digest, session_id) VALUES (?, ?)"
             case .touch: return "UPDATE sessions SET last_used = ? WHERE id = ? AND revoked = 0"
@@ -79,14 +81,25 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
             // Revoked rows in the way of a new id or digest (they are gone for every read already).
             case .clearRevoked:
                 return "DELETE FROM sessions WHERE revoked = 1 AND (id = ?1 OR token_digest = ?2 OR refresh_digest = ?3)"
+            case .summariesByUser:
+                return "SELECT \(SQLiteSessionStore.summaryColumns) FROM sessions WHERE user_id = ? AND revoked = 0"
+            // The comparison takes the index's collation, so that `sessions_email` serves it.
+            case .summariesByEmail:
+                return "SELECT \(SQLiteSessionStore.summaryColumns) FROM sessions WHERE email = ?1 COLLATE NOCASE AND revoked = 0"
+            // A range on the primary key: ?2 is the prefix followed by DEL (0x7F), above every base64url character.
+            case .idsByPrefix:
+                return "SELECT id FROM sessions WHERE id >= ?1 AND id < ?2 AND revoked = 0 LIMIT ?3"
             }
         }
     }
 
     private static let columns = """
         id, token_digest, refresh_digest, user_id, email, role, directus_access, directus_access_expires, \
-        directus_refresh, sealed, created_at, last_used, expires_at
+        directus_refresh, sealed, created_at, last_used, expires_at, client_ip, user_agent
         """
+
+    /// What `summary(_:)` reads: never a token or a digest.
+    private static let summaryColumns = "id, user_id, email, created_at, last_used, expires_at, client_ip, user_agent"
 
     private static let schema = """
         CREATE TABLE IF NOT EXISTS sessions (
@@ -130,6 +143,15 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         CREATE TRIGGER IF NOT EXISTS sessions_forget_used_on_revoke AFTER UPDATE OF revoked ON sessions WHEN new.revoked = 1
             BEGIN DELETE FROM used_refresh WHERE session_id = old.id; END;
         PRAGMA user_version = 3;
+        """
+
+    /// Schema version 4: the client's IP and user agent at sign-in ('' in the rows written before), and the
+    /// e-mail index of the operator's listing.
+    private static let clientV4 = """
+        ALTER TABLE sessions ADD COLUMN client_ip TEXT NOT NULL DEFAULT '';
+        ALTER TABLE sessions ADD COLUMN user_agent TEXT NOT NULL DEFAULT '';
+        CREATE INDEX IF NOT EXISTS sessions_email ON sessions (email COLLATE NOCASE);
+        PRAGMA user_version = 4;
         """
 
     /// Opens (creating if needed) the store at `path`; with `secretBox`, Directus tokens are sealed at rest.
@@ -362,6 +384,43 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
+    /// The sessions of `userID` (through the `user_id` index).
+    public func summaries(userID: String) throws(SessionStoreError) -> [SessionSummary] {
+        try locked {
+            let stmt = try statement(.summariesByUser)
+            bind(stmt, 1, userID)
+            return try summaries(stmt)
+        }
+    }
+
+    /// The sessions whose e-mail is `email` ignoring ASCII case (through the `sessions_email` index).
+    public func summaries(email: String) throws(SessionStoreError) -> [SessionSummary] {
+        try locked {
+            let stmt = try statement(.summariesByEmail)
+            bind(stmt, 1, email)
+            return try summaries(stmt)
+        }
+    }
+
+    /// At most `limit` ids starting with `prefix` (a range on the primary key); a prefix outside the base64url
+    /// alphabet names no session.
+    public func sessionIDs(prefix: String, limit: Int) throws(SessionStoreError) -> [String] {
+        guard SessionSummary.isIDLike(prefix), limit > 0 else { return [] }
+        return try locked {
+            let stmt = try statement(.idsByPrefix)
+            bind(stmt, 1, prefix)
+            bind(stmt, 2, prefix + "\u{7F}")
+            sqlite3_bind_int(stmt, 3, Int32(clamping: limit))
+            var ids: [String] = []
+            while true {
+                let rc = sqlite3_step(stmt)
+                if rc == SQLITE_DONE { return ids }
+                try check(rc == SQLITE_ROW, "id prefix lookup")
+                ids.append(text(stmt, 0))
+            }
+        }
+    }
+
     /// `EXPLAIN QUERY PLAN` of every statement the store runs, by statement (for tests: each must use an index).
     func queryPlans() throws -> [String: String] {
         try locked {
@@ -430,11 +489,13 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         try exec("PRAGMA secure_delete = ON")
         let version = try userVersion()
         if version == 0 {
-            try exec("BEGIN IMMEDIATE; \(Self.schema) \(Self.indexesV2) \(Self.revocationV3) COMMIT;")
+            try exec("BEGIN IMMEDIATE; \(Self.schema) \(Self.indexesV2) \(Self.revocationV3) \(Self.clientV4) COMMIT;")
         } else if version == 1 {
-            try exec("BEGIN IMMEDIATE; \(Self.indexesV2) \(Self.revocationV3) COMMIT;")
+            try exec("BEGIN IMMEDIATE; \(Self.indexesV2) \(Self.revocationV3) \(Self.clientV4) COMMIT;")
         } else if version == 2 {
-            try exec("BEGIN IMMEDIATE; \(Self.revocationV3) COMMIT;")
+            try exec("BEGIN IMMEDIATE; \(Self.revocationV3) \(Self.clientV4) COMMIT;")
+        } else if version == 3 {
+            try exec("BEGIN IMMEDIATE; \(Self.clientV4) COMMIT;")
         } else if version > Self.schemaVersion {
             throw SessionStoreError.failed("schema version \(version) is newer than this Postern supports (\(Self.schemaVersion))")
         }
@@ -564,6 +625,8 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
         sqlite3_bind_double(stmt, 11, s.createdAt.timeIntervalSince1970)
         sqlite3_bind_double(stmt, 12, s.lastUsedAt.timeIntervalSince1970)
         sqlite3_bind_double(stmt, 13, s.expiresAt.timeIntervalSince1970)
+        bind(stmt, 14, s.clientIP)
+        bind(stmt, 15, s.userAgent)
     }
 
     /// Runs the insert statement for `session`; returns SQLite's result code.
@@ -613,7 +676,23 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
             directusRefreshToken: refresh,
             createdAt: Date(timeIntervalSince1970: sqlite3_column_double(stmt, 10)),
             lastUsedAt: Date(timeIntervalSince1970: sqlite3_column_double(stmt, 11)),
-            expiresAt: Date(timeIntervalSince1970: sqlite3_column_double(stmt, 12)))
+            expiresAt: Date(timeIntervalSince1970: sqlite3_column_double(stmt, 12)),
+            clientIP: text(stmt, 13), userAgent: text(stmt, 14))
+    }
+
+    /// Every row `stmt` (bound, over `summaryColumns`) yields, as summaries.
+    private func summaries(_ stmt: OpaquePointer) throws -> [SessionSummary] {
+        var out: [SessionSummary] = []
+        while true {
+            let rc = sqlite3_step(stmt)
+            if rc == SQLITE_DONE { return out }
+            try check(rc == SQLITE_ROW, "list sessions")
+            out.append(SessionSummary(id: text(stmt, 0), userID: text(stmt, 1), email: text(stmt, 2),
+                                      createdAt: Date(timeIntervalSince1970: sqlite3_column_double(stmt, 3)),
+                                      lastUsedAt: Date(timeIntervalSince1970: sqlite3_column_double(stmt, 4)),
+                                      expiresAt: Date(timeIntervalSince1970: sqlite3_column_double(stmt, 5)),
+                                      clientIP: text(stmt, 6), userAgent: text(stmt, 7)))
+        }
     }
 }
 

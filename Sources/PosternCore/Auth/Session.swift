@@ -115,15 +115,35 @@ public struct Session: Sendable, Equatable {
             yield &fields.expiresAt
         }
     }
+    /// The client's IP address at sign-in, as the gateway derived it (trusted proxies respected); "" for a
+    /// session stored before Postern kept it.
+    public var clientIP: String {
+        _read { yield fields.clientIP }
+        _modify {
+            makeUnique()
+            yield &fields.clientIP
+        }
+    }
+    /// The client's `User-Agent` at sign-in, bounded and without control characters (`Session.userAgent(_:)`);
+    /// "" when it sent none, or for a session stored before Postern kept it.
+    public var userAgent: String {
+        _read { yield fields.userAgent }
+        _modify {
+            makeUnique()
+            yield &fields.userAgent
+        }
+    }
 
     /// Builds a session.
     public init(id: String, tokenDigest: String, refreshDigest: String, userID: String, email: String,
                 role: String? = nil, directusAccessToken: String, directusAccessExpiresAt: Date,
-                directusRefreshToken: String, createdAt: Date, lastUsedAt: Date, expiresAt: Date) {
+                directusRefreshToken: String, createdAt: Date, lastUsedAt: Date, expiresAt: Date,
+                clientIP: String = "", userAgent: String = "") {
         fields = Fields(id: id, token: SessionDigest(tokenDigest), refresh: SessionDigest(refreshDigest), userID: userID,
                         email: email, role: role, directusAccessToken: directusAccessToken,
                         directusAccessExpiresAt: directusAccessExpiresAt, directusRefreshToken: directusRefreshToken,
-                        createdAt: createdAt, lastUsedAt: lastUsedAt, expiresAt: expiresAt)
+                        createdAt: createdAt, lastUsedAt: lastUsedAt, expiresAt: expiresAt, clientIP: clientIP,
+                        userAgent: userAgent)
     }
 
     /// Makes the fields this value's own (a copy when another value shares them), before a change.
@@ -151,10 +171,12 @@ public struct Session: Sendable, Equatable {
         var createdAt: Date
         var lastUsedAt: Date
         var expiresAt: Date
+        var clientIP: String
+        var userAgent: String
 
         init(id: String, token: SessionDigest, refresh: SessionDigest, userID: String, email: String, role: String?,
              directusAccessToken: String, directusAccessExpiresAt: Date, directusRefreshToken: String,
-             createdAt: Date, lastUsedAt: Date, expiresAt: Date) {
+             createdAt: Date, lastUsedAt: Date, expiresAt: Date, clientIP: String, userAgent: String) {
             self.id = id
             self.token = token
             self.refresh = refresh
@@ -167,6 +189,8 @@ public struct Session: Sendable, Equatable {
             self.createdAt = createdAt
             self.lastUsedAt = lastUsedAt
             self.expiresAt = expiresAt
+            self.clientIP = clientIP
+            self.userAgent = userAgent
         }
 
         /// A box of its own with the same fields.
@@ -174,7 +198,7 @@ public struct Session: Sendable, Equatable {
             Fields(id: id, token: token, refresh: refresh, userID: userID, email: email, role: role,
                    directusAccessToken: directusAccessToken, directusAccessExpiresAt: directusAccessExpiresAt,
                    directusRefreshToken: directusRefreshToken, createdAt: createdAt, lastUsedAt: lastUsedAt,
-                   expiresAt: expiresAt)
+                   expiresAt: expiresAt, clientIP: clientIP, userAgent: userAgent)
         }
 
         /// Whether every field equals `other`'s.
@@ -183,7 +207,8 @@ public struct Session: Sendable, Equatable {
                 && email == other.email && role == other.role && directusAccessToken == other.directusAccessToken
                 && directusAccessExpiresAt == other.directusAccessExpiresAt
                 && directusRefreshToken == other.directusRefreshToken && createdAt == other.createdAt
-                && lastUsedAt == other.lastUsedAt && expiresAt == other.expiresAt
+                && lastUsedAt == other.lastUsedAt && expiresAt == other.expiresAt && clientIP == other.clientIP
+                && userAgent == other.userAgent
         }
     }
 
@@ -195,6 +220,26 @@ public struct Session: Sendable, Equatable {
     /// Whether the session is dead at `now` (expiry reached or passed).
     public func isExpired(now: Date, idleTTL: TimeInterval) -> Bool {
         effectiveExpiry(idleTTL: idleTTL) <= now
+    }
+
+    /// The longest user agent a session keeps, in UTF-8 bytes.
+    public static let maxUserAgentBytes = 256
+
+    /// `raw` as a session keeps it: control characters (C0, DEL, C1) left out, then cut to at most
+    /// `maxUserAgentBytes` UTF-8 bytes on a character boundary.
+    public static func userAgent(_ raw: String?) -> String {
+        guard let raw, !raw.isEmpty else { return "" }
+        var out = String()
+        var bytes = 0
+        for scalar in raw.unicodeScalars {
+            let v = scalar.value
+            if v < 0x20 || (0x7F...0x9F).contains(v) { continue }
+            let width = UTF8.width(scalar)
+            if bytes + width > maxUserAgentBytes { break }
+            bytes += width
+            out.unicodeScalars.append(scalar)
+        }
+        return out
     }
 
     /// A fresh random session id: base64url of 11 random bytes (88 bits; not a secret), 15 characters so

@@ -78,7 +78,9 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Opens a session for a Directus login and returns the new Postern tokens; beyond `maxPerUser` live
     /// sessions, the user's least recently used ones end (and their Directus refresh tokens are logged out).
-    public func open(tokens: DirectusTokens, email: String, context: CallContext) async throws(GatewayError) -> IssuedTokens {
+    /// The session keeps `context`'s client IP and `userAgent` (bounded by `Session.userAgent(_:)`).
+    public func open(tokens: DirectusTokens, email: String, userAgent: String? = nil,
+                     context: CallContext) async throws(GatewayError) -> IssuedTokens {
         guard let claims = JWTClaims(token: tokens.accessToken), let userID = claims.id else {
             throw .upstreamError("Directus access token without user id")
         }
@@ -90,7 +92,8 @@ public final class SessionManager: @unchecked Sendable {
                               userID: userID, email: email, role: claims.role, directusAccessToken: tokens.accessToken,
                               directusAccessExpiresAt: now.addingTimeInterval(Double(tokens.expiresMs) / 1000),
                               directusRefreshToken: tokens.refreshToken, createdAt: now, lastUsedAt: now,
-                              expiresAt: now.addingTimeInterval(maxTTL))
+                              expiresAt: now.addingTimeInterval(maxTTL), clientIP: context.clientIP,
+                              userAgent: Session.userAgent(userAgent))
         let seen = cache.currentGeneration
         let stored: Session
         do {
@@ -255,6 +258,97 @@ public final class SessionManager: @unchecked Sendable {
         cache.remove(sessionID: sessionID)
         if failure == nil { revocations.publish(sessionID: sessionID) }
         return failure
+    }
+
+    // MARK: Operator (docs/api.md, Operator API: sessions)
+
+    /// The live sessions of `user`, newest first: an e-mail (ignoring ASCII case) when it holds an `@`, else a
+    /// user id. Last use is the fresher of the store's (batched) and this instance's cache's. 503 when the
+    /// store cannot answer.
+    public func summaries(ofUser user: String) async throws(GatewayError) -> [SessionSummary] {
+        let stored: [SessionSummary]
+        do {
+            stored = user.contains("@") ? try await store.summaries(email: user) : try await store.summaries(userID: user)
+        } catch {
+            throw error.gatewayError
+        }
+        let now = clock()
+        let fresh = cache.lastUse(of: stored.map(\.id))
+        return stored.compactMap { summary -> SessionSummary? in
+            var summary = summary
+            if let use = fresh[summary.id], use > summary.lastUsedAt { summary.lastUsedAt = use }
+            return min(summary.lastUsedAt.addingTimeInterval(idleTTL), summary.expiresAt) > now ? summary : nil
+        }.sorted { $0.createdAt != $1.createdAt ? $0.createdAt > $1.createdAt : $0.id < $1.id }
+    }
+
+    /// Ends the one session that `idOrPrefix` names, like a logout (its tokens stop working at once here, and
+    /// on every instance of a shared store once the announcement arrives), and returns it: a full session id,
+    /// or at least `SessionSummary.minimumPrefix` first characters of exactly one. 400 for a shorter prefix,
+    /// 404 when none matches, 409 `ambiguous_session_id` when several do, 503 when the store cannot answer.
+    public func revoke(sessionIDOrPrefix idOrPrefix: String, context: CallContext) async throws(GatewayError) -> SessionSummary {
+        let exact: Session?
+        do {
+            exact = SessionSummary.isIDLike(idOrPrefix) ? try await store.session(sessionID: idOrPrefix) : nil
+        } catch {
+            throw error.gatewayError
+        }
+        if let exact {
+            try await end(exact.id, latest: exact, context: context)
+            return SessionSummary(exact)
+        }
+        guard idOrPrefix.count >= SessionSummary.minimumPrefix else {
+            throw .invalidRequest("no session has this id; a prefix needs at least \(SessionSummary.minimumPrefix) characters")
+        }
+        let ids: [String]
+        do {
+            ids = try await store.sessionIDs(prefix: idOrPrefix, limit: 2)
+        } catch {
+            throw error.gatewayError
+        }
+        guard ids.count < 2 else {
+            throw GatewayError(status: 409, code: .ambiguousSessionID,
+                               message: "more than one session id starts with this prefix; give more characters")
+        }
+        var found: Session?
+        if let id = ids.first {
+            do {
+                found = try await store.session(sessionID: id)
+            } catch {
+                throw error.gatewayError
+            }
+        }
+        guard let found else { throw .notFound("no session with this id") }
+        try await end(found.id, latest: found, context: context)
+        return SessionSummary(found)
+    }
+
+    /// Ends every session of the user `userID` like a logout; returns how many of them were live (expired ones
+    /// the purge has not reached yet go too, uncounted). 503 when the store cannot answer.
+    public func revokeAll(userID: String, context: CallContext) async throws(GatewayError) -> Int {
+        let stored: [SessionSummary]
+        do {
+            stored = try await store.summaries(userID: userID)
+        } catch {
+            throw error.gatewayError
+        }
+        let now = clock()
+        var live = 0
+        for summary in stored {
+            try await end(summary.id, latest: nil, context: context)
+            if min(summary.lastUsedAt.addingTimeInterval(idleTTL), summary.expiresAt) > now { live += 1 }
+        }
+        return live
+    }
+
+    /// Deletes the session `sessionID` (store, cache, announcement), then logs its latest Directus refresh token
+    /// out upstream (best effort); throws 503 when the store could not delete it.
+    private func end(_ sessionID: String, latest read: Session?, context: CallContext) async throws(GatewayError) {
+        // The latest Directus refresh token: a refresh may have rotated it since `read`.
+        var latest = cache.session(id: sessionID)
+        if latest == nil { latest = read }
+        if latest == nil { latest = try? await store.session(sessionID: sessionID) }
+        if let failure = await drop(sessionID: sessionID) { throw failure.gatewayError }
+        if let latest { try? await directus.logout(refreshToken: latest.directusRefreshToken, context: context) }
     }
 
     // MARK: Directus access token

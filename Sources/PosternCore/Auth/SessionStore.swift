@@ -44,6 +44,14 @@ public protocol SessionStore: Sendable {
     func purgeExpired(now: Date, idleTTL: TimeInterval) async throws(SessionStoreError) -> [String]
     /// The number of stored sessions.
     func count() async throws(SessionStoreError) -> Int
+    /// What an operator sees of each stored session of `userID` (any order; expired ones the purge has not
+    /// reached yet included: the caller filters them).
+    func summaries(userID: String) async throws(SessionStoreError) -> [SessionSummary]
+    /// Like `summaries(userID:)`, for the sessions whose e-mail equals `email` ignoring ASCII case.
+    func summaries(email: String) async throws(SessionStoreError) -> [SessionSummary]
+    /// The ids of at most `limit` stored sessions whose id starts with `prefix` (at least
+    /// `SessionSummary.minimumPrefix` characters), through an index (an operator's `DELETE /admin/sessions/{id}`).
+    func sessionIDs(prefix: String, limit: Int) async throws(SessionStoreError) -> [String]
     /// Whether the store can answer now (for `/readyz`); must not block for long (a networked store
     /// reports its connection state rather than making a round trip).
     func isAvailable() async -> Bool
@@ -58,6 +66,82 @@ extension SessionStore {
 
     /// In-process stores are always available.
     public func isAvailable() async -> Bool { true }
+
+    /// A store without an operator's listing (test doubles) says so.
+    public func summaries(userID: String) async throws(SessionStoreError) -> [SessionSummary] {
+        throw .failed("this session store cannot list sessions")
+    }
+
+    /// A store without an operator's listing (test doubles) says so.
+    public func summaries(email: String) async throws(SessionStoreError) -> [SessionSummary] {
+        throw .failed("this session store cannot list sessions")
+    }
+
+    /// A store without an operator's listing (test doubles) says so.
+    public func sessionIDs(prefix: String, limit: Int) async throws(SessionStoreError) -> [String] {
+        throw .failed("this session store cannot look sessions up by id prefix")
+    }
+}
+
+/// What an operator sees of one session (docs/api.md, Operator API: sessions): never a token or a digest.
+public struct SessionSummary: Sendable, Equatable {
+    /// The session id (not a secret).
+    public var id: String
+    /// The Directus user id.
+    public var userID: String
+    /// The e-mail the user signed in with.
+    public var email: String
+    /// When the session was created.
+    public var createdAt: Date
+    /// When it was last used, as the store knows it (the batched `last_used`).
+    public var lastUsedAt: Date
+    /// Absolute expiry.
+    public var expiresAt: Date
+    /// The client's IP at sign-in ("" for a session stored before Postern kept it).
+    public var clientIP: String
+    /// The client's user agent at sign-in ("" when none, or for a session stored before Postern kept it).
+    public var userAgent: String
+
+    /// The fewest characters of a session id that `DELETE /admin/sessions/{id}` accepts as a prefix.
+    public static let minimumPrefix = 8
+
+    /// Builds a summary.
+    public init(id: String, userID: String, email: String, createdAt: Date, lastUsedAt: Date, expiresAt: Date,
+                clientIP: String, userAgent: String) {
+        self.id = id
+        self.userID = userID
+        self.email = email
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+        self.expiresAt = expiresAt
+        self.clientIP = clientIP
+        self.userAgent = userAgent
+    }
+
+    /// The summary of `session`.
+    public init(_ session: Session) {
+        self.init(id: session.id, userID: session.userID, email: session.email, createdAt: session.createdAt,
+                  lastUsedAt: session.lastUsedAt, expiresAt: session.expiresAt, clientIP: session.clientIP,
+                  userAgent: session.userAgent)
+    }
+
+    /// `email` as the stores compare e-mails: ASCII letters in lower case (as SQLite's `NOCASE` and Redis's Lua
+    /// `string.lower` do), every other byte as it is.
+    public static func emailKey(_ email: String) -> String {
+        guard email.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return email }
+        return String(decoding: email.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 + 32 : $0 },
+                      as: UTF8.self)
+    }
+
+    /// Whether `id` could be a session id or a prefix of one: 1 to 64 characters of the base64url alphabet
+    /// (what `Session.newID()` writes). Anything else names no session.
+    public static func isIDLike(_ id: String) -> Bool {
+        guard !id.isEmpty, id.utf8.count <= 64 else { return false }
+        return id.utf8.allSatisfy { b in
+            (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z")) || (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z"))
+                || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
+        }
+    }
 }
 
 /// When one session of a user was created and last used (as the store knows it).

@@ -22,6 +22,16 @@ struct SlotIndex {
         }
     }
 
+    /// Calls `body` with every indexed slot that may have a key hashing to `hash` (the run of slots probed from
+    /// its bucket; the caller compares keys): for an index whose keys are not unique.
+    func forEachCandidate(hash: Int, _ body: (Int32) -> Void) {
+        var i = hash & mask
+        while buckets[i] != SlotIndex.empty {
+            body(buckets[i])
+            i = (i + 1) & mask
+        }
+    }
+
     /// Adds `slot`, whose key hashes to `hash` (its key must not be indexed yet); `hashOf` gives the hash of
     /// any indexed slot's key (for growing).
     mutating func insert(_ slot: Int32, hash: Int, hashOf: (Int32) -> Int) {

@@ -24,7 +24,7 @@ public struct PosternConfig: Sendable, Equatable {
     public var resources: [ResourceConfig] = ResourceConfig.shipped
     /// The most answers the micro-cache keeps (least recently used evicted first).
     public var cacheMaxEntries = 10_000
-    /// `debug`, `info`, `warning` or `error` (from `POSTERN_LOG_LEVEL`; not a file key).
+    /// `debug`, `info`, `notice`, `warning` or `error` (from `POSTERN_LOG_LEVEL`; not a file key).
     public var logLevel = "info"
     /// Base64 32-byte key that encrypts Directus tokens at rest (from `POSTERN_SECRET_KEY` only).
     public var secretKey: String?

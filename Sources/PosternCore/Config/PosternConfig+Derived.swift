@@ -65,7 +65,7 @@ extension PosternConfig {
     }
 
     /// The log levels `POSTERN_LOG_LEVEL` accepts, least severe first.
-    public static let logLevels = ["debug", "info", "warning", "error"]
+    public static let logLevels = ["debug", "info", "notice", "warning", "error"]
 }
 
 extension ResourceConfig {

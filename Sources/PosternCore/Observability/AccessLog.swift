@@ -7,14 +7,16 @@ import Glibc
 /// that loop's own buffer, written with one `write(2)` once the loop's turn ends: no lock shared by the
 /// loops, and a line is never split across writes, so lines of different loops never interleave mid-line.
 public final class AccessLog: @unchecked Sendable {
-    /// Log levels, lowest first.
+    /// Log levels, lowest first (`notice`: an operator's action worth keeping, such as a session revocation,
+    /// logged without the request lines at `POSTERN_LOG_LEVEL=notice`).
     public enum Level: Int, Sendable {
-        case debug, info, warning, error
+        case debug, info, notice, warning, error
 
-        /// Parses `debug`, `info`, `warning`, `error`.
+        /// Parses `debug`, `info`, `notice`, `warning`, `error`.
         public init(_ text: String) {
             switch text {
             case "debug": self = .debug
+            case "notice": self = .notice
             case "warning": self = .warning
             case "error": self = .error
             default: self = .info
@@ -82,7 +84,7 @@ public final class AccessLog: @unchecked Sendable {
     /// A free-form line (start-up, shutdown).
     public func event(_ level: Level, _ message: String, _ fields: [(String, JSONValue)] = []) {
         guard level.rawValue >= self.level.rawValue else { return }
-        let name = ["debug", "info", "warning", "error"][level.rawValue]
+        let name = ["debug", "info", "notice", "warning", "error"][level.rawValue]
         emit { line in
             line.begin(level: name)
             line.field("msg", message)

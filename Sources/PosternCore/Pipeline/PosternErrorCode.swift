@@ -18,6 +18,8 @@ public enum PosternErrorCode: String, Sendable, Equatable, CaseIterable {
     case requestTimeout = "request_timeout"
     /// 409: e.g. email already registered.
     case conflict
+    /// 409: an operator's session id prefix matches more than one session (`DELETE /admin/sessions/{id}`).
+    case ambiguousSessionID = "ambiguous_session_id"
     /// 413: body above the configured limit.
     case payloadTooLarge = "payload_too_large"
     /// 414: request target (path and query) too long.
