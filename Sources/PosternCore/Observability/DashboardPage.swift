@@ -67,16 +67,16 @@ main { padding: 16px 24px 32px; display: grid; gap: 14px; max-width: 1440px; mar
 .classes td.num { text-align: right; }
 .classes .sw { display: inline-block; width: 10px; height: 10px; border-radius: 3px; margin-right: 8px; vertical-align: -1px; }
 .muted { color: var(--muted); }
-.row3 { display: grid; grid-template-columns: minmax(0, 7fr) minmax(0, 6fr); gap: 14px; align-items: start; }
+.row3 { display: grid; grid-template-columns: minmax(0, 6fr) minmax(0, 7fr); gap: 14px; align-items: start; }
 .scroll { max-height: 330px; overflow: auto; }
 table.data { width: 100%; border-collapse: collapse; font-size: 13px; }
-table.data th { text-align: left; font-weight: 550; color: var(--muted); font-size: 12px; padding: 6px 8px;
+table.data th { text-align: left; font-weight: 550; color: var(--muted); font-size: 12px; padding: 6px 6px; white-space: nowrap;
                 border-bottom: 1px solid var(--line); position: sticky; top: 0; background: var(--card); }
-table.data td { padding: 6px 8px; border-bottom: 1px solid #eef0f3; white-space: nowrap; }
+table.data td { padding: 6px 6px; border-bottom: 1px solid #eef0f3; white-space: nowrap; }
 table.data td.num, table.data th.num { text-align: right; }
-table.data td.wrap { white-space: normal; word-break: break-all; max-width: 220px; color: var(--muted); }
-table.data .route { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
-.method { display: inline-block; min-width: 52px; font-size: 11px; font-weight: 600; color: var(--accent); }
+table.data td.agent { max-width: 130px; overflow: hidden; text-overflow: ellipsis; color: var(--muted); }
+table.data .route { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; }
+.method { display: inline-block; min-width: 44px; font-size: 10.5px; font-weight: 600; color: var(--accent); }
 .id { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
 .empty-row td { color: var(--faint); text-align: center; padding: 18px; }
 form.search { display: flex; gap: 8px; margin-bottom: 10px; }
@@ -134,7 +134,7 @@ pre { margin: 12px 0 0; font: 12px/1.5 ui-monospace, SFMono-Regular, Menlo, Cons
     <div class="card figure"><h2>p50 latency</h2><div class="value"><span id="p50">–</span><span class="unit">ms</span></div>
       <div class="sub" id="window-note">last 10 s</div></div>
     <div class="card figure"><h2>p99 latency</h2><div class="value"><span id="p99">–</span><span class="unit">ms</span></div>
-      <div class="sub">last 10 s</div></div>
+      <div class="sub" id="window-note-99">last 10 s</div></div>
     <div class="card figure"><h2>Cache hit ratio</h2><div class="value" id="cache">–</div>
       <div class="sub" id="cache-sub">–</div></div>
     <div class="card figure"><h2>Live sessions</h2><div class="value" id="sessions">–</div>
@@ -151,9 +151,9 @@ pre { margin: 12px 0 0; font: 12px/1.5 ui-monospace, SFMono-Regular, Menlo, Cons
     </div>
   </section>
   <section class="row3">
-    <div class="card"><h2>Routes <span>requests/s and latency over the last 10 s</span></h2>
+    <div class="card"><h2>Routes <span>req/s, p50 and p99 in ms over the last 10 s</span></h2>
       <div class="scroll"><table class="data">
-        <thead><tr><th>Route</th><th class="num">req/s</th><th class="num">p50 ms</th><th class="num">p99 ms</th>
+        <thead><tr><th>Route</th><th class="num">req/s</th><th class="num">p50</th><th class="num">p99</th>
           <th class="num">total</th><th class="num">4xx</th><th class="num">5xx</th></tr></thead>
         <tbody id="routes"><tr class="empty-row"><td colspan="7">no requests yet</td></tr></tbody>
       </table></div>
@@ -213,7 +213,7 @@ pre { margin: 12px 0 0; font: 12px/1.5 ui-monospace, SFMono-Regular, Menlo, Cons
   }
   function when(iso) {
     if (!iso) return '–';
-    return String(iso).replace('T', ' ').replace(/(\.\d+)?Z$/, '').slice(0, 19);
+    return String(iso).replace('T', ' ').slice(5, 16);
   }
   function dot(id, state) { $(id).className = 'dot' + (state ? ' ' + state : ''); }
 
@@ -273,6 +273,7 @@ pre { margin: 12px 0 0; font: 12px/1.5 ui-monospace, SFMono-Regular, Menlo, Cons
     text('p99', ms(s.requests.p99_ms));
     var windowNote = 'last ' + Math.round(s.window_s) + ' s';
     text('window-note', windowNote);
+    text('window-note-99', windowNote);
     var ratio = s.cache.window_hit_ratio !== null ? s.cache.window_hit_ratio : s.cache.hit_ratio;
     text('cache', ratio === null ? '–' : (ratio * 100).toFixed(ratio >= 0.995 || ratio === 0 ? 0 : 1) + '%');
     text('cache-sub', s.cache.hits + s.cache.misses === 0 ? 'no cacheable requests'
@@ -427,10 +428,14 @@ pre { margin: 12px 0 0; font: 12px/1.5 ui-monospace, SFMono-Regular, Menlo, Cons
       var tr = el('tr');
       tr.dataset.sessionId = s.id;
       tr.appendChild(el('td', 'id', s.id_prefix || String(s.id).slice(0, 12)));
-      tr.appendChild(el('td', null, when(s.created_at)));
-      tr.appendChild(el('td', null, when(s.last_seen_at)));
+      var created = el('td', null, when(s.created_at));
+      created.title = s.created_at || '';
+      tr.appendChild(created);
+      var seen = el('td', null, when(s.last_seen_at));
+      seen.title = s.last_seen_at || '';
+      tr.appendChild(seen);
       tr.appendChild(el('td', 'id', s.client_ip || '–'));
-      var agent = el('td', 'wrap', s.user_agent || '–');
+      var agent = el('td', 'agent', s.user_agent || '–');
       agent.title = s.user_agent || '';
       tr.appendChild(agent);
       var cell = el('td', 'num');
