@@ -195,6 +195,10 @@ pre { margin: 12px 0 0; font: 12px/1.5 ui-monospace, SFMono-Regular, Menlo, Cons
     return e;
   }
   function count(n) { return Number(n || 0).toLocaleString('en-US'); }
+  function compact(n) {
+    n = Number(n || 0);
+    return n >= 1e6 ? (n / 1e6).toFixed(1) + 'M' : n >= 1e4 ? (n / 1e3).toFixed(1) + 'k' : count(n);
+  }
   function rate(n) {
     if (n === null || n === undefined) return '–';
     return n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2);
@@ -277,7 +281,7 @@ pre { margin: 12px 0 0; font: 12px/1.5 ui-monospace, SFMono-Regular, Menlo, Cons
     var ratio = s.cache.window_hit_ratio !== null ? s.cache.window_hit_ratio : s.cache.hit_ratio;
     text('cache', ratio === null ? '–' : (ratio * 100).toFixed(ratio >= 0.995 || ratio === 0 ? 0 : 1) + '%');
     text('cache-sub', s.cache.hits + s.cache.misses === 0 ? 'no cacheable requests'
-      : count(s.cache.hits) + ' hits · ' + count(s.cache.misses) + ' misses');
+      : compact(s.cache.hits) + ' hits · ' + compact(s.cache.misses) + ' misses');
     text('sessions', count(s.sessions.live));
     text('errors', count(s.upstream.errors_total));
     var kinds = Object.keys(s.upstream.errors).filter(function (k) { return s.upstream.errors[k] > 0; });
