@@ -178,3 +178,28 @@ private final class StatsClock: @unchecked Sendable {
         #expect(try gw.client().request("GET", "/").status == 404)
     }
 }
+
+/// `redis` in `GET /admin/stats` with a Redis session store: connected while Redis answers, not when it is down,
+/// and its password redacted in the config shown.
+@Suite(.serialized) struct AdminStatsRedisTests {
+    @Test func redisStateFollowsTheServer() throws {
+        let redis = try RedisServer(password: "statsRedisPw42")
+        let gw = try TestGateway {
+            $0.admin.token = AdminConsoleLiveTests.token
+            $0.sessions.store = redis.url(password: "statsRedisPw42")
+        }
+        defer { gw.stop() }
+        let admin = RawHTTPClient(port: gw.app.adminPort)
+        func stats() throws -> JSONValue {
+            let r = try admin.request("GET", "/admin/stats", headers: AdminConsoleLiveTests.auth)
+            guard r.status == 200, let json = r.json else { throw TestFailure("stats: \(r.status) \(r.text)") }
+            return json
+        }
+        _ = try eventually("redis connected", within: 10) { try stats()["redis"]?["connected"] == .bool(true) }
+        let text = try stats().text
+        #expect(!text.contains("statsRedisPw42"), "the Redis password is redacted")
+        #expect(text.contains(#""store":"redis://<redacted>@127.0.0.1:\#(redis.port)/0""#), "\(text)")
+        redis.stop()
+        _ = try eventually("redis down", within: 10) { try stats()["redis"]?["connected"] == .bool(false) }
+    }
+}
