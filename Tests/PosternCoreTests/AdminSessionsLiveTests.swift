@@ -252,6 +252,22 @@ import Testing
         }
     }
 
+    /// `POSTERN_LOG_LEVEL=notice` keeps the revocation lines without the request lines; `warning` drops both.
+    @Test func theNoticeLevelKeepsRevocationsWithoutRequestLines() throws {
+        for (level, expected) in [("notice", 1), ("warning", 0)] {
+            let gw = try TestGateway { config in
+                config.admin.token = Self.adminToken
+                config.logLevel = level
+            }
+            defer { gw.stop() }
+            _ = try Self.login(gw)
+            let userID = try #require(gw.standIn.userID(email: "x@y.com"))
+            #expect(try Self.admin(gw, "DELETE", "/admin/users/\(userID)/sessions").status == 200)
+            #expect(Self.revocationLines(gw).count == expected, "\(level)")
+            #expect(!gw.logLines.all.contains { $0.contains(#""msg":"request""#) }, "\(level)")
+        }
+    }
+
     /// A session file of schema version 3 (before IP and user agent): its session authenticates, refreshes,
     /// is listed with "" for both and can be revoked; a new sign-in into the same file keeps them.
     @Test func anOldSQLiteFileKeepsWorkingThroughTheGateway() throws {
