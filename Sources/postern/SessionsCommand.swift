@@ -6,6 +6,7 @@ import PosternCore
 /// `AdminSessionsClient` calls the running gateway's admin listener. Exit status 0 done, 1 refused or not found
 /// (or the listener unreachable), 2 usage or configuration.
 enum SessionsCommand {
+    /// The usage lines of `postern sessions` (printed with every usage error).
     static let usage = """
         usage: postern sessions list --user <email or user id> [--json] [--admin http://host:port] [--config FILE]
                postern sessions revoke <session id or prefix> [--json] [--admin http://host:port] [--config FILE]
