@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 
-/// The operator's session control (docs/api.md, Operator API: sessions) through live listeners: the admin
+/// The operator's session control (docs/api.md, Session control) through live listeners: the admin
 /// listener's `/admin/sessions…` routes with and without the admin token, on the memory and SQLite stores; what
 /// the listing shows (client IP, user agent, never a token); a revocation ends the session at once (both tokens
 /// 401, its Directus refresh token logged out) and is logged at notice level without a secret.
