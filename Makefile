@@ -6,11 +6,11 @@ CONFIG   ?= config/postern.json
 DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev node-llhttp libjemalloc-dev pkg-config
 # Needed by the checks and tests of `make test` only (not by the build, so not in the Dockerfile's build stage):
 # the Redis tests start their own redis-server; the resolver tests (ResolverLiveTests) bring up loopback in a
-# network namespace of their own with ip.
-TEST_DEB_DEPS := python3-venv curl redis-server iproute2
+# network namespace of their own with ip; check-dashboard drives Debian's chromium through chromium-driver.
+TEST_DEB_DEPS := python3-venv curl redis-server iproute2 chromium chromium-driver
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-layers check-docker check-openapi check-observability docker-smoke run check bench bench-json bench-sessions soak-redis scale profile instructions fuzz clean
+.PHONY: deps build release test check-layers check-docker check-openapi check-observability check-dashboard docker-smoke run check bench bench-json bench-sessions soak-redis scale profile instructions fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing), and the Python tools of
 ## check-openapi into .build/venv (scripts/pydeps.sh)
@@ -30,7 +30,7 @@ release: deps
 
 ## test: everything CI runs (the layer, Docker, OpenAPI and observability checks first, so that swift test's summary
 ## closes the output)
-test: deps check-layers check-docker check-openapi check-observability
+test: deps check-layers check-docker check-openapi check-observability check-dashboard
 	$(SWIFT) test
 
 ## check-layers: no type of Sources/PosternCore/Application/ is used from Policy/, Pipeline/, Upstream/ or Auth/
@@ -52,6 +52,14 @@ check-observability: deps
 	$(SWIFT) build --product postern
 	bash scripts/check-observability.sh
 
+## check-dashboard: the operator console in headless Chromium (scripts/dashboard_browser_test.py): `postern demo` on free
+## ports with an admin token; opens the page, gives the token, sees the request count rise after traffic, finds a user
+## signed in twice, revokes one session with its button, then that token gets 401 and the other 200; no page error
+## (a CSP block would be one); screenshot in .build/dashboard.png
+check-dashboard: deps
+	$(SWIFT) build --product postern
+	.build/venv/bin/python scripts/dashboard_browser_test.py
+
 ## check-docker: the Dockerfile's runtime packages cover `ldd` of the release binary built with the
 ## Dockerfile's flags (scripts/check-runtime-libs.sh); docker-compose.yml is valid (when a Compose v2
 ## client is installed: `docker compose config` needs no daemon)
@@ -72,9 +80,11 @@ check-docker: deps
 docker-smoke:
 	bash scripts/docker-smoke.sh
 
-## run: the gateway on :8080 in front of the built-in Directus stand-in on :8055
+## run: the gateway on :8080 in front of the built-in Directus stand-in on :8055; the operator console on
+## 127.0.0.1:9180 with the admin token DEMO_ADMIN_TOKEN (or POSTERN_ADMIN_TOKEN when set): a demo's token, not a secret
+DEMO_ADMIN_TOKEN ?= postern-demo-admin-token
 run: deps build
-	$(POSTERN) demo
+	POSTERN_ADMIN_TOKEN="$${POSTERN_ADMIN_TOKEN:-$(DEMO_ADMIN_TOKEN)}" $(POSTERN) demo
 
 ## check: validate the shipped config
 check: build

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Python tools `make test` uses into a virtual environment under .build/venv (from PyPI,
-# pinned): openapi-spec-validator and Schemathesis, for scripts/check-openapi.sh. Idempotent and quiet
+# pinned): openapi-spec-validator and Schemathesis, for scripts/check-openapi.sh; Selenium, for
+# scripts/dashboard_browser_test.py (with Debian's chromium and chromium-driver). Idempotent and quiet
 # when they are already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv=.build/venv
-requirements=(openapi-spec-validator==0.9.0 schemathesis==4.32.5)
+requirements=(openapi-spec-validator==0.9.0 schemathesis==4.32.5 selenium==4.27.1)
 stamp="$venv/.postern-requirements"
 wanted="${requirements[*]}"
 if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then

@@ -165,6 +165,7 @@ public final class Application: @unchecked Sendable {
             throw StartError("admin listener: \(error.description)")
         }
         self.admin = admin
+        gateway.statsSampler.start()
         startMaintenance()
         log.event(.info, "postern started", [("listen", .string("\(listen.host):\(port)")),
                                               ("admin_listen", .string("\(adminListen.host):\(adminPort)")),
@@ -203,6 +204,7 @@ public final class Application: @unchecked Sendable {
         adminGroup = nil
         maintenance?.cancel()
         maintenance = nil
+        gateway.statsSampler.stop()
         flushSessionsBeforeShutdown()
         closeStore?()
         closeStore = nil

@@ -18,6 +18,8 @@ public final class Gateway: HTTPRequestHandler {
     let cache: MicroCache
     /// `limits.max_body_bytes` (named in the 413 the server gives for a body above its ceiling).
     private let maxBodyBytes: Int
+    /// The operator console's sampler of the metrics (docs/api.md, Operator console); `Application` runs it.
+    var statsSampler: StatsSampler { routes.sampler }
     /// Whether `handleImmediately` can ever answer (some resource is cached); when not, the server need not try it.
     public let answersImmediately: Bool
 

@@ -9,6 +9,8 @@ struct RouteTable: Sendable {
     let adminRouter: Router
     /// The guard in front of every admin-listener path under `/admin/` (`admin.token`).
     let adminGuard: AdminGuard
+    /// The operator console's sampler of `metrics` (started and stopped with the listeners).
+    let sampler: StatsSampler
     /// The 404 answer for a path no route matches (behind the edge stages too).
     let notFound: Endpoint
     /// The stages around every answer of both listeners.
@@ -48,8 +50,11 @@ struct RouteTable: Sendable {
         let publicRoutes = operations + [RouteTable.openAPIRoute(config)] + RouteTable.userRoutes(users, stages)
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
         router = Router(routes: publicRoutes)
+        let sampler = StatsSampler(metrics: metrics, counted: RouteTable.countedInStats)
+        self.sampler = sampler
         adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)]
-                             + AdminSessions(sessions: sessions, log: log).routes)
+            + RouteTable.consoleRoutes(config: config, sampler: sampler, sessions: sessions, breaker: breaker)
+            + AdminSessions(sessions: sessions, log: log).routes)
         adminGuard = AdminGuard(config.admin)
         notFound = Endpoint(answering: .notFound("no such route"))
     }

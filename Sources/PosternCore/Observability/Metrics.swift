@@ -34,6 +34,13 @@ public final class Metrics: @unchecked Sendable {
         let status: Int
     }
 
+    /// A latency slot's series: one route pattern and method (`/metrics` sums a route's methods; the operator
+    /// console shows each). The slot is chosen when a series is first seen, so this costs no request anything.
+    private struct LatencyKey: Hashable {
+        let route: String
+        let method: String
+    }
+
     /// One loop's share of the counters. Only its loop records into it; the lock is there for the
     /// scrape, so it is never contended by another loop (no lock shared by the loops).
     private final class Shard: @unchecked Sendable {
@@ -49,8 +56,8 @@ public final class Metrics: @unchecked Sendable {
         var hint: (route: String, method: String, status: Int, index: Int)?
         /// Request latency histograms, by latency slot (`latencyIndex`).
         var requestLatency: [Histogram] = []
-        /// The latency slot of each route pattern seen.
-        var latencyIndex: [String: Int] = [:]
+        /// The latency slot of each route pattern and method seen.
+        var latencyIndex: [LatencyKey: Int] = [:]
         var upstreamLatency: [String: Histogram] = [:]
         /// The method of the upstream call recorded last (under load, one method repeats): its histogram
         /// is kept aside here and merged into `upstreamLatency` when the method changes or on a scrape.
@@ -82,12 +89,13 @@ public final class Metrics: @unchecked Sendable {
                 index = known
             } else {
                 let latency: Int
-                if let slot = latencyIndex[route] {
+                let latencyKey = LatencyKey(route: route, method: method)
+                if let slot = latencyIndex[latencyKey] {
                     latency = slot
                 } else {
                     latency = requestLatency.count
                     requestLatency.append(Histogram())
-                    latencyIndex[route] = latency
+                    latencyIndex[latencyKey] = latency
                 }
                 index = requestCounts.count
                 requestCounts.append(0)
@@ -183,9 +191,9 @@ public final class Metrics: @unchecked Sendable {
                 for (index, series) in shard.requestSeries.enumerated() {
                     requests[series.key, default: 0] += shard.requestCounts[index]
                 }
-                for (route, slot) in shard.latencyIndex {
+                for (key, slot) in shard.latencyIndex {
                     let h = shard.requestLatency[slot]
-                    requestLatency[route] = requestLatency[route].map { $0.adding(h) } ?? h
+                    requestLatency[key.route] = requestLatency[key.route].map { $0.adding(h) } ?? h
                 }
                 shard.flushUpstreamHint()
                 upstreamLatency.merge(shard.upstreamLatency, uniquingKeysWith: { $0.adding($1) })
@@ -199,6 +207,33 @@ public final class Metrics: @unchecked Sendable {
     /// Registers a counter kept elsewhere and read at scrape time (set up once at start).
     func counter(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
         gaugeLock.withLock { counters.append((name, help, read)) }
+    }
+
+    /// Every count so far, summed over the shards, for the operator console's sampler (`StatsSampler`): per route
+    /// pattern and method, the answers by status and the latency histogram; upstream errors by kind; the counters
+    /// kept elsewhere (the micro-cache's) by name. Taken one shard at a time, as a scrape is.
+    func snapshot() -> MetricsSnapshot {
+        var routes: [MetricsSnapshot.RouteKey: MetricsSnapshot.RouteCounts] = [:]
+        var upstreamErrors: [String: Int] = [:]
+        for shard in shards.withLock({ $0 }) {
+            shard.lock.withLock {
+                for (index, series) in shard.requestSeries.enumerated() {
+                    let key = MetricsSnapshot.RouteKey(route: series.key.route, method: series.key.method)
+                    routes[key, default: MetricsSnapshot.RouteCounts()].statuses[series.key.status, default: 0]
+                        += shard.requestCounts[index]
+                }
+                for (key, slot) in shard.latencyIndex {
+                    let h = shard.requestLatency[slot]
+                    routes[MetricsSnapshot.RouteKey(route: key.route, method: key.method), default: MetricsSnapshot.RouteCounts()]
+                        .latency.add(buckets: h.counts, count: h.count)
+                }
+                upstreamErrors.merge(shard.upstreamErrors, uniquingKeysWith: +)
+            }
+        }
+        let counters = gaugeLock.withLock { self.counters }
+        var values: [String: Double] = [:]
+        for counter in counters { values[counter.name, default: 0] += counter.read() }
+        return MetricsSnapshot(routes: routes, upstreamErrors: upstreamErrors, counters: values)
     }
 
     /// The Prometheus text exposition (version 0.0.4).
