@@ -5,7 +5,7 @@ import PosternCore
 /// The command line (docs/api.md, Configuration): thin; everything lives in PosternCore.
 enum CLI {
     static let usage = """
-        usage: postern [serve|check|demo|openapi|bootstrap|healthcheck|version] [--config FILE]
+        usage: postern [serve|check|demo|openapi|bootstrap|healthcheck|sessions|version] [--config FILE]
 
           serve        run the gateway (default)
           check        validate the config, print every problem, exit non-zero on any
@@ -16,6 +16,13 @@ enum CLI {
                        registration); idempotent. Admin credentials from POSTERN_DIRECTUS_ADMIN_EMAIL and
                        POSTERN_DIRECTUS_ADMIN_PASSWORD, or POSTERN_DIRECTUS_ADMIN_TOKEN
           healthcheck  exit 0 when the local gateway's /healthz answers 200
+          sessions     list or end a user's sessions through the running gateway's admin listener
+                         postern sessions list --user <email or user id>
+                         postern sessions revoke <session id, or 8+ first characters of one>
+                         postern sessions revoke --user <user id>
+                       a table by default, --json for the answer as it came; --admin http://host:port
+                       overrides admin_listen (POSTERN_ADMIN_LISTEN); the token is POSTERN_ADMIN_TOKEN
+                       (admin.token). Exit 0 done, 1 refused or not found, 2 usage or configuration
           version      print the version
         """
 
@@ -44,7 +51,7 @@ enum CLI {
             arguments.removeSubrange(i...(i + 1))
         }
         let command = arguments.first ?? "serve"
-        if arguments.count > 1 && command != "standin" {
+        if arguments.count > 1 && command != "standin" && command != "sessions" {
             fail("unexpected argument \(arguments[1])\n\(usage)")
             return 2
         }
@@ -88,6 +95,8 @@ enum CLI {
         case "healthcheck":
             guard let config = loadConfig(configPath, command: "healthcheck") else { return 1 }
             return await Application.healthcheck(config: config) ? 0 : 1
+        case "sessions":
+            return await SessionsCommand.run(Array(arguments.dropFirst()), configPath: configPath)
         default:
             fail("unknown command \(command)\n\(usage)")
             return 2

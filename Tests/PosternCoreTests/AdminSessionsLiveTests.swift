@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 
-/// The operator's session control (docs/api.md, Operator API: sessions) through live listeners: the admin
+/// The operator's session control (docs/api.md, Session control) through live listeners: the admin
 /// listener's `/admin/sessions…` routes with and without the admin token, on the memory and SQLite stores; what
 /// the listing shows (client IP, user agent, never a token); a revocation ends the session at once (both tokens
 /// 401, its Directus refresh token logged out) and is logged at notice level without a secret.
@@ -249,6 +249,22 @@ import Testing
                 #expect(try Self.admin(gw, "DELETE", "/admin/users/\(userID)/sessions").status == 200)
                 #expect(try gw.client().json("GET", "/api/v1/user/me", token: session.token).status == 401)
             }
+        }
+    }
+
+    /// `POSTERN_LOG_LEVEL=notice` keeps the revocation lines without the request lines; `warning` drops both.
+    @Test func theNoticeLevelKeepsRevocationsWithoutRequestLines() throws {
+        for (level, expected) in [("notice", 1), ("warning", 0)] {
+            let gw = try TestGateway { config in
+                config.admin.token = Self.adminToken
+                config.logLevel = level
+            }
+            defer { gw.stop() }
+            _ = try Self.login(gw)
+            let userID = try #require(gw.standIn.userID(email: "x@y.com"))
+            #expect(try Self.admin(gw, "DELETE", "/admin/users/\(userID)/sessions").status == 200)
+            #expect(Self.revocationLines(gw).count == expected, "\(level)")
+            #expect(!gw.logLines.all.contains { $0.contains(#""msg":"request""#) }, "\(level)")
         }
     }
 

@@ -93,6 +93,30 @@ import Testing
         #expect(Session.userAgent(String(repeating: "é", count: 200)).utf8.count == 256)
     }
 
+    /// Where `text`'s bytes live (equal for two strings that share one storage).
+    static func storage(_ text: String) -> UnsafeRawPointer? {
+        var text = text
+        return text.withUTF8 { UnsafeRawPointer($0.baseAddress) }
+    }
+
+    /// Many sessions sign in with one app's user agent: the memory store and the session cache keep one copy.
+    @Test func aRepeatedUserAgentIsKeptOnce() throws {
+        let agent = { "PhoneApp/4.2 (iPhone; iOS 18.1; Scale/3.00) " + String(repeating: "x", count: 80) }
+        let store = MemorySessionStore()
+        let a = try store.insertReturningStored(Self.session("agentAAA-1", user: "u1", email: "a@x.com", agent: agent()))
+        let b = try store.insertReturningStored(Self.session("agentAAA-2", user: "u2", email: "b@x.com", agent: agent()))
+        #expect(a.userAgent == b.userAgent && Self.storage(a.userAgent) == Self.storage(b.userAgent))
+        #expect(Self.storage(try #require(try store.session(sessionID: "agentAAA-2")).userAgent) == Self.storage(a.userAgent))
+
+        let cache = SessionCache(capacity: 100)
+        for (n, id) in ["agentBBB-1", "agentBBB-2"].enumerated() {
+            cache.fill(TokenKey(token: "pst_\(n)"), Self.session(id, user: "u\(n)", email: "c@x.com", agent: agent()),
+                       ifUnchangedSince: cache.currentGeneration, now: Self.now)
+        }
+        let c1 = try #require(cache.session(id: "agentBBB-1")), c2 = try #require(cache.session(id: "agentBBB-2"))
+        #expect(c1.userAgent == agent() && Self.storage(c1.userAgent) == Self.storage(c2.userAgent))
+    }
+
     /// A schema-3 file (the layout before this change, built here from its CREATE statements) is migrated in place:
     /// its sessions read with "" for IP and user agent, are listed, and new sessions keep theirs.
     @Test func aVersion3FileGetsTheClientColumnsAndKeepsItsSessions() throws {

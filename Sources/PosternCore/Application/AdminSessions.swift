@@ -1,6 +1,6 @@
 import FoundationEssentials
 
-/// The operator's session control on the admin listener (docs/api.md, Operator API: sessions): list a user's
+/// The operator's session control on the admin listener (docs/api.md, Session control): list a user's
 /// sessions, end one, end all of a user's. Every path is under `/admin/`, behind the admin token. Every
 /// revocation is logged at notice level with the admin's client IP and what was revoked (a session id prefix
 /// or a user id, and how many), never a token or a digest.

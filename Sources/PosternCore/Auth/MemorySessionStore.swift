@@ -7,9 +7,9 @@ import FoundationEssentials
 ///
 /// Memory (sessions are many): the sessions sit in fixed-size pages of numbered slots (`SlotPages`), and the
 /// id and digest indexes hold 4-byte slot numbers (`SlotIndex`), not keys. A session holds its digests as 32
-/// raw bytes (`SessionDigest`); the strings many sessions repeat (the user id and email of one user, role ids)
-/// are stored once and shared, and a session read out (or returned by `insertReturningStored`) shares its
-/// strings with the stored one, so the `SessionCache` in front of this store holds no second copy of them.
+/// raw bytes (`SessionDigest`); the strings many sessions repeat (the user id and email of one user, role ids,
+/// user agents) are stored once and shared, and a session read out (or returned by `insertReturningStored`)
+/// shares its strings with the stored one, so the `SessionCache` in front of this store holds no second copy.
 /// About 0.85 KB a session with a typical Directus JWT, most of it the Directus tokens (`make bench-sessions`).
 public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     /// The sessions of one user, and the one copy of the email's bytes they share.
@@ -33,6 +33,8 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     private var byPrefix = SlotIndex()
     /// Role ids are shared by many sessions: one copy of each.
     private var roles: [String: String] = [:]
+    /// User agents too (one app version, many phones): one copy of each, at most `maxInternedRoles`.
+    private var agents: [String: String] = [:]
     private var byLastUsed = ExpiryIndex<Int32>()
     private var byExpiresAt = ExpiryIndex<Int32>()
 
@@ -267,7 +269,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
-    /// `session` with its user id, email and role pointing at the copies already stored, when equal.
+    /// `session` with its user id, email, role and user agent pointing at the copies already stored, when equal.
     private func sharingStrings(_ session: Session) -> Session {
         var session = session
         if let index = users.index(forKey: session.userID) {
@@ -276,6 +278,13 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
             if email == session.email { session.email = email }
         }
         if let role = session.role { session.role = sharedRole(role) }
+        if !session.userAgent.isEmpty {
+            if let shared = agents[session.userAgent] {
+                session.userAgent = shared
+            } else if agents.count < MemorySessionStore.maxInternedRoles {
+                agents[session.userAgent] = session.userAgent
+            }
+        }
         return session
     }
 

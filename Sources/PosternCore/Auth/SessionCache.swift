@@ -48,6 +48,9 @@ final class SessionCache: @unchecked Sendable {
     private var generation: UInt64 = 0
     /// Role ids are shared by many sessions: one copy of each.
     private var roles: [String: String] = [:]
+    /// User agents too (one app version, many phones): one copy of each, at most `maxInternedAgents`.
+    private var agents: [String: String] = [:]
+    private static let maxInternedAgents = 1024
 
     /// An empty cache for at most `capacity` sessions.
     init(capacity: Int) {
@@ -193,6 +196,14 @@ final class SessionCache: @unchecked Sendable {
                 entry.session.role = shared
             } else if roles.count < SessionCache.maxInternedRoles {
                 roles[role] = role
+            }
+        }
+        let agent = entry.session.userAgent
+        if !agent.isEmpty {
+            if let shared = agents[agent] {
+                entry.session.userAgent = shared
+            } else if agents.count < SessionCache.maxInternedAgents {
+                agents[agent] = agent
             }
         }
         if let old = keyByID[id], old != key { removeLocked(id) }

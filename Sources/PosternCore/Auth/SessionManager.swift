@@ -260,7 +260,7 @@ public final class SessionManager: @unchecked Sendable {
         return failure
     }
 
-    // MARK: Operator (docs/api.md, Operator API: sessions)
+    // MARK: Operator (docs/api.md, Session control)
 
     /// The live sessions of `user`, newest first: an e-mail (ignoring ASCII case) when it holds an `@`, else a
     /// user id. Last use is the fresher of the store's (batched) and this instance's cache's. 503 when the
@@ -332,10 +332,12 @@ public final class SessionManager: @unchecked Sendable {
             throw error.gatewayError
         }
         let now = clock()
+        let fresh = cache.lastUse(of: stored.map(\.id))
         var live = 0
         for summary in stored {
             try await end(summary.id, latest: nil, context: context)
-            if min(summary.lastUsedAt.addingTimeInterval(idleTTL), summary.expiresAt) > now { live += 1 }
+            let lastUse = max(summary.lastUsedAt, fresh[summary.id] ?? .distantPast)
+            if min(lastUse.addingTimeInterval(idleTTL), summary.expiresAt) > now { live += 1 }
         }
         return live
     }

@@ -83,7 +83,7 @@ extension SessionStore {
     }
 }
 
-/// What an operator sees of one session (docs/api.md, Operator API: sessions): never a token or a digest.
+/// What an operator sees of one session (docs/api.md, Session control): never a token or a digest.
 public struct SessionSummary: Sendable, Equatable {
     /// The session id (not a secret).
     public var id: String

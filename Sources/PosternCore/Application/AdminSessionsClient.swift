@@ -1,0 +1,146 @@
+import FoundationEssentials
+
+/// `postern sessions list|revoke`: the operator's session control from the command line, as calls to a running
+/// gateway's admin listener (docs/api.md, Command line: sessions). The command line is parsed by `main`; this
+/// makes the call and renders the answer.
+public enum AdminSessionsClient {
+    /// What to ask the admin listener.
+    public enum Action: Sendable, Equatable {
+        /// `GET /admin/sessions?user=` (an e-mail or a user id).
+        case list(user: String)
+        /// `DELETE /admin/sessions/{id}` (a full id or a prefix of at least 8 characters).
+        case revoke(session: String)
+        /// `DELETE /admin/users/{id}/sessions`.
+        case revokeUser(userID: String)
+    }
+
+    /// What the command prints and its exit status: 0 done, 1 refused (an error answer, or the listener
+    /// could not be reached).
+    public struct Outcome: Sendable, Equatable {
+        /// The exit status.
+        public var status: Int32
+        /// What goes to standard output.
+        public var output: String
+        /// What goes to standard error (one line, or empty).
+        public var error: String
+    }
+
+    /// How long the command waits for the admin listener.
+    static let timeout: Double = 10
+
+    /// The admin listener `config` names (`admin_listen`; a wildcard address is called on loopback).
+    public static func endpoint(_ config: PosternConfig) -> UpstreamEndpoint? {
+        guard let listen = config.adminListenAddress else { return nil }
+        let host = listen.host == "0.0.0.0" || listen.host.isEmpty ? "127.0.0.1" : (listen.host == "::" ? "::1" : listen.host)
+        return UpstreamEndpoint(url: "http://\(host.contains(":") ? "[\(host)]" : host):\(listen.port)")
+    }
+
+    /// Makes the call for `action` on `endpoint` with the admin `token`, and renders the answer: a table or a
+    /// line by default, the body as it came with `json`.
+    public static func run(_ action: Action, endpoint: UpstreamEndpoint, token: String, json: Bool) async -> Outcome {
+        let group = EventLoopGroup(count: 1, name: "postern-sessions")
+        defer { group.shutdown() }
+        let transport = LoopTransport(group: group, endpoint: endpoint, maxConnections: 1)
+        var headers = HTTPHeaders()
+        headers.add("Accept", "application/json")
+        headers.add("Authorization", "Bearer " + token)
+        let request = UpstreamRequest(method: action.method, target: endpoint.basePath + action.target, headers: headers)
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(request, timeout: timeout)
+        } catch {
+            return Outcome(status: 1, output: "", error: "cannot reach the admin listener at \(endpoint.hostHeader): \(describe(error))")
+        }
+        return render(action, status: response.status, body: response.body, json: json)
+    }
+
+    /// The outcome of an answer with `status` and `body` to `action`.
+    static func render(_ action: Action, status: Int, body: Data, json: Bool) -> Outcome {
+        let value = try? JSONValue.parse(body)
+        let exit: Int32 = status == 200 ? 0 : 1
+        if json {
+            let text = String(decoding: body, as: UTF8.self)
+            return Outcome(status: exit, output: text.hasSuffix("\n") ? text : text + "\n", error: "")
+        }
+        guard status == 200, let value else {
+            let message = value?["error"]?.stringValue ?? "unexpected answer"
+            let code = value?["code"]?.stringValue.map { " \($0)" } ?? ""
+            return Outcome(status: 1, output: "", error: "\(message) (HTTP \(status)\(code))")
+        }
+        switch action {
+        case .list(let user):
+            guard case .array(let items)? = value["data"] else {
+                return Outcome(status: 1, output: "", error: "unexpected answer (no data)")
+            }
+            return Outcome(status: 0, output: table(items, user: user), error: "")
+        case .revoke, .revokeUser:
+            let count = value["data"]?["revoked"]?.intValue ?? 0
+            return Outcome(status: 0, output: "revoked \(count) session\(count == 1 ? "" : "s")\n", error: "")
+        }
+    }
+
+    /// The listing as a table: one line per session under a header line, or a line saying there is none.
+    static func table(_ items: [JSONValue], user: String) -> String {
+        guard !items.isEmpty else { return "no live sessions for \(user)\n" }
+        let header = ["ID PREFIX", "USER ID", "EMAIL", "CREATED", "LAST SEEN", "CLIENT IP", "USER AGENT"]
+        let rows = items.map { item in
+            ["id_prefix", "user_id", "email", "created_at", "last_seen_at", "client_ip", "user_agent"].map { key in
+                let text = item[key]?.stringValue ?? ""
+                return text.isEmpty ? "-" : String(text.prefix(key == "user_agent" ? 60 : 40))
+            }
+        }
+        var widths = header.map(\.count)
+        for row in rows {
+            for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) }
+        }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { i, cell in
+                i == cells.count - 1 ? cell : cell + String(repeating: " ", count: widths[i] - cell.count)
+            }.joined(separator: "  ") + "\n"
+        }
+        return line(header) + rows.map(line).joined()
+    }
+
+    /// A transport failure in words.
+    private static func describe(_ failure: UpstreamFailure) -> String {
+        switch failure {
+        case .unreachable(let reason): return reason.isEmpty ? "connection refused" : reason
+        case .timeout: return "no answer within \(Int(timeout)) s"
+        case .closed: return "the connection closed"
+        case .badResponse(let reason): return "not an HTTP answer (\(reason))"
+        }
+    }
+
+    /// `text` percent-encoded for a path segment or a query value (RFC 3986 unreserved bytes kept).
+    static func percentEncoded(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".utf8)
+                out += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
+            }
+        }
+        return out
+    }
+}
+
+extension AdminSessionsClient.Action {
+    /// The method of the call.
+    var method: HTTPMethod {
+        if case .list = self { return .get }
+        return .delete
+    }
+
+    /// The path and query of the call.
+    var target: String {
+        switch self {
+        case .list(let user): return "/admin/sessions?user=" + AdminSessionsClient.percentEncoded(user)
+        case .revoke(let session): return "/admin/sessions/" + AdminSessionsClient.percentEncoded(session)
+        case .revokeUser(let userID): return "/admin/users/" + AdminSessionsClient.percentEncoded(userID) + "/sessions"
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import FoundationEssentials
+import Glibc
+import PosternCore
+
+/// `postern sessions list|revoke …` (docs/api.md, Command line: sessions): parses its arguments, then
+/// `AdminSessionsClient` calls the running gateway's admin listener. Exit status 0 done, 1 refused or not found
+/// (or the listener unreachable), 2 usage or configuration.
+enum SessionsCommand {
+    /// The usage lines of `postern sessions` (printed with every usage error).
+    static let usage = """
+        usage: postern sessions list --user <email or user id> [--json] [--admin http://host:port] [--config FILE]
+               postern sessions revoke <session id or prefix> [--json] [--admin http://host:port] [--config FILE]
+               postern sessions revoke --user <user id> [--json] [--admin http://host:port] [--config FILE]
+        """
+
+    /// Runs `postern sessions <arguments>`.
+    static func run(_ arguments: [String], configPath: String?) async -> Int32 {
+        var rest = arguments
+        var json = false
+        var user: String?
+        var adminURL: String?
+        var positional: [String] = []
+        if rest.contains("--help") || rest.contains("-h") {
+            print(usage)
+            return 0
+        }
+        while !rest.isEmpty {
+            let argument = rest.removeFirst()
+            if argument == "--json" {
+                json = true
+            } else if let value = option("--user", argument, &rest) {
+                guard let value, !value.isEmpty else { return usageError("--user needs an e-mail or a user id") }
+                user = value
+            } else if let value = option("--admin", argument, &rest) {
+                guard let value, !value.isEmpty else { return usageError("--admin needs a URL such as http://127.0.0.1:9180") }
+                adminURL = value
+            } else if argument.hasPrefix("--") {
+                return usageError("unknown option \(argument)")
+            } else {
+                positional.append(argument)
+            }
+        }
+        guard let verb = positional.first else { return usageError("say list or revoke") }
+        let action: AdminSessionsClient.Action
+        switch (verb, positional.count, user) {
+        case ("list", 1, let user?): action = .list(user: user)
+        case ("list", _, _): return usageError("list needs --user <email or user id> and nothing else")
+        case ("revoke", 2, nil): action = .revoke(session: positional[1])
+        case ("revoke", 1, let user?): action = .revokeUser(userID: user)
+        case ("revoke", _, _): return usageError("revoke needs a session id (or prefix), or --user <user id>, not both")
+        default: return usageError("unknown sessions command \(verb)")
+        }
+        guard let config = CLI.loadConfig(configPath, command: "sessions") else { return 2 }
+        guard !config.admin.token.isEmpty else {
+            CLI.fail("sessions: no admin token: set POSTERN_ADMIN_TOKEN (or admin.token in the config file)")
+            return 2
+        }
+        let endpoint: UpstreamEndpoint?
+        if let adminURL {
+            endpoint = UpstreamEndpoint(url: adminURL).flatMap { $0.tls ? nil : $0 }
+        } else {
+            endpoint = AdminSessionsClient.endpoint(config)
+        }
+        guard let endpoint else {
+            return usageError("--admin must be an http:// URL such as http://127.0.0.1:9180 (got \(adminURL ?? config.adminListen))")
+        }
+        let outcome = await AdminSessionsClient.run(action, endpoint: endpoint, token: config.admin.token, json: json)
+        if !outcome.output.isEmpty { CLI.writeAll(STDOUT_FILENO, Data(outcome.output.utf8)) }
+        if !outcome.error.isEmpty { CLI.fail("sessions: \(outcome.error)") }
+        return outcome.status
+    }
+
+    /// The value of `name` when `argument` is `name` (the next argument, taken from `rest`) or `name=value`;
+    /// `.some(nil)` when the value is missing; nil when `argument` is another one.
+    private static func option(_ name: String, _ argument: String, _ rest: inout [String]) -> String?? {
+        if argument == name { return .some(rest.isEmpty ? nil : rest.removeFirst()) }
+        if argument.hasPrefix(name + "=") { return .some(String(argument.dropFirst(name.count + 1))) }
+        return nil
+    }
+
+    /// Prints `message` and the usage to standard error; exit status 2.
+    private static func usageError(_ message: String) -> Int32 {
+        CLI.fail("sessions: \(message)\n\(usage)")
+        return 2
+    }
+}
