@@ -260,14 +260,16 @@ import Testing
         let sessions = SessionManager(store: MemorySessionStore(), directus: directus, idleTTL: 60, maxTTL: 600)
         let handlers = ResourceHandlers(mapper: mapper, items: DirectusItems(directus: directus, sessions: sessions),
                                         cache: ResourceCache(mapper.resource, cache: MicroCache(maxEntries: 1), invalidations: LocalInvalidationBus()))
-        let list = try await handlers.list(HTTPRequest(method: .get, target: "/api/v1/books", remoteAddress: "10.0.0.1"),
-                                           RequestContext(requestID: "r", clientIP: "10.0.0.1"))
+        let list = try await Endpoint(lookup: handlers.lookUpList, fetch: handlers.list)
+            .respond(to: HTTPRequest(method: .get, target: "/api/v1/books", remoteAddress: "10.0.0.1"),
+                     context: RequestContext(requestID: "r", clientIP: "10.0.0.1"))
         #expect(list.status == 200)
         #expect(list.body == Data("list".utf8))
         let context = RequestContext(requestID: "r", clientIP: "10.0.0.1")
         context.itemID = "1"
         context.authorization = .ownerVerified(OwnedItem(directusBody: Data(#"{"data":{"id":1}}"#.utf8), owner: "u"))
-        let item = try await handlers.read(HTTPRequest(method: .get, target: "/api/v1/books/1", remoteAddress: "10.0.0.1"), context)
+        let item = try await Endpoint(lookup: handlers.lookUpRead, fetch: handlers.read)
+            .respond(to: HTTPRequest(method: .get, target: "/api/v1/books/1", remoteAddress: "10.0.0.1"), context: context)
         #expect(item.body == Data("item".utf8))
     }
 }

@@ -145,7 +145,7 @@ public final class Application: @unchecked Sendable {
         let group = self.group ?? EventLoopGroup(count: config.effectiveWorkers)
         self.group = group
         var immediate: ImmediateHTTPHandler?
-        if gateway.answersImmediately { immediate = { gateway.handleImmediately($0) } }
+        if gateway.answersImmediately { immediate = { gateway.handleImmediately($0, prepared: &$1) } }
         let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) }, immediate: immediate, handling: gateway)
         do {
             try server.start(host: listen.host, port: listen.port)

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// Reads the bearer token and attaches its session; `required` routes answer 401 without one.
-public final class AuthenticationMiddleware: Middleware {
+public final class AuthenticationMiddleware: Sendable {
     let sessions: SessionManager
     let required: Bool
     let rateLimits: RateLimits
@@ -13,14 +13,9 @@ public final class AuthenticationMiddleware: Middleware {
         self.rateLimits = rateLimits
     }
 
-    /// Authenticates, then calls `next`.
-    public func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
-        try await authenticate(request, context: context)
-        return try await next.respond(to: request, context: context)
-    }
-
-    /// Attaches the session of the request's bearer token to `context` (401 for a bad token, and for none
-    /// when `required`), after taking the token's per-token rate-limit claim.
+    /// The authentication's second step, when `authenticateFromCache` could not finish it: attaches the session of
+    /// the request's bearer token to `context` (401 for a bad token, and for none when `required`), after taking the
+    /// token's per-token rate-limit claim.
     func authenticate(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) {
         if let token = AuthenticationMiddleware.bearer(request.headers["Authorization"]) {
             let session = try await sessions.authenticate(token: token)
@@ -32,13 +27,13 @@ public final class AuthenticationMiddleware: Middleware {
         }
     }
 
-    /// `authenticate` without an `await` when it needs none: true when done (no token on a route where one is
-    /// optional, or the token's session live in the session cache with no per-token limit to claim); false
-    /// when `authenticate` must run. `trace` is the request's (`RequestTrace.current` in a task). Not inlined: it
-    /// keeps its work off the caller's async frame.
+    /// The authentication's first step, on both of the gateway's paths (`Endpoint.prepare`), without an `await`:
+    /// true when done (no token on a route where one is optional, or the token's session live in the session cache
+    /// with no per-token limit to claim); false when the second step, `authenticate`, must run. `trace` is the
+    /// request's access-log trace. Not inlined: it keeps its work off the caller's frame.
     @inline(never)
     func authenticateFromCache(_ request: HTTPRequest, context: RequestContext,
-                               trace: @autoclosure () -> RequestTrace?) throws(GatewayError) -> Bool {
+                               trace: RequestTrace?) throws(GatewayError) -> Bool {
         // The header's bytes are read where they were received: no `String` of the header or of the token.
         let outcome = request.headers.withFirstValueBytes("Authorization") { bytes -> CachedLookup in
             guard let token = AuthenticationMiddleware.bearerOffsets(bytes) else { return .noToken }
@@ -53,7 +48,7 @@ public final class AuthenticationMiddleware: Middleware {
         case .miss:
             return false
         case .hit(let session):
-            trace()?.userID = session.userID
+            trace?.userID = session.userID
             context.session = session
             return true
         }
@@ -144,13 +139,8 @@ public final class AuthenticationMiddleware: Middleware {
 }
 
 /// After an optional authentication, demands an identity unless the rule is public.
-struct AuthenticationRequirement: Middleware {
+struct AuthenticationRequirement: Sendable {
     let rule: PermissionRule
-
-    func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
-        try check(context)
-        return try await next.respond(to: request, context: context)
-    }
 
     /// Throws 401 when the rule is not public and no session is attached.
     func check(_ context: RequestContext) throws(GatewayError) {

@@ -13,6 +13,13 @@ public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 public protocol HTTPRequestHandler: Sendable {
     /// The answer to `request`.
     func handle(_ request: HTTPRequest) async -> HTTPResponse
+    /// The answer to `request`, given what the server's `immediate` hook prepared for it (opaque to the server).
+    func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse
+}
+
+extension HTTPRequestHandler {
+    /// `handle(_:)`: a handler without an immediate hook has nothing prepared to go on from.
+    public func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse { await handle(request) }
 }
 
 /// An `HTTPHandler` closure as an `HTTPRequestHandler`.
@@ -22,8 +29,8 @@ struct ClosureRequestHandler: HTTPRequestHandler {
 }
 
 /// An answer given at once, on the loop thread, without resuming a handler task; nil when the request needs the
-/// asynchronous handler (which then answers it as if this had not run).
-public typealias ImmediateHTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse?
+/// asynchronous handler, which is then given what this left in its second argument (`handle(_:prepared:)`).
+public typealias ImmediateHTTPHandler = @Sendable (HTTPRequest, inout AnyObject?) -> HTTPResponse?
 
 /// The answer to a request the server refuses itself (it closes the connection after it).
 public typealias RefusalRenderer = @Sendable (EdgeRefusal) -> HTTPResponse
@@ -231,7 +238,8 @@ final class ServerWorker: @unchecked Sendable {
     /// no executor hops). What is left at the end of the turn goes to idle runners, or to new ones, up to
     /// `limits.maxHandling` requests at once; beyond that it waits in `pending` for the next runner that answers.
     func handle(_ request: HTTPRequest, on conn: HTTPConnection) {
-        if let immediate, let response = immediate(request) {
+        var prepared: AnyObject?
+        if let immediate, let response = immediate(request, &prepared) {
             // Answered before this returns: nothing is in flight meanwhile (a shutdown cannot see it).
             conn.finish(response)
             return
@@ -240,7 +248,7 @@ final class ServerWorker: @unchecked Sendable {
         // With requests waiting already, every runner is busy (`dispatchPending` stops only at the cap) and the
         // next to answer takes the oldest: no hook needed.
         if pendingHead == pending.count { loop.atEndOfTurn { self.dispatchPending() } }
-        pending.append(RunnerJob(request: request, conn: conn))
+        pending.append(RunnerJob(request: request, conn: conn, prepared: prepared))
     }
 
     /// Requests waiting for a runner (loop thread only), first come first served from `pendingHead`; a taken
@@ -300,7 +308,7 @@ final class ServerWorker: @unchecked Sendable {
     private func run<Handler: HTTPRequestHandler>(_ first: RunnerJob, _ handler: Handler) async {
         var job: RunnerJob? = first
         while let current = job {
-            let response = await handler.handle(current.request)
+            let response = await handler.handle(current.request, prepared: current.prepared)
             guard loop.inLoop else {
                 // This runner ends here; its slot goes to the oldest waiting request, if any.
                 loop.execute {
@@ -329,6 +337,8 @@ final class ServerWorker: @unchecked Sendable {
     struct RunnerJob: @unchecked Sendable {
         let request: HTTPRequest
         let conn: HTTPConnection
+        /// What the immediate hook prepared for the handler, if anything.
+        let prepared: AnyObject?
     }
 
     /// Runner tasks waiting for a request (loop thread only); resumed with nil when the worker is freed.

@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// The one place permission rules are evaluated (docs/api.md, Resources): no identity → 401, denied → 403,
 /// not visible → 404. Runs before anything is written upstream; handlers act on its `Authorization`.
-public struct PolicyMiddleware: Middleware {
+public struct PolicyMiddleware: Sendable {
     let action: ResourceAction
     let rule: PermissionRule
     let mapper: ResourceMapper
@@ -14,12 +14,6 @@ public struct PolicyMiddleware: Middleware {
         self.rule = rule
         self.mapper = mapper
         self.items = items
-    }
-
-    /// Evaluates the rule, then calls `next`.
-    public func handle(_ request: HTTPRequest, context: RequestContext, next: any Responder) async throws(GatewayError) -> HTTPResponse {
-        if try decide(context) { try await verifyOwner(context) }
-        return try await next.respond(to: request, context: context)
     }
 
     /// The decision that needs no upstream call: throws 403 or 401, sets `.ownItemsOnly` on an owner list,

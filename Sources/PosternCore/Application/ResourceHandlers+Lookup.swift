@@ -1,7 +1,6 @@
-/// The upstream call and cache key of the list and read routes, shared by `list`/`read` and by their synchronous
-/// micro-cache lookups (`Endpoint.ImmediateHandler`): the fresh stored answer (`X-Cache: HIT`) under the same
-/// key `list` and `read` look up, found without an `await`; nil sends the request to `list` or `read`, which look
-/// again and call Directus on a miss.
+/// The list and read routes' lookups: the part of the handler that needs no `await` (the upstream call, its cache
+/// key, the fresh stored answer under it), run by `Endpoint.prepare` on both of the gateway's paths; on a miss
+/// the prepared read (`Endpoint.Read`) goes to `list` or `read`, which call Directus.
 extension ResourceHandlers {
     /// A list's upstream query and its cache key.
     struct ListCall {
@@ -39,17 +38,25 @@ extension ResourceHandlers {
                   session: context.session, perUser: false)
     }
 
-    /// `list`'s answer when the micro-cache holds it fresh, else nil (the same errors as `list` for a bad query).
-    func storedList(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> HTTPResponse? {
-        guard cache.cache != nil else { return nil }
-        return cache.stored(try listCall(request, context).key)
+    /// `GET /api/v1/R` without an `await`: the fresh stored answer (`X-Cache: HIT`), else the upstream target
+    /// and cache key for `list` (400 for a bad list parameter).
+    func lookUpList(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> Endpoint.Progress {
+        let call = try listCall(request, context)
+        if let hit = cache.stored(call.key) { return .answered(hit) }
+        let target = call.usual ? defaultListTarget : QueryString.target(path: mapper.upstreamCollectionPath, query: call.query)
+        return .fetch(Endpoint.Read(subject: target, key: call.key))
     }
 
-    /// `read`'s answer when the micro-cache holds it fresh, else nil (an owner-verified read never comes from
-    /// the cache).
-    func storedRead(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> HTTPResponse? {
-        guard cache.cache != nil, let id = context.itemID else { return nil }
-        if case .ownerVerified = context.authorization { return nil }
-        return cache.stored(readKey(id: id, context))
+    /// `GET /api/v1/R/{id}` without an `await`: the item the policy stage read (never from the cache), or the
+    /// fresh stored answer, else the item id and cache key for `read`.
+    func lookUpRead(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> Endpoint.Progress {
+        if case .ownerVerified(let item) = context.authorization {
+            // The policy stage read it upstream with the caller's token: use it.
+            return .answered(.apiJSON(200, try mapper.renderer.renderItem(directusBody: item.directusBody)))
+        }
+        let id = try itemID(context)
+        let key = readKey(id: id, context)
+        if let hit = cache.stored(key) { return .answered(hit) }
+        return .fetch(Endpoint.Read(subject: id, key: key))
     }
 }
