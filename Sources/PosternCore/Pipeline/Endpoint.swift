@@ -113,24 +113,23 @@ final class Endpoint: Sendable {
 
     /// Goes on from `progress` (`prepare`'s) to the answer: the steps that need an `await`, and what follows them.
     func complete(_ request: HTTPRequest, _ context: RequestContext, from progress: Progress) async throws(GatewayError) -> HTTPResponse {
-        var progress = progress
-        if case .authenticate = progress, let authentication {
-            try await authentication.authenticate(request, context: context)
-            progress = try afterAuthentication(request, context)
-        }
-        if case .verifyOwner = progress, let policy {
-            try await policy.verifyOwner(context)
-            progress = try handlerStart(request, context)
-        }
         switch progress {
         case .answered(let response):
             return response
-        case .handle:
-            if case .handler(let handler) = final { return try await handler(request, context) }
         case .fetch(let read):
             if case .lookup(_, let fetch) = final { return try await fetch(request, context, read) }
-        case .authenticate, .verifyOwner:
-            break
+        case .handle:
+            if case .handler(let handler) = final { return try await handler(request, context) }
+        case .authenticate:
+            if let authentication {
+                try await authentication.authenticate(request, context: context)
+                return try await complete(request, context, from: afterAuthentication(request, context))
+            }
+        case .verifyOwner:
+            if let policy {
+                try await policy.verifyOwner(context)
+                return try await complete(request, context, from: handlerStart(request, context))
+            }
         }
         // Not reached: `prepare` gives a step only when its stage (or that kind of handler) is there.
         throw .internalError("an endpoint step without its stage")
