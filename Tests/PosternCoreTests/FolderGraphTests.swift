@@ -10,10 +10,13 @@ import Testing
     /// compiler keeps those apart, and their edges are not the core's.
     static let outsideTheCore: Set<String> = ["EventLoop", "HTTP", "Support", "IO", "Redis"]
 
-    /// `Sources/PosternCore`, found from this file's place in the package.
+    /// `Sources/PosternCore` of the package this file is in (the nearest folder above it with a `Package.swift`).
     static var coreSources: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/PosternCore")
+        var folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while folder.path != "/" && !FileManager.default.fileExists(atPath: folder.appendingPathComponent("Package.swift").path) {
+            folder = folder.deletingLastPathComponent()
+        }
+        return folder.appendingPathComponent("Sources/PosternCore")
     }
 
     @Test func theCoreFoldersHaveNoCycle() throws {
