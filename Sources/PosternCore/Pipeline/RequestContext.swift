@@ -52,5 +52,5 @@ public final class RequestContext: @unchecked Sendable {
     }
 
     /// What every upstream call carries.
-    public var call: CallContext { CallContext(requestID: requestID, clientIP: clientIP, trace: traceContext) }
+    public var call: CallFields { CallFields(requestID: requestID, clientIP: clientIP, trace: traceContext) }
 }
