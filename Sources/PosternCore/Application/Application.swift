@@ -60,7 +60,7 @@ public final class Application: @unchecked Sendable {
                                      maxWaiting: config.directus.maxWaitingPerWorker,
                                      keepaliveIdle: Double(config.directus.keepaliveIdleMs) / 1000,
                                      pipelineDepth: config.directus.pipelineDepth,
-                                     maxResponseBytes: config.directus.maxResponseBytes)
+                                     maxResponseBytes: config.directus.maxResponseBytes, keptHeaders: UpstreamHTTPClient.gatewayHeaders)
         }
         let backend: SessionBackend
         do {
@@ -75,8 +75,8 @@ public final class Application: @unchecked Sendable {
         }
         let metrics = Metrics()
         let breaker = CircuitBreaker(threshold: config.circuitBreaker.failures, openSeconds: TimeInterval(config.circuitBreaker.openSeconds))
-        let guarded = GuardedTransport(inner: upstream, breaker: breaker, metrics: metrics)
-        let directus = DirectusClient(transport: guarded, timeout: Double(config.directus.timeoutMs) / 1000)
+        let directus = DirectusClient(transport: upstream, timeout: Double(config.directus.timeoutMs) / 1000, breaker: breaker,
+                                      metrics: metrics)
         let sessions = SessionManager(store: backend.store, directus: directus, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
                                       maxTTL: TimeInterval(config.sessions.maxTTLSeconds), maxPerUser: config.sessions.maxPerUser,
                                       revocations: backend.revocations)

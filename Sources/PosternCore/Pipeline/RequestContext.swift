@@ -9,7 +9,7 @@ import FoundationEssentials
 public final class RequestContext: @unchecked Sendable {
     /// What every upstream call of the request carries (request id, client IP, trace), built once with the
     /// context and handed to each call as it is.
-    public let call: CallContext
+    public let call: CallFields
     /// The request id (echoed or generated), sent upstream and back.
     public var requestID: String { call.requestID }
     /// The request's W3C trace context (the client's trace or a new one, and the gateway's span in it).
@@ -35,7 +35,7 @@ public final class RequestContext: @unchecked Sendable {
     /// Builds a context for a new request (in a trace of its own).
     public init(requestID: String, clientIP: String, routePattern: String = "unmatched", resourceName: String? = nil) {
         traceContext = RequestID.newTrace()
-        call = CallContext(requestID: requestID, clientIP: clientIP, trace: traceContext)
+        call = CallFields(requestID: requestID, clientIP: clientIP, trace: traceContext)
         self.routePattern = routePattern
         self.resourceName = resourceName
         startedAt = .now
@@ -46,7 +46,7 @@ public final class RequestContext: @unchecked Sendable {
     init(headers: HTTPHeaders, clientIP: String) {
         let start = RequestID.start(headers)
         traceContext = start.trace
-        call = CallContext(requestID: start.id, clientIP: clientIP, trace: start.trace)
+        call = CallFields(requestID: start.id, clientIP: clientIP, trace: start.trace)
         routePattern = "unmatched"
         resourceName = nil
         startedAt = .now
