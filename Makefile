@@ -10,7 +10,7 @@ DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev node-llhttp li
 TEST_DEB_DEPS := python3-venv curl redis-server iproute2 chromium chromium-driver
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-layers check-docker check-openapi check-observability check-dashboard docker-smoke run check bench bench-json bench-sessions soak-redis scale profile instructions fuzz clean
+.PHONY: deps build release test check-docker check-openapi check-observability check-dashboard docker-smoke run check bench bench-json bench-sessions soak-redis scale profile instructions fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing), and the Python tools of
 ## check-openapi into .build/venv (scripts/pydeps.sh)
@@ -28,14 +28,10 @@ RELEASE_FLAGS := -c release --static-swift-stdlib
 release: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
 
-## test: everything CI runs (the layer, Docker, OpenAPI and observability checks first, so that swift test's summary
+## test: everything CI runs (the Docker, OpenAPI and observability checks first, so that swift test's summary
 ## closes the output)
-test: deps check-layers check-docker check-openapi check-observability check-dashboard
+test: deps check-docker check-openapi check-observability check-dashboard
 	$(SWIFT) test
-
-## check-layers: no type of Sources/PosternCore/Application/ is used from Policy/, Pipeline/, Upstream/ or Auth/
-check-layers:
-	bash scripts/check-layers.sh
 
 ## check-openapi: `postern openapi` and the served document validate (openapi-spec-validator), and a bounded
 ## Schemathesis run against `postern demo` on free ports finds no 5xx and no answer outside its schema

@@ -5,11 +5,11 @@ let package = Package(
     name: "Postern",
     products: [
         .executable(name: "postern", targets: ["postern"]),
-        .library(name: "PosternCore", targets: ["PosternCore"]),
-        .library(name: "DirectusStandIn", targets: ["DirectusStandIn"]),
     ],
     targets: [
-        .systemLibrary(name: "CEvent", path: "Sources/CEvent", pkgConfig: "libevent_openssl"),
+        // libevent's loop and its pthreads locking (no evhttp, bufferevents or listeners: the server, the upstream client
+        // and Redis drive their own nonblocking sockets), with the socket headers and glibc's accept4.
+        .systemLibrary(name: "CEvent", path: "Sources/CEvent", pkgConfig: "libevent_pthreads"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3"),
         // No pkgConfig: hiredis.pc's Cflags carry -D_FILE_OFFSET_BITS=64, which SwiftPM drops with a warning on
@@ -21,8 +21,21 @@ let package = Package(
         .target(name: "CLLHTTP", path: "Sources/CLLHTTP", cSettings: [.unsafeFlags(["-gdwarf-4"])]),
         // Header only: the transcoder's SSE2/NEON string scanner as `static inline` C (no library to link).
         .systemLibrary(name: "CJSONScan", path: "Sources/CJSONScan"),
-        .target(name: "PosternCore", dependencies: ["CEvent", "COpenSSL", "CSQLite", "CHiredis", "CLLHTTP", "CJSONScan"]),
-        .target(name: "DirectusStandIn", dependencies: ["PosternCore", "COpenSSL"]),
+        // The layers, lowest first; each knows only the ones below it (docs/architecture.md draws the graph).
+        // I/O: event loops and their task executor, the loop work queue, name resolution, socket addresses, the TLS
+        // client context, byte buffers, locks and the monotonic clock.
+        .target(name: "PosternIO", dependencies: ["CEvent", "COpenSSL"]),
+        // HTTP/1.1 on PosternIO: the values (request, response, headers, JSONValue), the server and the pooled
+        // upstream client, both on llhttp. Knows nothing of Directus, sessions or the gateway.
+        .target(name: "PosternHTTP", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CLLHTTP"]),
+        // RESP over hiredis on the event loops: clients, the per-loop group, the subscriber.
+        .target(name: "PosternRedis", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CHiredis"]),
+        // What a Directus must contain for the shipped resources (`postern bootstrap` writes it, the stand-in seeds it).
+        .target(name: "DirectusPlan", dependencies: ["PosternHTTP"]),
+        // The gateway: config, routing, the pipeline stages, sessions, the Directus client, caching, the application.
+        .target(name: "PosternCore", dependencies: ["PosternIO", "PosternHTTP", "PosternRedis", "DirectusPlan",
+                                                    "COpenSSL", "CSQLite", "CJSONScan"]),
+        .target(name: "DirectusStandIn", dependencies: ["PosternIO", "PosternHTTP", "DirectusPlan", "COpenSSL"]),
         // jemalloc (Debian's libjemalloc, unprefixed) takes malloc/free from glibc for the whole process: the Swift
         // runtime allocates every object through them, and with glibc's allocator the gateway spent about 9 % more
         // CPU per request (`make bench`, A). Only the server binary: tests and the bench tools keep glibc's.
@@ -46,4 +59,10 @@ for target in package.targets where target.type != .system {
 // the compile-time checks stay, and debug builds (every test) keep the runtime ones.
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+}
+
+// Release builds optimise across the targets: a small function of a lower target (a lock, a clock read, a buffer
+// append, a header lookup) is inlined or specialised in its callers as it was when everything was one module.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 }

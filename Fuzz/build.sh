@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in Fuzz/Targets/ into .build/fuzz/<target> with the Swift toolchain's
 # own libFuzzer and AddressSanitizer (swiftc -sanitize=fuzzer,address). SwiftPM cannot build libFuzzer
-# executables, so PosternCore is compiled once here as an instrumented static library (with
-# -enable-testing, so that targets can `@testable import` it) and each target links against it.
+# executables, so the library targets (PosternIO, PosternHTTP, PosternRedis, DirectusPlan, PosternCore: each
+# compiled from its Sources/ folder, in the order they depend on each other) are compiled here once as
+# instrumented static libraries (with -enable-testing, so that targets can `@testable import` PosternCore, and
+# one package name, so that `package` declarations are seen as SwiftPM lets the tests see them); each target
+# links against them.
 # Usage: Fuzz/build.sh [target...]   (default: every Fuzz/Targets/*.swift)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,10 +14,10 @@ SWIFTC=${SWIFTC:-swiftc}
 OUT=.build/fuzz
 mkdir -p "$OUT"
 
-FLAGS=(-swift-version 6 -O -sanitize=fuzzer,address -g
+FLAGS=(-swift-version 6 -O -sanitize=fuzzer,address -g -package-name Postern
        -I Sources/CEvent -I Sources/COpenSSL -I Sources/CSQLite -I Sources/CHiredis -I Sources/CLLHTTP/include
        -I Sources/CJSONScan)
-LIBS=(-use-ld=lld -levent_openssl -levent -levent_pthreads -lssl -lcrypto -lsqlite3 -lhiredis)
+LIBS=(-use-ld=lld -levent -levent_pthreads -lssl -lcrypto -lsqlite3 -lhiredis)
 
 # llhttp (the HTTP/1.1 parser) is C compiled from Debian's node-llhttp sources, as SwiftPM's CLLHTTP target does:
 # built here with the same instrumentation and linked into every target.
@@ -32,14 +35,22 @@ if [ ! -f "$llhttp" ] || [ -n "$(find Sources/CLLHTTP Fuzz/build.sh -newer "$llh
 fi
 LIBS+=("$llhttp")
 
-lib="$OUT/libPosternCore.a"
-mapfile -t core < <(find Sources/PosternCore -name '*.swift' | sort)
-if [ ! -f "$lib" ] || [ -n "$(find Sources/PosternCore Fuzz/build.sh -newer "$lib" -print -quit)" ]; then
-    echo "fuzz: building instrumented PosternCore (${#core[@]} files)"
-    "$SWIFTC" "${FLAGS[@]}" -module-name PosternCore -parse-as-library -enable-testing \
-        -emit-module -emit-module-path "$OUT/PosternCore.swiftmodule" \
-        -emit-library -static -o "$lib" "${core[@]}"
-fi
+# The library targets, lowest first (Package.swift's dependency order).
+modules=(PosternIO PosternHTTP PosternRedis DirectusPlan PosternCore)
+libs=()
+rebuilt=0
+for module in "${modules[@]}"; do
+    lib="$OUT/lib$module.a"
+    mapfile -t sources < <(find "Sources/$module" -name '*.swift' | sort)
+    if [ "$rebuilt" = 1 ] || [ ! -f "$lib" ] || [ -n "$(find "Sources/$module" Fuzz/build.sh -newer "$lib" -print -quit)" ]; then
+        echo "fuzz: building instrumented $module (${#sources[@]} files)"
+        "$SWIFTC" "${FLAGS[@]}" -module-name "$module" -parse-as-library -enable-testing -I "$OUT" \
+            -emit-module -emit-module-path "$OUT/$module.swiftmodule" \
+            -emit-library -static -o "$lib" "${sources[@]}"
+        rebuilt=1  # the modules above it import this one: build them again
+    fi
+    libs+=("$lib")
+done
 
 if [ "$#" -gt 0 ]; then targets=("$@"); else
     targets=()
@@ -49,9 +60,9 @@ for t in "${targets[@]}"; do
     src="Fuzz/Targets/$t.swift"
     [ -f "$src" ] || { echo "fuzz: no such target: $t" >&2; exit 2; }
     bin="$OUT/$t"
-    if [ ! -x "$bin" ] || [ -n "$(find "$src" Fuzz/Support "$lib" -newer "$bin" -print -quit)" ]; then
+    if [ ! -x "$bin" ] || [ -n "$(find "$src" Fuzz/Support "${libs[@]}" -newer "$bin" -print -quit)" ]; then
         echo "fuzz: building $t"
         "$SWIFTC" "${FLAGS[@]}" -module-name "Fuzz_$t" -parse-as-library -I "$OUT" \
-            "$src" Fuzz/Support/*.swift "$lib" "${LIBS[@]}" -o "$bin"
+            "$src" Fuzz/Support/*.swift "${libs[@]}" "${LIBS[@]}" -o "$bin"
     fi
 done

@@ -1,5 +1,6 @@
+import DirectusPlan
 import FoundationEssentials
-import PosternCore
+import PosternHTTP
 
 /// The admin API of Directus 11 that `postern bootstrap` uses (docs/bootstrap.md): collections,
 /// fields, relations, roles, policies, access, permissions and settings, kept as JSON rows so that GETs see

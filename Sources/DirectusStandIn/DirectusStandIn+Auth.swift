@@ -1,5 +1,6 @@
 import FoundationEssentials
-import PosternCore
+import PosternHTTP
+import PosternIO
 
 extension DirectusStandIn {
     // MARK: - The authenticate middleware

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import PosternCore
+import PosternHTTP
 
 extension DirectusStandIn {
     /// `/items/:collection[/:id]`, under the stored rules of the caller's policies (`itemRules`).

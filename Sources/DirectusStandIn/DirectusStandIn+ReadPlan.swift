@@ -1,5 +1,5 @@
 import FoundationEssentials
-import PosternCore
+import PosternHTTP
 
 extension DirectusStandIn {
     /// A filter compiled against the `posts` columns.

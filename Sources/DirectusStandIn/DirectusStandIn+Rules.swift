@@ -1,5 +1,6 @@
+import DirectusPlan
 import FoundationEssentials
-import PosternCore
+import PosternHTTP
 
 /// How the stored schema and rules (`DirectusStandIn+Admin.swift`) decide who may use `posts` and who may
 /// register, in front of the fixed behaviour of the items and users routes.

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import PosternCore
+import PosternHTTP
 
 extension DirectusStandIn {
     /// A row of `directus_users` (only what the stand-in needs).

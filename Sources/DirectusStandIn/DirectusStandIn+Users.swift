@@ -1,5 +1,5 @@
 import FoundationEssentials
-import PosternCore
+import PosternHTTP
 
 extension DirectusStandIn {
     /// `POST /users`: admin create, or the tutorial's Public create (email and password only, role preset).

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
-import PosternCore
+import PosternHTTP
+import PosternIO
 
 /// An in-memory, transport-free fake of Directus 11 (auth, users, `posts` items, server routes), quirks included.
 ///

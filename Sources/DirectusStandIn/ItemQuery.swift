@@ -1,5 +1,5 @@
 import FoundationEssentials
-import PosternCore
+import PosternHTTP
 
 /// The sanitized query of an `/items` request (`sanitize-query.ts` + `validate-query.ts`), before field checks.
 struct ItemQuery: Sendable {

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import PosternCore
+import PosternHTTP
 
 /// A Directus error answer: one status and one or more `{message, extensions:{…, code}}` entries.
 public struct StandInError: Error, Sendable {

@@ -1,6 +1,6 @@
 import COpenSSL
 import FoundationEssentials
-import PosternCore
+import PosternHTTP
 
 /// HS256 JSON Web Tokens as Directus issues them (`jsonwebtoken` with the project `SECRET`).
 struct StandInJWT: Sendable {

@@ -92,7 +92,7 @@ enum SessionsBench {
         let storeKind = arguments.first ?? "memory"
         let sessionCount = arguments.dropFirst().first.flatMap { Int($0) } ?? 100_000
         let sampleCount = min(20_000, sessionCount / 5)
-        let context = CallContext(requestID: "bench", clientIP: "127.0.0.1")
+        let context = CallFields(requestID: "bench", clientIP: "127.0.0.1")
 
         var temporary: URL?
         let store: any SessionStore

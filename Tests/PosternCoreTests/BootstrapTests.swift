@@ -172,7 +172,7 @@ final class BootstrapLines: @unchecked Sendable {
     static func adminToken(_ standIn: DirectusStandIn) async -> String? {
         let client = DirectusClient(transport: InProcessTransport { standIn.handle($0) }, timeout: 3)
         return try? await client.login(email: "admin@example.com", password: "admin-password",
-                                       context: CallContext(requestID: "t", clientIP: "127.0.0.1")).accessToken
+                                       context: CallFields(requestID: "t", clientIP: "127.0.0.1")).accessToken
     }
 
     @Test func existingCollectionGetsItsMissingFields() async throws {
@@ -194,7 +194,7 @@ final class BootstrapLines: @unchecked Sendable {
     @Test func standInAdminRoutesNeedAnAdminAndVersion11() async throws {
         let standIn = DirectusStandIn()
         let user = try #require(try? await DirectusClient(transport: InProcessTransport { standIn.handle($0) }, timeout: 3)
-            .login(email: "x@y.com", password: "123456", context: CallContext(requestID: "t", clientIP: "127.0.0.1")).accessToken)
+            .login(email: "x@y.com", password: "123456", context: CallFields(requestID: "t", clientIP: "127.0.0.1")).accessToken)
         for path in ["/collections/posts", "/roles", "/policies", "/permissions", "/settings"] {
             let answer = standIn.handle(HTTPRequest(method: .get, target: path, headers: ["Authorization": "Bearer \(user)"]))
             #expect(answer.status == 403, "\(path)")

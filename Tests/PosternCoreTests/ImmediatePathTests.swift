@@ -12,7 +12,7 @@ import Testing
         let handled = Atomic<Int>(0)
         let group = EventLoopGroup(count: 1)
         defer { group.shutdown() }
-        let server = HTTPServer(group: group, immediate: { request in
+        let server = HTTPServer(group: group, immediate: { request, _ in
             request.path == "/now" ? HTTPResponse(status: 200, body: Data("immediate".utf8)) : nil
         }) { request in
             handled.add(1, ordering: .relaxed)
@@ -33,7 +33,7 @@ import Testing
     @Test func pipelinedImmediateAndHandlerAnswersKeepTheirOrder() throws {
         let group = EventLoopGroup(count: 1)
         defer { group.shutdown() }
-        let server = HTTPServer(group: group, immediate: { request in
+        let server = HTTPServer(group: group, immediate: { request, _ in
             request.path.hasPrefix("/now") ? HTTPResponse(status: 200, body: Data(request.path.utf8)) : nil
         }) { request in
             for _ in 0..<50 { await Task.yield() }  // the handler's answer takes longer than the next one
@@ -50,9 +50,71 @@ import Testing
         #expect(bodies == ["/later1", "/now1", "/later2", "/now2"])
     }
 
+    /// What the immediate hook left for a request it did not answer is what the handler is given with it.
+    @Test func theServerHandsWhatTheImmediateHookPreparedToTheHandler() throws {
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let server = HTTPServer(group: group, immediate: { request, prepared in
+            if request.path == "/now" { return HTTPResponse(status: 200, body: Data("immediate".utf8)) }
+            prepared = Note("prepared for \(request.path)")
+            return nil
+        }, handling: NoteEcho())
+        try server.start(host: "127.0.0.1", port: 0)
+        defer { server.shutdown(grace: 1) }
+        let client = RawHTTPClient(port: server.port)
+        for _ in 0..<2 {
+            #expect(try client.request("GET", "/a").text == "prepared for /a")
+            #expect(try client.request("GET", "/now").text == "immediate")
+            #expect(try client.request("GET", "/b").text == "prepared for /b")
+        }
+    }
+
+    /// A value the immediate hook hands over.
+    final class Note: Sendable {
+        let text: String
+        init(_ text: String) { self.text = text }
+    }
+
+    /// Answers with the text of the `Note` it is given ("nothing" without one).
+    struct NoteEcho: HTTPRequestHandler {
+        func handle(_ request: HTTPRequest) async -> HTTPResponse { HTTPResponse(status: 200, body: Data("nothing".utf8)) }
+        func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse {
+            HTTPResponse(status: 200, body: Data(((prepared as? Note)?.text ?? "nothing").utf8))
+        }
+    }
+
+    /// On a miss the asynchronous path goes on from what the immediate path did (route, context, session, cache
+    /// key) instead of doing it again: the answer carries the request id the immediate path drew, and one access
+    /// line is written, under that id.
+    @Test func aMissGoesOnFromWhatTheImmediatePathPrepared() async throws {
+        let gw = try Self.gateway { $0.logLevel = "info" }
+        defer { gw.stop() }
+        let token = try gw.login()
+        let gateway = gw.app.gateway
+        let request = Self.request("/api/v1/books", token: token)  // no X-Request-Id: a new id is drawn
+        var prepared: AnyObject?
+        #expect(gateway.handleImmediately(request, prepared: &prepared) == nil, "a miss needs Directus")
+        let drawn = try #require((prepared as? Gateway.PreparedRequest)?.start.context.requestID)
+        let answer = await gateway.handle(request, prepared: prepared)
+        #expect(answer.status == 200 && answer.headers["X-Cache"] == "MISS")
+        #expect(answer.headers["X-Request-Id"] == drawn, "the context the immediate path built answers")
+        #expect(LiveCacheTests.listCalls(gw) == 1)
+        let lines = gw.logLines.all.filter { $0.contains("\"msg\":\"request\"") && $0.contains("\"route\":\"/api/v1/books\"") }
+        #expect(lines.count == 1 && lines.first?.contains(drawn) == true, "\(lines)")
+        // With nothing prepared, `handle` starts from the start (a new request id), and finds the stored answer.
+        let fresh = await gateway.handle(request, prepared: nil)
+        #expect(fresh.headers["X-Cache"] == "HIT" && fresh.headers["X-Request-Id"] != drawn)
+    }
+
     /// A gateway whose resources are cached for a minute (user scope), with `configure` applied after.
     static func gateway(configure: (inout PosternConfig) -> Void = { _ in }) throws -> TestGateway {
         try LiveCacheTests.gateway(configure: configure)
+    }
+
+    /// The gateway's immediate answer to `request`, if any (what it prepared otherwise is dropped).
+    static func immediate(_ gateway: Gateway, _ request: HTTPRequest) -> HTTPResponse? {
+        var prepared: AnyObject?
+        return gateway.handleImmediately(request, prepared: &prepared)
     }
 
     /// `GET path` as the gateway's public listener receives it.
@@ -69,15 +131,15 @@ import Testing
         let token = try gw.login()
         let gateway = gw.app.gateway
         #expect(gateway.answersImmediately)
-        #expect(gateway.handleImmediately(Self.request("/api/v1/books", token: token)) == nil, "a miss needs Directus")
+        #expect(Self.immediate(gateway, Self.request("/api/v1/books", token: token)) == nil, "a miss needs Directus")
         #expect(try gw.client().json("GET", "/api/v1/books", token: token).headers["X-Cache"] == "MISS")
-        let hit = try #require(gateway.handleImmediately(Self.request("/api/v1/books", token: token)))
+        let hit = try #require(Self.immediate(gateway, Self.request("/api/v1/books", token: token)))
         #expect(hit.status == 200 && hit.headers["X-Cache"] == "HIT")
-        #expect(gateway.handleImmediately(Self.request("/api/v1/books/1", token: token)) == nil, "read not cached yet")
-        #expect(gateway.handleImmediately(Self.request("/api/v1/user/me", token: token)) == nil, "not a cached route")
-        #expect(gateway.handleImmediately(Self.request("/nowhere", token: token)) == nil)
+        #expect(Self.immediate(gateway, Self.request("/api/v1/books/1", token: token)) == nil, "read not cached yet")
+        #expect(Self.immediate(gateway, Self.request("/api/v1/user/me", token: token)) == nil, "not a cached route")
+        #expect(Self.immediate(gateway, Self.request("/nowhere", token: token)) == nil)
         // A token the session cache does not hold goes to the asynchronous path (which asks the store).
-        #expect(gateway.handleImmediately(Self.request("/api/v1/books", token: "pst_unknown")) == nil)
+        #expect(Self.immediate(gateway, Self.request("/api/v1/books", token: "pst_unknown")) == nil)
         #expect(LiveCacheTests.listCalls(gw) == 1)
     }
 
@@ -88,7 +150,7 @@ import Testing
         let token = try gw.login()
         for _ in 0..<2 {
             #expect(try gw.client().json("GET", "/api/v1/books", token: token).status == 200)
-            #expect(gw.app.gateway.handleImmediately(Self.request("/api/v1/books", token: token)) == nil)
+            #expect(Self.immediate(gw.app.gateway, Self.request("/api/v1/books", token: token)) == nil)
         }
     }
 

@@ -248,26 +248,29 @@ import Testing
     /// The handlers render through `mapper.renderer` and nothing else: a replacement renderer's bytes are
     /// what the client gets, for a list (after a Directus call) and for an item the policy stage already read.
     @Test func rendererIsReplaceable() async throws {
-        struct Fixed: ResourceRenderer {
-            func renderList(directusBody: Data) throws(GatewayError) -> Data { Data("list".utf8) }
-            func renderItem(directusBody: Data) throws(GatewayError) -> Data { Data("item".utf8) }
-        }
         var mapper = shippedMapper("books")
-        mapper.renderer = Fixed()
+        let replacement = JSONTranscoder(table: mapper.table, name: "replaced")
+        mapper.renderer = replacement
+        let listBody = Data(#"{"data":[],"meta":{"filter_count":0}}"#.utf8)
+        let itemBody = Data(#"{"data":{"id":1}}"#.utf8)
         let directus = DirectusClient(transport: InProcessTransport { _ in
-            HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(#"{"data":[],"meta":{"filter_count":0}}"#.utf8))
+            HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: listBody)
         }, timeout: 3)
         let sessions = SessionManager(store: MemorySessionStore(), directus: directus, idleTTL: 60, maxTTL: 600)
         let handlers = ResourceHandlers(mapper: mapper, items: DirectusItems(directus: directus, sessions: sessions),
                                         cache: ResourceCache(mapper.resource, cache: MicroCache(maxEntries: 1), invalidations: LocalInvalidationBus()))
-        let list = try await handlers.list(HTTPRequest(method: .get, target: "/api/v1/books", remoteAddress: "10.0.0.1"),
-                                           RequestContext(requestID: "r", clientIP: "10.0.0.1"))
+        let list = try await Endpoint(lookup: handlers.lookUpList, fetch: handlers.list)
+            .respond(to: HTTPRequest(method: .get, target: "/api/v1/books", remoteAddress: "10.0.0.1"),
+                     context: RequestContext(requestID: "r", clientIP: "10.0.0.1"))
         #expect(list.status == 200)
-        #expect(list.body == Data("list".utf8))
+        #expect(list.body == (try replacement.renderList(directusBody: listBody)))
+        #expect(list.body != (try shippedMapper("books").renderer.renderList(directusBody: listBody)))
         let context = RequestContext(requestID: "r", clientIP: "10.0.0.1")
         context.itemID = "1"
-        context.authorization = .ownerVerified(OwnedItem(directusBody: Data(#"{"data":{"id":1}}"#.utf8), owner: "u"))
-        let item = try await handlers.read(HTTPRequest(method: .get, target: "/api/v1/books/1", remoteAddress: "10.0.0.1"), context)
-        #expect(item.body == Data("item".utf8))
+        context.authorization = .ownerVerified(OwnedItem(directusBody: itemBody, owner: "u"))
+        let item = try await Endpoint(lookup: handlers.lookUpRead, fetch: handlers.read)
+            .respond(to: HTTPRequest(method: .get, target: "/api/v1/books/1", remoteAddress: "10.0.0.1"), context: context)
+        #expect(item.body == (try replacement.renderItem(directusBody: itemBody)))
+        #expect(item.body != (try shippedMapper("books").renderer.renderItem(directusBody: itemBody)))
     }
 }

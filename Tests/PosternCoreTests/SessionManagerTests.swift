@@ -27,8 +27,8 @@ final class SessionTestClock: @unchecked Sendable {
         }
 
         func open() async throws -> IssuedTokens {
-            let tokens = try await directus.login(email: "x@y.com", password: "123456", context: CallContext(requestID: "t", clientIP: "127.0.0.1"))
-            return try await manager.open(tokens: tokens, email: "x@y.com", context: CallContext(requestID: "t", clientIP: "127.0.0.1"))
+            let tokens = try await directus.login(email: "x@y.com", password: "123456", context: CallFields(requestID: "t", clientIP: "127.0.0.1"))
+            return try await manager.open(tokens: tokens, email: "x@y.com", context: CallFields(requestID: "t", clientIP: "127.0.0.1"))
         }
     }
 
@@ -158,7 +158,7 @@ extension SessionManagerTests {
         let gate = RefreshGate(standIn)
         let directus = DirectusClient(transport: gate, timeout: 3)
         let manager = SessionManager(store: MemorySessionStore(), directus: directus, idleTTL: 1000, maxTTL: 10_000)
-        let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
+        let ctx = CallFields(requestID: "t", clientIP: "127.0.0.1")
         let issued = try await manager.open(tokens: try await directus.login(email: "x@y.com", password: "123456", context: ctx), email: "x@y.com", context: ctx)
         standIn.expireAllAccessTokens()
         let session = try await manager.authenticate(token: issued.accessToken)

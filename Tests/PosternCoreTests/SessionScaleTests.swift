@@ -18,7 +18,7 @@ func sessionTestDirectory() throws -> URL {
     return dir
 }
 
-private let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
+private let ctx = CallFields(requestID: "t", clientIP: "127.0.0.1")
 
 /// The per-user cap, through the whole pipeline.
 @Suite struct SessionCapTests {

@@ -139,7 +139,7 @@ final class RecordingRevocationBus: SessionRevocationBus, @unchecked Sendable {
 
 /// The buses and counters `Application.build` chooses from the store kind, and what travels on them.
 @Suite(.serialized) struct SharedStatePlumbingTests {
-    let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
+    let ctx = CallFields(requestID: "t", clientIP: "127.0.0.1")
 
     @Test func localStoresGetInProcessBusesAndRedisIsAHook() throws {
         var config = PosternConfig.testing

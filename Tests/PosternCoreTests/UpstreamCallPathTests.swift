@@ -10,13 +10,13 @@ import Testing
 
     @Test func headersShowTheCarriedFieldsInTheirPlace() {
         let write = UpstreamRequest(method: .post, target: "/items/posts",
-                                    fields: CallFields(requestID: "r", forwardedFor: "10.0.0.1", bearer: "tok", jsonBody: true))
+                                    fields: CallFields(requestID: "r", clientIP: "10.0.0.1", bearer: "tok", jsonBody: true))
         #expect(write.headers.fields.map { "\($0.name): \($0.value)" } == [
             "Accept: application/json", "X-Request-Id: r", "X-Forwarded-For: 10.0.0.1", "Authorization: Bearer tok",
             "Content-Type: application/json",
         ])
         let anonymous = UpstreamRequest(method: .get, target: "/items/posts",
-                                        fields: CallFields(requestID: "r", forwardedFor: "10.0.0.1", bearer: nil, jsonBody: false))
+                                        fields: CallFields(requestID: "r", clientIP: "10.0.0.1", bearer: nil, jsonBody: false))
         let three: HTTPHeaders = ["Accept": "application/json", "X-Request-Id": "r", "X-Forwarded-For": "10.0.0.1"]
         #expect(anonymous.headers == three)
         #expect(UpstreamRequest(method: .get, target: "/", headers: three).headers == three)
@@ -24,7 +24,7 @@ import Testing
         // Setting the headers replaces them all, the carried fields included.
         var changed = write
         changed.headers.remove("Authorization")
-        #expect(changed.callFields == nil && changed.headers["Authorization"] == nil && changed.headers.fields.count == 4)
+        #expect(changed.headFields == nil && changed.headers["Authorization"] == nil && changed.headers.fields.count == 4)
         var added = write
         added.headers.add("X-Other", "1")
         #expect(added.headers["Authorization"] == "Bearer tok" && added.headers.fields.last?.name == "X-Other")
@@ -37,7 +37,7 @@ import Testing
             return HTTPResponse(status: 200, body: Data(#"{"data":[]}"#.utf8))
         }
         let directus = DirectusClient(transport: transport, timeout: 5)
-        let context = CallContext(requestID: "req-9", clientIP: "10.9.9.9")
+        let context = CallFields(requestID: "req-9", clientIP: "10.9.9.9")
         _ = try await directus.listItems(target: "/items/posts", token: "jwt.value", context: context)
         _ = try await directus.createItem(path: "/items/posts", payload: .object([]), fields: "id", token: "jwt.value", context: context)
         _ = try await directus.listItems(target: "/items/posts", token: nil, context: context)
@@ -58,7 +58,7 @@ import Testing
         let transport = LoopTransport(group: group, endpoint: UpstreamEndpoint(url: peer.url)!, maxConnections: 1)
         let directus = DirectusClient(transport: transport, timeout: 5)
         _ = try await directus.listItems(target: "/items/posts", token: "a\r\nX-Injected: 1",
-                                         context: CallContext(requestID: "r", clientIP: "10.1.2.3"))
+                                         context: CallFields(requestID: "r", clientIP: "10.1.2.3"))
         #expect(peer.requests == [
             "GET /items/posts HTTP/1.1\r\nHost: 127.0.0.1:\(peer.port)\r\n"
                 + "Accept: application/json\r\nX-Request-Id: r\r\nX-Forwarded-For: 10.1.2.3\r\n\r\n",
@@ -91,7 +91,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                       tls: TLSClientContext(caFile: server.certificatePath, verify: true))
         let directus = DirectusClient(transport: transport, timeout: 10)
         let body = try await directus.listItems(target: "/items/posts?limit=1", token: "eyJ.tls.token",
-                                                context: CallContext(requestID: "req-tls", clientIP: "10.4.4.4"))
+                                                context: CallFields(requestID: "req-tls", clientIP: "10.4.4.4"))
         #expect(String(decoding: body, as: UTF8.self) == "GET /items/posts?limit=1 HTTP/1.1\nHost: localhost:\(port)\n"
                     + "Accept: application/json\nX-Request-Id: req-tls\nX-Forwarded-For: 10.4.4.4\nAuthorization: Bearer eyJ.tls.token\n")
     }

@@ -73,7 +73,7 @@ import Testing
             [.send("HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"data\":[]}")]
         }
         defer { peer.stop() }
-        let context = CallContext(requestID: "req-1", clientIP: "10.1.2.3")
+        let context = CallFields(requestID: "req-1", clientIP: "10.1.2.3")
         let target = QueryString.target(path: "/items/posts", query: [("fields", "id,title"), ("limit", "20")])
         let body = try await Self.call(peer) { directus throws(DirectusError) in
             try await directus.listItems(target: target, token: "tok.en", context: context)
@@ -91,7 +91,7 @@ import Testing
             [.send("HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"data\":{\"id\":1}}")]
         }
         defer { peer.stop() }
-        let context = CallContext(requestID: "evil\r\nX-Injected: 1", clientIP: "10.1.2.3")
+        let context = CallFields(requestID: "evil\r\nX-Injected: 1", clientIP: "10.1.2.3")
         let created = try await Self.call(peer) { directus throws(DirectusError) in
             try await directus.createItem(path: "/items/posts", payload: .object([("title", .string("t"))]), fields: "id",
                                           token: nil, context: context)
@@ -110,7 +110,7 @@ import Testing
         }
         defer { peer.stop() }
         let text = String(repeating: "0123456789", count: 600)
-        let context = CallContext(requestID: String(repeating: "r", count: 2000), clientIP: "10.1.2.3")
+        let context = CallFields(requestID: String(repeating: "r", count: 2000), clientIP: "10.1.2.3")
         _ = try await Self.call(peer) { directus throws(DirectusError) in
             try await directus.updateItem(path: "/items/posts/1", payload: .object([("content", .string(text))]), fields: "id",
                                           token: "t", context: context)

@@ -5,11 +5,6 @@
    /usr/share/include/llhttp/. The three files next to include/ compile those sources into this target
    (they find the header by the name `llhttp.h`, which is this file). No library to link at run time. */
 #include "/usr/share/include/llhttp/llhttp.h"
-#include <sys/socket.h>
-
-/* glibc's accept4 (declared by <sys/socket.h> only under _GNU_SOURCE, which Swift's Glibc module does not
-   set): the server accepts sockets already nonblocking and close-on-exec, in one call. */
-extern int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 /* Whether the bytes [p, p + n) keep RFC 9112's line breaks: each CR followed by an LF, each LF after a CR. The request
    assembler runs it over every byte of a request outside its body's data (the head, and a chunked body's framing),
    which llhttp, built without its strict mode, does not check. `*pending_cr` carries a CR that ended the bytes before

@@ -60,7 +60,7 @@ public final class Application: @unchecked Sendable {
                                      maxWaiting: config.directus.maxWaitingPerWorker,
                                      keepaliveIdle: Double(config.directus.keepaliveIdleMs) / 1000,
                                      pipelineDepth: config.directus.pipelineDepth,
-                                     maxResponseBytes: config.directus.maxResponseBytes)
+                                     maxResponseBytes: config.directus.maxResponseBytes, keptHeaders: UpstreamHTTPClient.gatewayHeaders)
         }
         let backend: SessionBackend
         do {
@@ -75,8 +75,8 @@ public final class Application: @unchecked Sendable {
         }
         let metrics = Metrics()
         let breaker = CircuitBreaker(threshold: config.circuitBreaker.failures, openSeconds: TimeInterval(config.circuitBreaker.openSeconds))
-        let guarded = GuardedTransport(inner: upstream, breaker: breaker, metrics: metrics)
-        let directus = DirectusClient(transport: guarded, timeout: Double(config.directus.timeoutMs) / 1000)
+        let directus = DirectusClient(transport: upstream, timeout: Double(config.directus.timeoutMs) / 1000, breaker: breaker,
+                                      metrics: metrics)
         let sessions = SessionManager(store: backend.store, directus: directus, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
                                       maxTTL: TimeInterval(config.sessions.maxTTLSeconds), maxPerUser: config.sessions.maxPerUser,
                                       revocations: backend.revocations)
@@ -145,7 +145,7 @@ public final class Application: @unchecked Sendable {
         let group = self.group ?? EventLoopGroup(count: config.effectiveWorkers)
         self.group = group
         var immediate: ImmediateHTTPHandler?
-        if gateway.answersImmediately { immediate = { gateway.handleImmediately($0) } }
+        if gateway.answersImmediately { immediate = { gateway.handleImmediately($0, prepared: &$1) } }
         let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) }, immediate: immediate, handling: gateway)
         do {
             try server.start(host: listen.host, port: listen.port)

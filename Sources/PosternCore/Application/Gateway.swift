@@ -50,40 +50,84 @@ public final class Gateway: HTTPRequestHandler {
 
     /// Answers one request on the public listener; never throws, every error is rendered.
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        await handle(request, router: routes.router)
+        await handle(request, router: routes.router, prepared: nil)
+    }
+
+    /// Answers one request on the public listener, going on from what `handleImmediately` prepared for it
+    /// (`prepared`, when it is that), else from the start.
+    public func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse {
+        await handle(request, router: routes.router, prepared: prepared)
     }
 
     /// Answers one request on the admin listener (operations, `/metrics`, the operator console). A path under
     /// `/admin/` passes the admin guard first, routed or not (`AdminGuard`); handlers read the caller's address
     /// in `context.clientIP`.
     public func handleAdmin(_ request: HTTPRequest) async -> HTTPResponse {
-        var (context, endpoint) = route(request, router: routes.adminRouter)
-        if AdminGuard.covers(request.path) { endpoint = routes.adminGuard.guarding(endpoint) }
-        return await routes.edge.respond(to: request, context: context, endpoint: endpoint)
+        let start = prepare(request, router: routes.adminRouter, guarded: AdminGuard.covers(request.path))
+        return await routes.edge.respond(to: request, context: start.context, endpoint: start.endpoint,
+                                         from: start.progress, trace: start.trace)
     }
 
     /// `handle`'s answer when it is ready without suspending (e.g. a fresh micro-cache answer for a cached
-    /// session: docs/api.md, Micro-cache), with the same stages, headers, metrics and access log; nil when
-    /// `handle` must answer. Tried first on every request of the public listener, on its loop thread.
-    public func handleImmediately(_ request: HTTPRequest) -> HTTPResponse? {
-        guard let match = routes.router.match(path: request.path) else { return nil }
-        let endpoint = match.route.responder(for: request.method)
-        guard endpoint.immediate != nil else { return nil }
-        return routes.edge.respondImmediately(to: request, context: context(request, match), endpoint: endpoint)
+    /// session: docs/api.md, Micro-cache), with the same stages, headers, metrics and access log. Else nil, and
+    /// `prepared` holds what was done (route, context, the stages that passed, the micro-cache key looked up),
+    /// for `handle(_:prepared:)` to go on from. Tried first on every request of the public listener, on its loop
+    /// thread.
+    public func handleImmediately(_ request: HTTPRequest, prepared: inout AnyObject?) -> HTTPResponse? {
+        let start = prepare(request, router: routes.router)
+        guard case .answered(var response) = start.progress else {
+            prepared = PreparedRequest(start)
+            return nil
+        }
+        routes.edge.finish(&response, request, start.context, start.trace)
+        return response
     }
 
     @inline(__always)  // one async frame per request, not two
-    private func handle(_ request: HTTPRequest, router: Router) async -> HTTPResponse {
-        let (context, endpoint) = route(request, router: router)
-        return await routes.edge.respond(to: request, context: context, endpoint: endpoint)
+    private func handle(_ request: HTTPRequest, router: Router, prepared: AnyObject?) async -> HTTPResponse {
+        let start = (prepared as? PreparedRequest)?.start ?? prepare(request, router: router)
+        return await routes.edge.respond(to: request, context: start.context, endpoint: start.endpoint,
+                                         from: start.progress, trace: start.trace)
     }
 
-    /// The request's context and the endpoint that answers it (the 404 one when no route matches).
-    /// Synchronous and not inlined: what routing builds stays off the async frame.
+    /// What the first, synchronous step of a request found: its context, its endpoint, its access-log trace and
+    /// how far the stages went (`EdgeStages.prepare`).
+    struct Start {
+        /// The request's context.
+        let context: RequestContext
+        /// The endpoint that answers it (the 404 one when no route matches).
+        let endpoint: Endpoint
+        /// The access-log trace (nil when no access line is written).
+        let trace: RequestTrace?
+        /// The answer, or where the stages stopped.
+        let progress: Endpoint.Progress
+    }
+
+    /// A `Start` handed from the immediate path to the asynchronous one (the server carries it opaquely).
+    final class PreparedRequest {
+        /// What the immediate path did.
+        let start: Start
+        init(_ start: Start) { self.start = start }
+    }
+
+    /// The request's route, context and endpoint (the 404 one when no route matches), then the edge's and the
+    /// endpoint's stages as far as they go without an `await`. Synchronous and not inlined: what routing builds
+    /// stays off the async frame.
     @inline(never)
-    private func route(_ request: HTTPRequest, router: Router) -> (RequestContext, Endpoint) {
-        guard let match = router.match(path: request.path) else { return (context(request, nil), routes.notFound) }
-        return (context(request, match), match.route.responder(for: request.method))
+    private func prepare(_ request: HTTPRequest, router: Router, guarded: Bool = false) -> Start {
+        let context: RequestContext
+        var endpoint: Endpoint
+        if let match = router.match(path: request.path) {
+            context = self.context(request, match)
+            endpoint = match.route.responder(for: request.method)
+        } else {
+            context = self.context(request, nil)
+            endpoint = routes.notFound
+        }
+        if guarded { endpoint = routes.adminGuard.guarding(endpoint) }
+        let trace = routes.edge.trace()
+        return Start(context: context, endpoint: endpoint, trace: trace,
+                     progress: routes.edge.prepare(request, context, endpoint, trace: trace))
     }
 
     /// A new request's context: its id, the client's address, and what routing found.

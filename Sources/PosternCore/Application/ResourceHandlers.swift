@@ -15,7 +15,7 @@ struct ResourceHandlers: Sendable {
     private let createForbidden: GatewayError
     /// The upstream target of a list without list parameters and not narrowed to the owner (the usual list),
     /// built once instead of percent-encoding the same query on every call.
-    private let defaultListTarget: String
+    let defaultListTarget: String
 
     /// The handlers of `mapper`'s resource.
     init(mapper: ResourceMapper, items: DirectusItems, schema: SchemaWatch? = nil, cache: ResourceCache) {
@@ -31,11 +31,10 @@ struct ResourceHandlers: Sendable {
 
     private var directus: DirectusClient { items.directus }
 
-    /// `GET /api/v1/R`.
-    func list(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        let call = try listCall(request, context)
-        if let hit = cache.stored(call.key) { return hit }
-        let target = call.usual ? defaultListTarget : QueryString.target(path: mapper.upstreamCollectionPath, query: call.query)
+    /// `GET /api/v1/R` on a miss: the upstream list `lookUpList` prepared, through the micro-cache (stored, or
+    /// joined to an identical call in flight) when the resource is cached.
+    func list(_ request: HTTPRequest, _ context: RequestContext, _ call: Endpoint.Read) async throws(GatewayError) -> HTTPResponse {
+        let target = call.subject
         let collection = mapper.resource.collection
         return try await cache.respond(key: call.key) {
             () async throws(GatewayError) -> HTTPResponse in
@@ -56,16 +55,11 @@ struct ResourceHandlers: Sendable {
         }
     }
 
-    /// `GET /api/v1/R/{id}`.
-    func read(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        if case .ownerVerified(let item) = context.authorization {
-            // The policy stage read it upstream with the caller's token (never from the cache): use it.
-            return .apiJSON(200, try mapper.renderer.renderItem(directusBody: item.directusBody))
-        }
-        let id = try itemID(context)
-        let key = readKey(id: id, context)
-        if let hit = cache.stored(key) { return hit }
-        return try await cache.respond(key: key) {
+    /// `GET /api/v1/R/{id}` on a miss: the upstream read `lookUpRead` prepared, through the micro-cache when
+    /// the resource is cached.
+    func read(_ request: HTTPRequest, _ context: RequestContext, _ call: Endpoint.Read) async throws(GatewayError) -> HTTPResponse {
+        let id = call.subject
+        return try await cache.respond(key: call.key) {
             () async throws(GatewayError) -> HTTPResponse in
             let body = try await items.readItem(id: id, mapper: mapper, session: context.session, context: context)
             return .apiJSON(200, try mapper.renderer.renderItem(directusBody: body))
@@ -135,7 +129,8 @@ struct ResourceHandlers: Sendable {
         return false
     }
 
-    private func itemID(_ context: RequestContext) throws(GatewayError) -> String {
+    /// The request's `{id}` (404 when it has none).
+    func itemID(_ context: RequestContext) throws(GatewayError) -> String {
         guard let id = context.itemID else { throw notFound }
         return id
     }
@@ -143,7 +138,7 @@ struct ResourceHandlers: Sendable {
 
 /// `POST /api/v1/R`: parses the body once; a body carrying an `id` takes the update route (and its
 /// policy) instead of create — the tutorial server's compatibility rule.
-struct CreateOrUpdateResponder: Responder {
+struct CreateOrUpdateResponder: Sendable {
     let mapper: ResourceMapper
     let create: Endpoint
     let update: Endpoint

@@ -121,14 +121,17 @@ struct RouteTable: Sendable {
         func policy(_ action: ResourceAction) -> PolicyMiddleware {
             PolicyMiddleware(action: action, rule: rule(action), mapper: mapper, items: stages.items)
         }
-        func guarded(_ action: ResourceAction, item: Bool, immediate: Endpoint.ImmediateHandler? = nil,
-                     _ handler: @escaping Endpoint.Handler) -> Endpoint {
+        func guarded(_ action: ResourceAction, item: Bool, _ handler: @escaping Endpoint.Handler) -> Endpoint {
             Endpoint(limit: stages.limit, authentication: rule(action) == .public ? stages.optionalAuth : stages.requiredAuth,
-                     itemID: item ? ItemIDMiddleware(mapper: mapper) : nil, policy: policy(action), immediate: immediate,
-                     handler: handler)
+                     itemID: item ? ItemIDMiddleware(mapper: mapper) : nil, policy: policy(action), handler: handler)
         }
-        // A cached resource's hits are answered on the loop thread, without a task (docs/api.md, Micro-cache).
-        let cached = handlers.cache.cache != nil
+        // List and read look up the micro-cache without an `await`: a cached resource's hits are answered on the
+        // loop thread, without a task (docs/api.md, Micro-cache).
+        func lookedUp(_ action: ResourceAction, item: Bool, _ lookup: @escaping Endpoint.Lookup,
+                      _ fetch: @escaping Endpoint.Fetch) -> Endpoint {
+            Endpoint(limit: stages.limit, authentication: rule(action) == .public ? stages.optionalAuth : stages.requiredAuth,
+                     itemID: item ? ItemIDMiddleware(mapper: mapper) : nil, policy: policy(action), lookup: lookup, fetch: fetch)
+        }
         let update = guarded(.update, item: true, handlers.update)
         // POST: authenticate (demanded up front unless create or update is public), parse the body once,
         // then the chosen action's requirement and policy.
@@ -142,11 +145,11 @@ struct RouteTable: Sendable {
         let name = resource.name
         return [
             Route("/api/v1/\(name)", resource: name, methods: [
-                (.get, guarded(.list, item: false, immediate: cached ? handlers.storedList : nil, handlers.list)),
+                (.get, lookedUp(.list, item: false, handlers.lookUpList, handlers.list)),
                 (.post, Endpoint(limit: stages.limit, authentication: postAuth, handler: createOrUpdate.respond)),
             ]),
             Route("/api/v1/\(name)/{id}", resource: name, methods: [
-                (.get, guarded(.read, item: true, immediate: cached ? handlers.storedRead : nil, handlers.read)),
+                (.get, lookedUp(.read, item: true, handlers.lookUpRead, handlers.read)),
                 (.patch, update),
                 (.put, update),
                 (.delete, guarded(.delete, item: true, handlers.delete)),

@@ -48,8 +48,6 @@ public final class RedisEventBus: Sendable {
 
     /// The session side of the bus.
     public var revocations: any SessionRevocationBus { Revocations(bus: self) }
-    /// The micro-cache side of the bus.
-    public var invalidations: any CacheInvalidationBus { Invalidations(bus: self) }
 
     /// Session revocations and changes over the bus.
     struct Revocations: SessionRevocationBus {
@@ -67,23 +65,6 @@ public final class RedisEventBus: Sendable {
         /// Registers a handler for "announcements may have been lost".
         func subscribeReset(_ handler: @escaping @Sendable () -> Void) {
             bus.resetHandlers.withLock { $0.append(handler) }
-        }
-    }
-
-    /// Micro-cache invalidations over the bus.
-    struct Invalidations: CacheInvalidationBus {
-        /// The bus it speaks for.
-        let bus: RedisEventBus
-
-        /// Drops `collection` from this process's caches now, then tells the other instances.
-        func publish(collection: String) {
-            for handler in bus.cacheHandlers.withLock({ $0 }) { handler(collection) }
-            bus.send("c", collection)
-        }
-
-        /// Registers a micro-cache (called for local and remote changes).
-        func subscribe(_ handler: @escaping @Sendable (String) -> Void) {
-            bus.cacheHandlers.withLock { $0.append(handler) }
         }
     }
 

@@ -7,7 +7,7 @@ extension SessionManager {
     /// releases the lock; the others poll the stored session until its Directus refresh token changed, and
     /// use it. A holder that dies leaves a lock that expires, and the next poller takes it over. Since the
     /// lock outlives any Directus call, two refreshes with the same Directus refresh token never happen.
-    func performSharedRefresh(_ session: Session, lock: any SharedRefreshLock, context: CallContext) async throws -> Session {
+    func performSharedRefresh(_ session: Session, lock: any SharedRefreshLock, context: CallFields) async throws -> Session {
         let started = ProcessInfo.processInfo.systemUptime
         // Long enough for one holder to die and its lock to expire, and another to finish.
         let patience = lock.refreshLockTTL * 2 + 1

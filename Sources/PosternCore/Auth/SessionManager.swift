@@ -80,7 +80,7 @@ public final class SessionManager: @unchecked Sendable {
     /// sessions, the user's least recently used ones end (and their Directus refresh tokens are logged out).
     /// The session keeps `context`'s client IP and `userAgent` (bounded by `Session.userAgent(_:)`).
     public func open(tokens: DirectusTokens, email: String, userAgent: String? = nil,
-                     context: CallContext) async throws(GatewayError) -> IssuedTokens {
+                     context: CallFields) async throws(GatewayError) -> IssuedTokens {
         guard let claims = JWTClaims(token: tokens.accessToken), let userID = claims.id else {
             throw .upstreamError("Directus access token without user id")
         }
@@ -109,7 +109,7 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Ends the least recently used sessions of `userID` beyond `maxPerUser`, never `keeping`. Costs
     /// O(sessions of that user): the store's per-user index, with the cache's fresher last uses on top.
-    private func enforceCap(userID: String, keeping: String, context: CallContext) async {
+    private func enforceCap(userID: String, keeping: String, context: CallFields) async {
         guard let recency = try? await store.recency(userID: userID), recency.count > maxPerUser else { return }
         let fresh = cache.lastUse(of: recency.map(\.id))
         func lastUse(_ r: SessionRecency) -> Date { max(r.lastUsedAt, fresh[r.id] ?? .distantPast) }
@@ -177,7 +177,7 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Exchanges a Postern refresh token for a new token pair; both old ones die. A refresh token that
     /// was already used revokes its whole session (reuse means it was stolen).
-    public func rotate(refreshToken: String, context: CallContext) async throws(GatewayError) -> IssuedTokens {
+    public func rotate(refreshToken: String, context: CallFields) async throws(GatewayError) -> IssuedTokens {
         let dead = GatewayError.unauthorized("unknown, used or expired refresh token")
         guard refreshToken.hasPrefix(Crypto.refreshTokenPrefix), refreshToken.utf8.count < 200 else { throw dead }
         let digest = Crypto.sha256Hex(refreshToken)
@@ -229,7 +229,7 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Kills a session at once and logs its Directus refresh token out upstream (best effort). Throws
     /// 503 `session_store_unavailable` when the store could not delete it (the token may still work elsewhere).
-    public func revoke(_ session: Session, context: CallContext) async throws(GatewayError) {
+    public func revoke(_ session: Session, context: CallFields) async throws(GatewayError) {
         // The latest Directus refresh token: a refresh may have rotated it since `session` was read.
         var latest = cache.session(id: session.id)
         if latest == nil { latest = try? await store.session(sessionID: session.id) }
@@ -238,7 +238,7 @@ public final class SessionManager: @unchecked Sendable {
     }
 
     /// Kills the session `sessionID` (wherever it is) and logs its Directus refresh token out upstream.
-    private func revoke(sessionID: String, context: CallContext) async {
+    private func revoke(sessionID: String, context: CallFields) async {
         var latest = cache.session(id: sessionID)
         if latest == nil { latest = try? await store.session(sessionID: sessionID) }
         await drop(sessionID: sessionID)
@@ -357,7 +357,7 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Runs `call` with the session's Directus access token, refreshing it first when it has expired and
     /// once more (then retrying once) when Directus says it is stale. A failed refresh kills the session: 401.
-    public func withDirectusToken<T: Sendable>(_ session: Session, context: CallContext,
+    public func withDirectusToken<T: Sendable>(_ session: Session, context: CallFields,
                                                translate: (DirectusError) -> GatewayError = { $0.gatewayError() },
                                                _ call: (String) async throws(DirectusError) -> T) async throws(GatewayError) -> T {
         var current = session
@@ -382,7 +382,7 @@ public final class SessionManager: @unchecked Sendable {
 
     /// After Directus called `session`'s access token stale: refreshes it once and runs `call` once more; a
     /// second stale answer kills the session (401).
-    func retryWithFreshDirectusToken<T: Sendable>(_ session: Session, context: CallContext,
+    func retryWithFreshDirectusToken<T: Sendable>(_ session: Session, context: CallFields,
                                                   translate: (DirectusError) -> GatewayError,
                                                   _ call: (String) async throws(DirectusError) -> T) async throws(GatewayError) -> T {
         let current = try await refreshDirectus(session, stale: session.directusAccessToken, context: context)
@@ -397,7 +397,7 @@ public final class SessionManager: @unchecked Sendable {
     }
 
     /// Refreshes the Directus tokens of a session once, however many callers saw `stale` at the same time.
-    private func refreshDirectus(_ session: Session, stale: String, context: CallContext) async throws(GatewayError) -> Session {
+    private func refreshDirectus(_ session: Session, stale: String, context: CallFields) async throws(GatewayError) -> Session {
         let task: Task<Session, any Error> = lock.withLock {
             // Read under the lock: `performRefresh` patches the cache before it leaves `refreshes`.
             let latest = cache.session(id: session.id)
@@ -421,7 +421,7 @@ public final class SessionManager: @unchecked Sendable {
         }
     }
 
-    private func performRefresh(_ session: Session, context: CallContext) async throws -> Session {
+    private func performRefresh(_ session: Session, context: CallFields) async throws -> Session {
         defer { lock.withLock { refreshes[session.id] = nil } }
         if let shared = store as? any SharedRefreshLock {
             return try await performSharedRefresh(session, lock: shared, context: context)
@@ -431,7 +431,7 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Refreshes the Directus tokens of `session` with its refresh token and stores them (the caller made sure
     /// no one else refreshes this session now).
-    func refreshNow(_ session: Session, context: CallContext) async throws -> Session {
+    func refreshNow(_ session: Session, context: CallFields) async throws -> Session {
         let tokens: DirectusTokens
         do {
             tokens = try await directus.refresh(refreshToken: session.directusRefreshToken, context: context)

@@ -1,3 +1,4 @@
+import DirectusPlan
 import FoundationEssentials
 
 /// `postern bootstrap`: prepares a Directus 11 for Postern through its REST API, idempotently.
@@ -15,7 +16,7 @@ public struct DirectusBootstrap: Sendable {
     private let config: PosternConfig
     private let credentials: BootstrapCredentials
     private let log: @Sendable (String) -> Void
-    private let context = CallContext(requestID: "postern-bootstrap", clientIP: "127.0.0.1")
+    private let context = CallFields(requestID: "postern-bootstrap", clientIP: "127.0.0.1")
 
     /// Prepares a bootstrap against `client` (whose transport points at `config.directus.url`).
     public init(client: DirectusClient, config: PosternConfig, credentials: BootstrapCredentials,
@@ -289,7 +290,7 @@ private struct Admin: Sendable {
     /// The admin's access or static token.
     let token: String
     /// Request id and forwarded address of every call.
-    let context: CallContext
+    let context: CallFields
     /// The Directus base URL, for messages.
     let url: String
 

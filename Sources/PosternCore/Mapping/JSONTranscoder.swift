@@ -18,7 +18,7 @@ import FoundationEssentials
 /// (including those whose escapes the reference writes alike: `\"`, `\\`, `\n`, `\r`, `\t`) and
 /// plain numbers are copied to the output sixteen bytes at a time, into room reserved once per item.
 /// Per render it allocates the output buffer and `Data`'s own storage object only.
-public struct JSONTranscoder: ResourceRenderer {
+public struct JSONTranscoder: Sendable {
     /// The resource's field tables, flattened for the byte scanner.
     let plan: TranscoderPlan
 

@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// Renders Directus answers through `JSONValue` (docs/api.md, Resources): mapped fields only, in config order,
 /// renamed; ids as strings; required fields never null; optional fields without a value omitted.
-public struct JSONValueRenderer: ResourceRenderer {
+public struct JSONValueRenderer: Sendable {
     private let table: FieldTable
     /// `{"<name>":[` as UTF-8.
     private let prefix: [UInt8]

@@ -42,9 +42,9 @@ public struct ResourceMapper: Sendable {
 
     /// The resource this mapper serves.
     public var resource: ResourceConfig { tables.resource }
-    /// Renders Directus answers as resource bodies: the single-pass `JSONTranscoder` (`JSONValueRenderer`
-    /// is the reference it is tested against).
-    public var renderer: any ResourceRenderer
+    /// Renders Directus answers as resource bodies in a single pass (`JSONValueRenderer`, through a `JSONValue`
+    /// tree, is the reference it is tested against).
+    public var renderer: JSONTranscoder
     /// The `fields` CSV for Directus reads: every mapped Directus field, then the owner field if unmapped.
     public var directusFieldList: String { tables.directusFieldList }
     /// `/items/<collection>`, the collection percent-encoded.

@@ -47,39 +47,8 @@ public final class AccessLog: @unchecked Sendable {
     /// Whether finished requests are logged (`access` writes a line): the level is `info` or below.
     var logsAccess: Bool { level.rawValue <= Level.info.rawValue }
 
-    /// A line for a finished request.
-    func access(_ request: HTTPRequest, _ response: HTTPResponse, context: RequestContext, trace: RequestTrace) {
-        guard level.rawValue <= Level.info.rawValue else { return }
-        let seconds = context.startedAt.secondsElapsed
-        emit { line in
-            line.begin(level: "info")
-            line.field("msg", "request")
-            line.field("request_id", context.requestID)
-            line.field("trace_id", trace: context.traceContext)
-            line.field("method", request.method.description)
-            line.field("route", context.routePattern)
-            line.field("status", integer: response.status)
-            line.field("duration_ms", milliseconds: seconds)
-            line.field("upstream_ms", milliseconds: trace.upstreamSeconds)
-            line.field("client_ip", context.clientIP)
-            if let user = trace.userID { line.field("user_id", user) }
-            line.end()
-        }
-    }
-
-    /// A line for an error answer (the private cause, never a secret).
-    func error(_ error: GatewayError, context: RequestContext) {
-        let lineLevel: Level = error.status >= 500 ? .error : .debug
-        guard lineLevel.rawValue >= level.rawValue else { return }
-        emit { line in
-            line.begin(level: lineLevel == .error ? "error" : "debug")
-            line.field("msg", error.message)
-            line.field("code", error.code.rawValue)
-            line.field("request_id", context.requestID)
-            if let cause = error.cause { line.field("cause", cause) }
-            line.end()
-        }
-    }
+    /// Whether a line at `lineLevel` is written.
+    func logs(_ lineLevel: Level) -> Bool { lineLevel.rawValue >= level.rawValue }
 
     /// A free-form line (start-up, shutdown).
     public func event(_ level: Level, _ message: String, _ fields: [(String, JSONValue)] = []) {
@@ -94,7 +63,7 @@ public final class AccessLog: @unchecked Sendable {
     }
 
     /// Builds one line with `build` and sends it: to the custom sink, to this loop's batch, or straight to stdout.
-    private func emit(_ build: (inout LogLine) -> Void) {
+    func emit(_ build: (inout LogLine) -> Void) {
         if let sink {
             var line = LogLine(bytes: [])
             build(&line)

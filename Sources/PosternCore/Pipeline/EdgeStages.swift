@@ -4,7 +4,7 @@ import Synchronization
 // The edge stages at the head of every chain, outermost first: observation (metrics, access log),
 // response headers, CORS decoration, the request-target limit, CORS preflight, error rendering.
 // The gateway runs them around every route's endpoints, its 405 answer and the 404 answer, one after
-// another in its own frame (`respond(to:context:endpoint:)`) rather than as a chain of nested async calls:
+// another in its own frame (`prepare`, then `respond(to:context:endpoint:from:trace:)`) rather than as a chain of nested async calls:
 // each level of nesting is a task-allocator frame holding the request and its context, and a deep chain
 // costs a fresh allocator slab (a malloc) every few levels on every request.
 
@@ -19,41 +19,40 @@ struct EdgeStages: Sendable {
     /// Longest accepted request target (path and query), in bytes; longer is 414.
     static let maxTargetBytes = 8192
 
-    /// The answer of `endpoint` behind the edge stages: records every answer in the metrics and the access
-    /// log (with the request's trace bound for the stages below while the access log is on), sets the headers
-    /// every answer carries and the CORS headers, answers a request target over `maxTargetBytes` with 414
-    /// and CORS preflights itself, and renders (and logs) the errors `endpoint` throws. Never throws.
+    /// The first step of every request, on both of the gateway's paths: the edge's own answers (a request target
+    /// over `maxTargetBytes` is 414, CORS preflights), then `endpoint`'s stages as far as they go without an
+    /// `await` (`Endpoint.prepare`), their errors rendered (and logged). `trace` is the request's access-log
+    /// trace (`trace()`). Not inlined: what it builds stays off the async frame.
+    @inline(never)
+    func prepare(_ request: HTTPRequest, _ context: RequestContext, _ endpoint: Endpoint,
+                 trace: RequestTrace?) -> Endpoint.Progress {
+        if let answer = answerAtTheEdge(request, context) { return .answered(answer) }
+        do throws(GatewayError) {
+            return try endpoint.prepare(request, context, trace: trace)
+        } catch {
+            return .answered(rendered(error, context))
+        }
+    }
+
+    /// A new request's access-log trace; nil when no access line is written (nothing reads it then).
+    func trace() -> RequestTrace? { log.logsAccess ? RequestTrace() : nil }
+
+    /// The answer of `endpoint` behind the edge stages, going on from `progress` (`prepare`'s): runs the rest
+    /// of the endpoint (with the request's trace bound for the stages below), renders (and logs) the errors it
+    /// throws, sets the headers every answer carries and the CORS headers, and records the answer in the metrics
+    /// and the access log (`finish`). Never throws.
     @inline(__always)  // into the gateway's frame: no async frame of its own
-    func respond(to request: HTTPRequest, context: RequestContext, endpoint: Endpoint) async -> HTTPResponse {
+    func respond(to request: HTTPRequest, context: RequestContext, endpoint: Endpoint, from progress: Endpoint.Progress,
+                 trace: RequestTrace?) async -> HTTPResponse {
         var response: HTTPResponse
-        let trace = log.logsAccess ? RequestTrace() : nil  // nothing reads a trace when no access line is written
-        if let answer = answerAtTheEdge(request, context) {
+        if case .answered(let answer) = progress {
             response = answer
         } else if let trace {
             response = await RequestTrace.$current.withValue(trace) { () async -> HTTPResponse in
-                await run(endpoint, request, context)
+                await run(endpoint, request, context, progress)
             }
         } else {
-            response = await run(endpoint, request, context)
-        }
-        finish(&response, request, context, trace)
-        return response
-    }
-
-    /// `respond(to:context:endpoint:)`'s answer when `endpoint` gives it without suspending
-    /// (`Endpoint.respondImmediately`), with the same edge stages around it; nil when `respond` must run.
-    func respondImmediately(to request: HTTPRequest, context: RequestContext, endpoint: Endpoint) -> HTTPResponse? {
-        let trace = log.logsAccess ? RequestTrace() : nil
-        var response: HTTPResponse
-        if let answer = answerAtTheEdge(request, context) {
-            response = answer
-        } else {
-            do throws(GatewayError) {
-                guard let answer = try endpoint.respondImmediately(to: request, context: context, trace: trace) else { return nil }
-                response = answer
-            } catch {
-                response = rendered(error, context)
-            }
+            response = await run(endpoint, request, context, progress)
         }
         finish(&response, request, context, trace)
         return response
@@ -73,7 +72,7 @@ struct EdgeStages: Sendable {
     /// Decorates an answer (CORS, the headers every answer carries, `traceresponse` when the client sent a valid
     /// `traceparent`) and records it (metrics, access log).
     @inline(never)
-    private func finish(_ response: inout HTTPResponse, _ request: HTTPRequest, _ context: RequestContext, _ trace: RequestTrace?) {
+    func finish(_ response: inout HTTPResponse, _ request: HTTPRequest, _ context: RequestContext, _ trace: RequestTrace?) {
         cors.decorate(&response, origin: request.headers["Origin"])
         EdgeStages.decorate(&response, path: request.path, requestID: context.requestID)
         if context.traceContext.fromClient { response.headers.set("traceresponse", context.traceContext.traceparent) }
@@ -82,11 +81,12 @@ struct EdgeStages: Sendable {
         if let trace { log.access(request, response, context: context, trace: trace) }
     }
 
-    /// `endpoint`'s answer, or its error rendered (and logged).
+    /// `endpoint`'s answer from `progress` on, or its error rendered (and logged).
     @inline(__always)
-    private func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ context: RequestContext) async -> HTTPResponse {
+    private func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ context: RequestContext,
+                     _ progress: Endpoint.Progress) async -> HTTPResponse {
         do throws(GatewayError) {
-            return try await endpoint.respond(to: request, context: context)
+            return try await endpoint.complete(request, context, from: progress)
         } catch {
             return rendered(error, context)
         }

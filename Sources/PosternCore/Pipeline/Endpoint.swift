@@ -3,12 +3,48 @@
 /// chain of middlewares each awaiting the next (every level of such nesting is an async frame holding the
 /// request and its context, allocated per request). Built once; absent stages are skipped. A class: the
 /// stages hold resource mappers, and the routing hands the endpoint on with one retain, not a copy of those.
-final class Endpoint: Responder {
+///
+/// A request goes through it in two steps, the same on both of the gateway's paths: `prepare` runs every stage
+/// that needs no `await` (and a list or read handler's micro-cache lookup), as far as they go without one, and
+/// says where it stopped (`Progress`); `complete` goes on from there. The loop thread's immediate path sends
+/// `prepare`'s answer at once, or hands its `Progress` to the asynchronous path, which never runs a stage twice.
+final class Endpoint: Sendable {
     /// A route's final stage.
     typealias Handler = @Sendable (HTTPRequest, RequestContext) async throws(GatewayError) -> HTTPResponse
-    /// A route's final stage when it can answer without suspending (e.g. a fresh micro-cache answer); nil when
-    /// `Handler` must run.
-    typealias ImmediateHandler = @Sendable (HTTPRequest, RequestContext) throws(GatewayError) -> HTTPResponse?
+    /// The part of a list or read handler that needs no `await`: the answer when it is ready (a fresh micro-cache
+    /// answer, an item the policy stage read), else the upstream read to make (`.fetch`).
+    typealias Lookup = @Sendable (HTTPRequest, RequestContext) throws(GatewayError) -> Progress
+    /// The rest of a list or read handler: the upstream read its `Lookup` prepared.
+    typealias Fetch = @Sendable (HTTPRequest, RequestContext, Read) async throws(GatewayError) -> HTTPResponse
+
+    /// The upstream read a list or read handler's lookup prepared on a miss, with the cache key it looked under.
+    struct Read: Sendable {
+        /// The list's upstream target (path and query), or the item id of a read.
+        let subject: String
+        /// The answer's micro-cache key (nil when the resource is not cached).
+        let key: CacheKey?
+    }
+
+    /// Where a request stands after `prepare`: answered, or the step `complete` goes on from.
+    enum Progress: Sendable {
+        /// Answered (a micro-cache hit, an item read by the policy stage): nothing left to run.
+        case answered(HTTPResponse)
+        /// The token's session is not in the session cache (or a per-token limit is to be claimed): the
+        /// authentication, then every stage after it.
+        case authenticate
+        /// Every check passed; the policy must still read the item's owner upstream, then the handler.
+        case verifyOwner
+        /// Every stage passed: the handler.
+        case handle
+        /// Every stage passed and the handler's lookup missed: its upstream read.
+        case fetch(Read)
+    }
+
+    /// The final stage: a plain handler, or a lookup and its upstream read.
+    private enum Final: Sendable {
+        case handler(Handler)
+        case lookup(Lookup, Fetch)
+    }
 
     /// The body-size limit.
     let limit: BodyLimitMiddleware?
@@ -21,19 +57,29 @@ final class Endpoint: Responder {
     /// Evaluates the route's permission rule.
     let policy: PolicyMiddleware?
     /// The handler.
-    let handler: Handler
-    /// The handler's answer when it is ready without suspending (tried by `respondImmediately`).
-    let immediate: ImmediateHandler?
+    private let final: Final
     /// `policy`'s decision, called through its closure: the stage is read in place there, where calling it
     /// through the optional property copies it (a retain of each of its parts) on every request.
     private let decide: (@Sendable (RequestContext) throws(GatewayError) -> Bool)?
 
-    /// An endpoint of `handler` behind the given stages; `immediate`, when given, answers what it can without
-    /// suspending, exactly as `handler` would.
-    init(limit: BodyLimitMiddleware? = nil, authentication: AuthenticationMiddleware? = nil,
-         requirement: AuthenticationRequirement? = nil, itemID: ItemIDMiddleware? = nil, policy: PolicyMiddleware? = nil,
-         immediate: ImmediateHandler? = nil, handler: @escaping Handler) {
-        self.immediate = immediate
+    /// An endpoint of `handler` behind the given stages.
+    convenience init(limit: BodyLimitMiddleware? = nil, authentication: AuthenticationMiddleware? = nil,
+                     requirement: AuthenticationRequirement? = nil, itemID: ItemIDMiddleware? = nil,
+                     policy: PolicyMiddleware? = nil, handler: @escaping Handler) {
+        self.init(limit: limit, authentication: authentication, requirement: requirement, itemID: itemID, policy: policy,
+                  final: .handler(handler))
+    }
+
+    /// An endpoint whose handler is `lookup` (without suspending) and, when it misses, `fetch`.
+    convenience init(limit: BodyLimitMiddleware? = nil, authentication: AuthenticationMiddleware? = nil,
+                     requirement: AuthenticationRequirement? = nil, itemID: ItemIDMiddleware? = nil,
+                     policy: PolicyMiddleware? = nil, lookup: @escaping Lookup, fetch: @escaping Fetch) {
+        self.init(limit: limit, authentication: authentication, requirement: requirement, itemID: itemID, policy: policy,
+                  final: .lookup(lookup, fetch))
+    }
+
+    private init(limit: BodyLimitMiddleware?, authentication: AuthenticationMiddleware?, requirement: AuthenticationRequirement?,
+                 itemID: ItemIDMiddleware?, policy: PolicyMiddleware?, final: Final) {
         self.limit = limit
         self.authentication = authentication
         self.requirement = requirement
@@ -44,7 +90,7 @@ final class Endpoint: Responder {
         } else {
             decide = nil
         }
-        self.handler = handler
+        self.final = final
     }
 
     /// An endpoint that answers every request with `error`, rendered (not thrown: 404 and 405 are not
@@ -53,34 +99,62 @@ final class Endpoint: Responder {
         self.init { _, context in ErrorRenderer.render(error, context: context) }
     }
 
-    /// Runs the stages, which enrich `context` (session, authorization) in place, then the handler.
-    func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
-        try limit?.check(request)
-        if let authentication, try !authentication.authenticateFromCache(request, context: context, trace: RequestTrace.current) {
-            try await authentication.authenticate(request, context: context)
-        }
-        if try checkAfterAuthentication(context), let policy { try await policy.verifyOwner(context) }
-        return try await handler(request, context)
-    }
-
-    /// The same stages and answer as `respond`, when every stage and the handler can run without suspending
-    /// (the session cached, no owner to read upstream, `immediate` answering); nil when `respond` must run
-    /// instead (from the start: a stage run here changes nothing that running it again would not). `trace` is
-    /// the request's access-log trace.
-    func respondImmediately(to request: HTTPRequest, context: RequestContext,
-                            trace: RequestTrace?) throws(GatewayError) -> HTTPResponse? {
-        guard let immediate else { return nil }
+    /// Runs the stages that need no `await`, in order, filling in `context` (session, authorization), up to the
+    /// first that needs one; a lookup handler's lookup too when every stage passed. `trace` is the request's
+    /// access-log trace. Not inlined: its work and errors stay off the caller's async frame.
+    @inline(never)
+    func prepare(_ request: HTTPRequest, _ context: RequestContext, trace: RequestTrace?) throws(GatewayError) -> Progress {
         try limit?.check(request)
         if let authentication, try !authentication.authenticateFromCache(request, context: context, trace: trace) {
-            return nil
+            return .authenticate
         }
-        if try checkAfterAuthentication(context) { return nil }
-        return try immediate(request, context)
+        return try afterAuthentication(request, context)
+    }
+
+    /// Goes on from `progress` (`prepare`'s) to the answer: the steps that need an `await`, and what follows them.
+    func complete(_ request: HTTPRequest, _ context: RequestContext, from progress: Progress) async throws(GatewayError) -> HTTPResponse {
+        switch progress {
+        case .answered(let response):
+            return response
+        case .fetch(let read):
+            if case .lookup(_, let fetch) = final { return try await fetch(request, context, read) }
+        case .handle:
+            if case .handler(let handler) = final { return try await handler(request, context) }
+        case .authenticate:
+            if let authentication {
+                try await authentication.authenticate(request, context: context)
+                return try await complete(request, context, from: afterAuthentication(request, context))
+            }
+        case .verifyOwner:
+            if let policy {
+                try await policy.verifyOwner(context)
+                return try await complete(request, context, from: handlerStart(request, context))
+            }
+        }
+        // Not reached: `prepare` gives a step only when its stage (or that kind of handler) is there.
+        throw .internalError("an endpoint step without its stage")
+    }
+
+    /// The whole endpoint, `prepare` then `complete` (a stage that dispatches to another endpoint).
+    func respond(to request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        try await complete(request, context, from: prepare(request, context, trace: RequestTrace.current))
+    }
+
+    /// The stages after authentication, then the handler's start, as far as they go without an `await`.
+    @inline(never)
+    private func afterAuthentication(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> Progress {
+        if try checkAfterAuthentication(context) { return .verifyOwner }
+        return try handlerStart(request, context)
+    }
+
+    /// The handler's part that needs no `await`: a lookup's answer or read, else `.handle`.
+    private func handlerStart(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> Progress {
+        guard case .lookup(let lookup, _) = final else { return .handle }
+        return try lookup(request, context)
     }
 
     /// The identity requirement, the `{id}` check and the policy's decision; true when the policy must still
-    /// read the item's owner. Synchronous and not inlined: its errors stay off the async frame.
-    @inline(never)
+    /// read the item's owner.
     private func checkAfterAuthentication(_ context: RequestContext) throws(GatewayError) -> Bool {
         try requirement?.check(context)
         try itemID?.check(context)

@@ -7,12 +7,15 @@ import FoundationEssentials
 /// destroys per request, about 30 reference-count operations). One request owns it and only its handler
 /// task touches it, one stage after another (`@unchecked Sendable`: never shared between threads at once).
 public final class RequestContext: @unchecked Sendable {
+    /// What every upstream call of the request carries (request id, client IP, trace), built once with the
+    /// context and handed to each call as it is.
+    public let call: CallFields
     /// The request id (echoed or generated), sent upstream and back.
-    public let requestID: String
+    public var requestID: String { call.requestID }
     /// The request's W3C trace context (the client's trace or a new one, and the gateway's span in it).
     public let traceContext: TraceContext
     /// The client IP (socket peer, or `X-Forwarded-For` from a trusted proxy).
-    public let clientIP: String
+    public var clientIP: String { call.clientIP }
     /// The matched route pattern, e.g. `/api/v1/books/{id}` (for logs and metrics).
     public var routePattern: String
     /// The resource of a resource route (error bodies carry its empty collection).
@@ -31,9 +34,8 @@ public final class RequestContext: @unchecked Sendable {
 
     /// Builds a context for a new request (in a trace of its own).
     public init(requestID: String, clientIP: String, routePattern: String = "unmatched", resourceName: String? = nil) {
-        self.requestID = requestID
         traceContext = RequestID.newTrace()
-        self.clientIP = clientIP
+        call = CallFields(requestID: requestID, clientIP: clientIP, trace: traceContext)
         self.routePattern = routePattern
         self.resourceName = resourceName
         startedAt = .now
@@ -43,14 +45,10 @@ public final class RequestContext: @unchecked Sendable {
     /// and its trace (`traceparent` when valid, else a new one).
     init(headers: HTTPHeaders, clientIP: String) {
         let start = RequestID.start(headers)
-        requestID = start.id
         traceContext = start.trace
-        self.clientIP = clientIP
+        call = CallFields(requestID: start.id, clientIP: clientIP, trace: start.trace)
         routePattern = "unmatched"
         resourceName = nil
         startedAt = .now
     }
-
-    /// What every upstream call carries.
-    public var call: CallContext { CallContext(requestID: requestID, clientIP: clientIP, trace: traceContext) }
 }

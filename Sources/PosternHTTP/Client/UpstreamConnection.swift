@@ -1,0 +1,685 @@
+import CEvent
+import COpenSSL
+import FoundationEssentials
+import Glibc
+import PosternIO
+
+/// One keep-alive HTTP/1.1 connection to the upstream, on one loop: a nonblocking socket (TLS through OpenSSL
+/// on the same socket for `https`), carrying one request, or several pipelined GETs, at a time.
+///
+/// Requests are serialized one after another into one reusable buffer, which the pool flushes with one `send`
+/// at the end of the loop's turn (write readiness is waited for only when the socket is full), so that the
+/// GETs a turn pipelines on the connection cost one system call together. Their answers come back in order
+/// and are handed to their calls in order. The socket's read event stays armed for the connection's life, and
+/// each answer is parsed where it was read (`UpstreamResponseParser`). The connection connects lazily, on its
+/// first request, and again when a request finds it closed before anything was sent. While it idles in the
+/// pool, a close or stray bytes from the peer close it and call `onIdleClose`.
+///
+/// Bytes no written request asked for are never read as an answer: bytes after the last answer in flight
+/// close the connection (before that answer goes to its call, so that the pool does not take it back), and
+/// bytes, or a close, that come before anything of the first call's request was written drop the socket
+/// and send the queued requests on a fresh one (once; nothing of them was sent, so any method may go).
+///
+/// When the connection fails (closed by the peer, an invalid answer, a timeout), the call whose answer was
+/// being read gets that failure and every call pipelined behind it gets `.closed`: their GETs are retried once
+/// on a fresh connection by the pool.
+///
+/// Ownership: the libevent events carry `self` unretained; the connection frees them (in `close()` or
+/// `deinit`) before it goes away, so a callback never sees a freed object. Not thread-safe: every method runs
+/// on `loop`'s thread, except `deinit`, which may run anywhere (event_free is thread-safe with
+/// `evthread_use_pthreads`).
+package final class UpstreamConnection: @unchecked Sendable {
+    /// Where the connection is in its life.
+    private enum State {
+        /// No socket (never connected, or closed and not yet reopened).
+        case closed
+        /// Looking the host name up.
+        case resolving
+        /// TCP connect in progress.
+        case connecting
+        /// TLS handshake in progress.
+        case handshaking
+        /// Connected (and TLS established).
+        case open
+    }
+
+    private let loop: EventLoop
+    private let endpoint: UpstreamEndpoint
+    private let tls: TLSClientContext?
+    private var state = State.closed
+    private var fd: Int32 = -1
+    private var ssl: OpaquePointer?
+    /// The socket's read event (persistent while the socket is open).
+    private var readEvent: OpaquePointer?
+    /// The socket's write event (one-shot: connect completion, a full socket, TLS wanting to write).
+    private var writeEvent: OpaquePointer?
+    /// The call's deadline (created once, armed per request).
+    private var timeoutEvent: OpaquePointer?
+    private var resolving: DNSLookup?
+    private let parser: UpstreamResponseParser
+    /// The serialized requests not yet written (reused: no allocation once it has grown to the usual size).
+    private let output = RawBytes(capacity: 1024)
+    /// Bytes of `output` already written.
+    private var written = 0
+    /// Bytes of requests serialized, and written, over the connection's life (a call's request has started to
+    /// go out once `sentBytes` passed its `start`).
+    private var queuedBytes: UInt64 = 0
+    private var sentBytes: UInt64 = 0
+    /// The queued requests were already moved to a fresh socket once since the last answer (`resend`).
+    private var resent = false
+    /// A TLS read that wanted to write first (renegotiation or key update): retried when the socket is writable.
+    private var readWantsWrite = false
+    /// The read buffer, shared by the loop's connections (taken when the socket opens): each read is parsed
+    /// before the callback returns, and the parser copies what it keeps, so no connection needs its own.
+    private var readBuffer: ReadBuffer?
+    private var buffer: UnsafeMutableRawBufferPointer { readBuffer!.bytes }
+    /// The calls whose requests were queued on the connection, in the order their answers come; `first` is the one
+    /// whose answer is being read. Each is resumed exactly once.
+    private var calls: [Call] = []
+    private var first = 0
+    /// The earliest deadline of the calls in flight (monotonic nanoseconds; the timeout event is armed for it).
+    private var earliestDeadline = UInt64.max
+
+    /// When the connection last went back to the idle pool (monotonic nanoseconds).
+    package var idleSince: UInt64 = 0
+    /// Requests completed on this connection (0 = fresh).
+    package var completed = 0
+    /// True when the connection cannot carry another request (closed by the peer, by an error or by a
+    /// `Connection: close` answer).
+    package private(set) var closedByPeer = false
+    /// True while the connection sits in the pool's idle list (set by the pool).
+    package var pooled = false
+    /// Called when the peer closes the connection while it is pooled (loop thread).
+    package var onIdleClose: ((UpstreamConnection) -> Void)?
+    /// Called when the last call in flight got its outcome (loop thread): the pool takes the connection back.
+    package var onDrained: ((UpstreamConnection) -> Void)?
+
+    /// A call in flight: who waits for the answer, until when, and where its request starts in the bytes
+    /// queued on the connection (`queuedBytes`).
+    private struct Call {
+        let continuation: UnsafeContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>
+        let deadline: UInt64
+        let start: UInt64
+    }
+
+    /// Calls in flight (sent, or queued to be sent at the end of the turn).
+    package var inFlight: Int { calls.count - first }
+
+    /// True while another GET may be pipelined behind the calls in flight: the connection is not closed or
+    /// failing, and it holds fewer than `depth` calls.
+    package func canPipeline(depth: Int) -> Bool {
+        !closedByPeer && inFlight > 0 && inFlight < depth
+    }
+
+    /// True when bytes wait to be written (the pool flushes them at the end of the turn).
+    package var hasUnwritten: Bool { written < output.count }
+
+    /// The read buffer's size: an answer larger than this arrives in several reads (and several pipelined
+    /// answers of the usual size arrive in one).
+    package static let readBufferSize = 64 * 1024
+
+    /// One loop's upstream read buffer.
+    package final class ReadBuffer {
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: UpstreamConnection.readBufferSize, alignment: 16)
+        deinit { bytes.deallocate() }
+    }
+    private static let readBufferKey = EventLoop.LocalKey()
+
+    /// A connection to `endpoint` (not connected yet) whose answers keep `keptHeaders` (all when nil) and whose
+    /// answer bodies above `maxResponseBytes` fail.
+    package init(loop: EventLoop, endpoint: UpstreamEndpoint, tls: TLSClientContext?, keptHeaders: [StaticString]?,
+         maxResponseBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes) {
+        self.loop = loop
+        self.endpoint = endpoint
+        self.tls = tls
+        parser = UpstreamResponseParser(keptHeaders: keptHeaders, maxBodyBytes: maxResponseBytes)
+    }
+
+    deinit {
+        closeSocket()
+        resolving?.cancel()
+        if let timeoutEvent { event_free(timeoutEvent) }
+    }
+
+    // MARK: Requests
+
+    /// Serializes `request` for the upstream after any request still waiting to be written: request line,
+    /// `Host`, its headers, `Content-Length`, body. A header whose name or value holds CR, LF or NUL is not sent
+    /// (it would split the request). `versionAndHost` is `" HTTP/1.1\r\nHost: <host>\r\n"`, built once by the pool.
+    private func serialize(_ request: UpstreamRequest, versionAndHost: [UInt8]) {
+        if written == output.count {
+            output.count = 0
+            written = 0
+        }
+        let before = output.count
+        defer { queuedBytes += UInt64(output.count - before) }
+        output.append(request.method.description)
+        output.append(0x20)
+        output.append(endpoint.basePath)
+        output.append(request.target)
+        output.append(versionAndHost)
+        // The fields carried as values first (`request.headers`' order).
+        request.headFields?.write(to: HeadWriter(output))
+        for (name, value) in request.otherHeaders where HeadWriter.safe(name) && HeadWriter.safe(value) {
+            output.append(name)
+            output.append(0x3A, 0x20)
+            output.append(value)
+            output.append(13, 10)
+        }
+        if !request.body.isEmpty || request.method == .post || request.method == .patch || request.method == .put {
+            output.append(HeadBytes.contentLength)
+            output.append(String(request.body.count))
+            output.append(13, 10)
+        }
+        output.append(13, 10)
+        request.body.withUnsafeBytes { raw in
+            if let start = raw.baseAddress, raw.count > 0 { output.append(start, raw.count) }
+        }
+    }
+
+    /// `" HTTP/1.1\r\nHost: <hostHeader>\r\n"`: what follows the target in every request to one upstream.
+    package static func versionAndHost(_ hostHeader: String) -> [UInt8] {
+        HeadBytes.versionAndHost + Array(hostHeader.utf8) + HeadBytes.crlf
+    }
+
+    /// Queues `request` behind the calls in flight and resumes `continuation` once, with its answer, a failure,
+    /// or `.timeout` at `deadline` (monotonic nanoseconds). The bytes go out when the pool calls `flush` at the
+    /// end of the turn, or as soon as a connection still to be opened is connected.
+    package func queue(_ request: UpstreamRequest, versionAndHost: [UInt8],
+               _ continuation: UnsafeContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>, deadline: UInt64) {
+        let idle = inFlight == 0
+        let start = queuedBytes
+        serialize(request, versionAndHost: versionAndHost)
+        calls.append(Call(continuation: continuation, deadline: deadline, start: start))
+        if idle { parser.reset() }
+        if deadline < earliestDeadline {
+            earliestDeadline = deadline
+            armTimeout()
+        }
+        switch state {
+        case .open, .resolving, .connecting, .handshaking:
+            // Open: written by `flush`; on the way to open: written once connected.
+            break
+        case .closed:
+            // Never connected, or closed by the peer while idle: nothing was sent yet, so any method may open a
+            // fresh socket.
+            closedByPeer = false
+            connect()
+        }
+    }
+
+    /// Writes what the calls queued (the pool's end-of-turn flush); a full socket finishes it when writable.
+    ///
+    /// Before the first byte of a request goes out on a connection that already carried answers, a nonblocking
+    /// peek checks that nothing arrived since (the end-of-turn flush can run before the read event of the same
+    /// turn): stray bytes or a close then drop the socket and the requests go out on a fresh one. Plain sockets
+    /// only (on TLS, records that are not data, such as session tickets, may wait there).
+    package func flush() {
+        guard state == .open && hasUnwritten else { return }
+        if ssl == nil, completed > 0, inFlight > 0, sentBytes <= calls[first].start, peerHasClosedOrWritten() {
+            resendOrFail(.closed)
+            return
+        }
+        writeOutput()
+    }
+
+    /// True when the peer has closed this idle connection or written to it (end of stream or stray bytes
+    /// already queued on the socket), seen with a nonblocking peek before the read event ran.
+    package func peerHasClosedOrWritten() -> Bool {
+        if closedByPeer || state == .closed { return true }
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    /// Closes the connection now (no call may be in flight).
+    package func free() {
+        closedByPeer = true
+        closeSocket()
+    }
+
+    // MARK: Connecting
+
+    private func connect() {
+        if let address = SocketAddressValue(numericHost: endpoint.host, port: endpoint.port) {
+            open(address)
+            return
+        }
+        state = .resolving
+        let port = endpoint.port
+        let request = DNSLookup { [weak self] address, error in
+            self?.resolved(address?.socketAddress(port: port), error: error)
+        }
+        resolving = request
+        request.start(host: endpoint.host, loop: loop)
+    }
+
+    /// The resolver's answer (nil: the name is unknown).
+    private func resolved(_ address: SocketAddressValue?, error: String) {
+        guard state == .resolving else { return }
+        resolving = nil
+        state = .closed
+        guard let address else {
+            fail(.unreachable("cannot resolve \(endpoint.host): \(error)"))
+            return
+        }
+        open(address)
+    }
+
+    private func open(_ address: SocketAddressValue) {
+        let socketFD = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard socketFD >= 0 else {
+            fail(.unreachable("socket: \(String(cString: strerror(errno)))"))
+            return
+        }
+        fd = socketFD
+        if readBuffer == nil { readBuffer = loop.local(Self.readBufferKey) { ReadBuffer() } }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        readEvent = event_new(loop.base, fd, Int16(EV_READ | EV_PERSIST), { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<UpstreamConnection>.fromOpaque(arg).takeUnretainedValue().readable()
+        }, me)
+        writeEvent = event_new(loop.base, fd, Int16(EV_WRITE), { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<UpstreamConnection>.fromOpaque(arg).takeUnretainedValue().writable()
+        }, me)
+        state = .connecting  // also when connect fails at once: closeSocket then reports the failed connect
+        let rc = address.withSockaddr { Glibc.connect(fd, $0, $1) }
+        if rc == 0 {
+            connected()
+        } else if errno == EINPROGRESS {
+            event_add(writeEvent, nil)
+        } else {
+            fail(.unreachable("connection failed"))
+        }
+    }
+
+    private func connected() {
+        event_add(readEvent, nil)
+        guard let tls else {
+            state = .open
+            writeOutput()
+            return
+        }
+        guard let made = tls.makeSSL(host: endpoint.host) else {
+            fail(.unreachable("cannot create a TLS session"))
+            return
+        }
+        ssl = made
+        SSL_set_fd(made, fd)
+        SSL_set_connect_state(made)
+        UpstreamConnection.blockSIGPIPEOnThisThread()
+        state = .handshaking
+        handshake()
+    }
+
+    private func handshake() {
+        guard let ssl else { return }
+        ERR_clear_error()
+        let rc = SSL_do_handshake(ssl)
+        if rc == 1 {
+            state = .open
+            writeOutput()
+            return
+        }
+        switch SSL_get_error(ssl, rc) {
+        case SSL_ERROR_WANT_READ:
+            break  // the read event is armed
+        case SSL_ERROR_WANT_WRITE:
+            event_add(writeEvent, nil)
+        default:
+            let code = ERR_get_error()
+            var text = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &text, text.count)
+            let reason = code == 0 ? "connection closed" : String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            fail(.unreachable("TLS handshake with \(endpoint.host) failed: \(reason)"))
+        }
+    }
+
+    /// OpenSSL writes to the socket with write(2), which raises SIGPIPE on a connection the peer reset; the
+    /// loop thread blocks the signal so that the write fails with EPIPE instead (plain sockets use MSG_NOSIGNAL).
+    private static func blockSIGPIPEOnThisThread() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    // MARK: Events
+
+    private func writable() {
+        switch state {
+        case .connecting:
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            if error != 0 {
+                fail(.unreachable("connection failed"))
+                return
+            }
+            connected()
+        case .handshaking:
+            handshake()
+        case .open:
+            if readWantsWrite {
+                readWantsWrite = false
+                readable()
+            }
+            if inFlight > 0 && hasUnwritten { writeOutput() }
+        case .closed, .resolving:
+            break
+        }
+    }
+
+    private func readable() {
+        switch state {
+        case .handshaking:
+            handshake()
+            return
+        case .open:
+            break
+        case .closed, .resolving, .connecting:
+            return
+        }
+        // A TLS write that wanted to read first goes on now.
+        if ssl != nil, inFlight > 0, hasUnwritten { writeOutput() }
+        while state == .open {
+            let n = receive()
+            if n > 0 {
+                guard inFlight > 0 else {
+                    // Bytes while no request is in flight: the connection can no longer be trusted.
+                    closedIdle()
+                    return
+                }
+                guard sentBytes > calls[first].start else {
+                    // Bytes before anything of the first call's request went out answer nothing it asked.
+                    resendOrFail(.closed)
+                    return
+                }
+                guard parse(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else { return }
+                // A short plain read emptied the socket: don't spend a read on EAGAIN.
+                if ssl == nil && n < buffer.count { return }
+                if let ssl, SSL_pending(ssl) == 0, n < buffer.count { return }
+            } else if n == 0 {
+                endOfStream()
+                return
+            } else {
+                if errno == EAGAIN || errno == EWOULDBLOCK { return }
+                endOfStream()
+                return
+            }
+        }
+    }
+
+    /// Parses bytes read: each answer completed goes to its call, and the bytes after it start the next call's
+    /// answer. False when the connection ended (failed, closed, or no call left for the bytes that remain).
+    private func parse(_ read: UnsafeRawBufferPointer) -> Bool {
+        var bytes = read
+        while true {
+            switch parser.feed(bytes) {
+            case .needMore:
+                return true
+            case .complete(let leftover):
+                // Bytes after the answer that no written request asked for: the connection can no longer be
+                // trusted. Closed before the answer goes to its call when no call is left behind it, so that the
+                // pool does not take it back.
+                let stray = leftover > 0 && (inFlight == 1 || sentBytes <= calls[first + 1].start)
+                if stray && inFlight == 1 {
+                    closedByPeer = true
+                    closeSocket()
+                }
+                let open = answered()
+                if stray {
+                    // The calls behind it (none of their requests went out) go out on a fresh socket.
+                    if open && inFlight > 0 { resendOrFail(.closed) }
+                    return false
+                }
+                if leftover == 0 { return open && state == .open }
+                guard open, inFlight > 0 else { return false }
+                bytes = UnsafeRawBufferPointer(rebasing: bytes[(bytes.count - leftover)...])
+            case .invalid(let reason):
+                fail(.badResponse("invalid HTTP answer (\(reason))"))
+                return false
+            case .truncated:
+                fail(.closed)
+                return false
+            }
+        }
+    }
+
+    /// Reads into `buffer`: > 0 bytes, 0 at the end of the stream, < 0 with `errno` (EAGAIN: nothing yet).
+    private func receive() -> Int {
+        guard let ssl else {
+            return recv(fd, buffer.baseAddress, buffer.count, 0)
+        }
+        ERR_clear_error()
+        let n = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
+        if n > 0 { return Int(n) }
+        switch SSL_get_error(ssl, n) {
+        case SSL_ERROR_WANT_READ:
+            errno = EAGAIN
+            return -1
+        case SSL_ERROR_WANT_WRITE:
+            readWantsWrite = true
+            event_add(writeEvent, nil)
+            errno = EAGAIN
+            return -1
+        case SSL_ERROR_ZERO_RETURN:
+            return 0
+        default:
+            errno = ECONNRESET
+            return -1
+        }
+    }
+
+    private func endOfStream() {
+        guard inFlight > 0 else {
+            closedIdle()
+            return
+        }
+        guard sentBytes > calls[first].start else {
+            // Closed before anything of the first call's request went out.
+            resendOrFail(.closed)
+            return
+        }
+        switch parser.feedEndOfStream() {
+        case .complete:
+            closedByPeer = true
+            closeSocket()
+            _ = answered()
+            fail(.closed)
+        case .invalid(let reason):
+            fail(.badResponse("invalid HTTP answer (\(reason))"))
+        case .needMore, .truncated:
+            fail(.closed)
+        }
+    }
+
+    private func writeOutput() {
+        while written < output.count {
+            let n: Int = {
+                // Non-nil: the buffer's memory is allocated once, and written < count.
+                let start = UnsafeRawPointer(output.bytes.baseAddress!) + written
+                let count = output.count - written
+                guard let ssl else { return send(fd, start, count, Int32(MSG_NOSIGNAL)) }
+                ERR_clear_error()
+                let rc = SSL_write(ssl, start, Int32(min(count, Int(Int32.max))))
+                if rc > 0 { return Int(rc) }
+                switch SSL_get_error(ssl, rc) {
+                case SSL_ERROR_WANT_WRITE:
+                    errno = EAGAIN
+                case SSL_ERROR_WANT_READ:
+                    errno = EINPROGRESS  // the read event brings it back
+                default:
+                    errno = EPIPE
+                }
+                return -1
+            }()
+            if n > 0 {
+                written += n
+                sentBytes += UInt64(n)
+                continue
+            }
+            if errno == EAGAIN || errno == EWOULDBLOCK {
+                event_add(writeEvent, nil)
+                return
+            }
+            if errno == EINPROGRESS || errno == EINTR { return }
+            // The peer reset the connection under the request (or before it: then it goes out on a fresh socket).
+            if inFlight > 0 && sentBytes <= calls[first].start {
+                resendOrFail(.closed)
+            } else {
+                fail(.closed)
+            }
+            return
+        }
+    }
+
+    // MARK: Outcomes
+
+    /// Hands the answer just parsed to the first call in flight, and gets the parser ready for the next one.
+    /// False when the answer closes the connection (`Connection: close`, or delimited by the close): the calls
+    /// behind it then fail with `.closed`.
+    private func answered() -> Bool {
+        completed += 1
+        resent = false
+        let keepAlive = parser.keepAlive
+        let (headers, body) = parser.takeHeadersAndBody()
+        let response = UpstreamResponse(status: parser.status, headers: headers, body: body)
+        parser.reset()
+        let call = calls[first]
+        first += 1
+        if !keepAlive {
+            closedByPeer = true
+            closeSocket()
+        }
+        resumeFirst(call, .success(response))
+        if !keepAlive {
+            fail(.closed)
+            return false
+        }
+        return true
+    }
+
+    /// Closes the connection: the first call in flight gets `failure`, the calls behind it `.closed` (nothing of
+    /// their answers was read: the pool retries their GETs once on a fresh connection).
+    private func fail(_ failure: UpstreamFailure) {
+        closedByPeer = true
+        closeSocket()
+        written = 0
+        output.count = 0
+        // Unreachable: nothing was sent, and the calls behind the first would meet the same.
+        let behind: UpstreamFailure
+        if case .unreachable = failure { behind = failure } else { behind = .closed }
+        var outcome = failure
+        while first < calls.count {
+            let call = calls[first]
+            first += 1
+            resumeFirst(call, .failure(outcome))
+            outcome = behind
+        }
+    }
+
+    /// The socket is dropped before anything of the first call's request went out on it (bytes nothing asked
+    /// for, or a close): the queued requests go out on a fresh socket, once since the last answer; the second
+    /// time the calls get `failure` as `fail` gives it.
+    private func resendOrFail(_ failure: UpstreamFailure) {
+        guard !resent else {
+            fail(failure)
+            return
+        }
+        resent = true
+        closeSocket()
+        // Only requests none of which went out are left in `output`, from `written` on.
+        parser.reset()
+        closedByPeer = false
+        connect()
+    }
+
+    /// The peer closed (or wrote to) the connection while no request was in flight.
+    private func closedIdle() {
+        closedByPeer = true
+        closeSocket()
+        if pooled { onIdleClose?(self) }
+    }
+
+    /// Resumes `call`, just taken off the front of the queue; when it was the last one, the timeout is disarmed
+    /// and the pool takes the connection back, else the timeout is armed for the earliest deadline left.
+    /// `result` is consumed: the continuation takes it without a copy (a copy of an answer goes through its
+    /// type's value witness, a retain of each of its parts).
+    private func resumeFirst(_ call: Call, _ result: consuming Result<UpstreamResponse, UpstreamFailure>) {
+        if first == calls.count {
+            calls.removeAll(keepingCapacity: true)
+            first = 0
+            earliestDeadline = .max
+            if let timeoutEvent { event_del(timeoutEvent) }
+            call.continuation.resume(returning: result)
+            onDrained?(self)
+            return
+        }
+        if call.deadline == earliestDeadline && !closedByPeer {
+            earliestDeadline = calls[first...].lazy.map(\.deadline).min() ?? .max
+            armTimeout()
+        }
+        call.continuation.resume(returning: result)
+    }
+
+    /// Arms the timeout event for `earliestDeadline`.
+    private func armTimeout() {
+        if timeoutEvent == nil {
+            timeoutEvent = event_new(loop.base, -1, 0, { _, _, arg in
+                guard let arg else { return }
+                let connection = Unmanaged<UpstreamConnection>.fromOpaque(arg).takeUnretainedValue()
+                connection.timedOut()
+            }, Unmanaged.passUnretained(self).toOpaque())
+        }
+        let now = MonotonicInstant.now.nanoseconds
+        let left = earliestDeadline > now ? earliestDeadline - now : 0
+        var tv = timeval(tv_sec: Int(left / 1_000_000_000), tv_usec: Int(left % 1_000_000_000 / 1000))
+        event_add(timeoutEvent, &tv)
+    }
+
+    /// A call's deadline passed: as an answer cannot be skipped, the connection closes; the calls whose deadline
+    /// passed get `.timeout`, the others `.closed` (nothing of their answers was read: their GETs are retried).
+    private func timedOut() {
+        guard inFlight > 0 else { return }
+        resolving?.cancel()
+        resolving = nil
+        closedByPeer = true
+        closeSocket()
+        written = 0
+        output.count = 0
+        // The timer may fire a little before the deadline by the precise clock (libevent reads a coarse one). A call
+        // with less than `minimumRetryTime` left times out too: its retry could not be answered in time, and the
+        // calls of one turn have deadlines a hair apart (more when the loop's thread was preempted between them).
+        let passed = max(MonotonicInstant.now.nanoseconds, earliestDeadline) &+ UpstreamConnection.minimumRetryTime
+        while first < calls.count {
+            let call = calls[first]
+            first += 1
+            resumeFirst(call, .failure(call.deadline <= passed ? .timeout : .closed))
+        }
+    }
+
+    /// The least time left (nanoseconds) for which a call pipelined behind a timed-out one is retried (50 ms).
+    package static let minimumRetryTime: UInt64 = 50_000_000
+
+    private func closeSocket() {
+        if let readEvent { event_free(readEvent) }
+        if let writeEvent { event_free(writeEvent) }
+        readEvent = nil
+        writeEvent = nil
+        readWantsWrite = false
+        if let ssl { SSL_free(ssl) }
+        ssl = nil
+        if fd >= 0 { Glibc.close(fd) }
+        fd = -1
+        if state == .connecting { DNSLookup.connectFailed(host: endpoint.host) }  // refused, unreachable or timed out
+        if state == .resolving {
+            resolving?.cancel()
+            resolving = nil
+        }
+        state = .closed
+    }
+}

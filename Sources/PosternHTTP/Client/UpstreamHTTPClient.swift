@@ -1,0 +1,294 @@
+import FoundationEssentials
+import PosternIO
+
+/// Sends requests to one upstream from one event loop, over a pool of keep-alive connections.
+///
+/// Not thread-safe by design: every method runs on `loop`'s thread (the handlers' task executor).
+/// The upstream timeout runs from the call, so time spent waiting for a free connection counts; at most
+/// `maxWaiting` calls wait, later ones fail at once. A connection idle longer than `keepaliveIdle` is
+/// closed instead of reused: Directus (Node) closes idle keep-alive connections after 5 s, and a request
+/// sent just as it does is lost (docs/api.md, Upstream and edge rules).
+///
+/// An idle connection is reused only once it has been quiet for `reuseQuiet` since its last answer, oldest first,
+/// while the pool has room for a new one (a full pool reuses the one quiet the longest): bytes an upstream sends
+/// after an answer, nothing having asked for them, then close the connection while it idles, instead of being
+/// read as the answer to the next request sent on it (HTTP/1.1 answers carry nothing that ties them to a request).
+///
+/// GETs that the same turn of the loop sends are pipelined (HTTP/1.1): the first takes a connection as any call
+/// does, the next ones (up to `pipelineDepth` in all) are queued behind it on that connection, and the turn's
+/// requests are written at its end, one `send` per connection. A request that is not a GET always has a
+/// connection of its own. A pipelined GET that loses its connection before its answer came (the peer closed
+/// it, or the answer before it failed) is retried once on a fresh connection, like a GET on a reused one.
+public final class UpstreamHTTPClient: @unchecked Sendable {
+    package let loop: EventLoop
+    package let endpoint: UpstreamEndpoint
+    private let maxConnections: Int
+    private let maxWaiting: Int
+    private let keepaliveIdleNanos: UInt64
+    /// At most this many GETs in flight on one connection (1: no pipelining).
+    private let pipelineDepth: Int
+    /// Answer bodies above this many bytes fail (`directus.max_response_bytes`).
+    private let maxResponseBytes: Int
+    /// Idle connections, oldest first.
+    private var idle: [UpstreamConnection] = []
+    private var open = 0
+    /// Calls waiting for a connection, first come first served.
+    private var waiters: [PoolWaiter] = []
+    /// The connection this turn's GETs are pipelined on (nil between turns).
+    private var batch: UpstreamConnection?
+    /// The connections this turn queued requests on, flushed at its end.
+    private var unflushed: [UpstreamConnection] = []
+    /// The end-of-turn flush (made once: registering it allocates nothing).
+    private lazy var flushAtEndOfTurn: () -> Void = { [unowned self] in self.flush() }
+    private let tlsContext: TLSClientContext?
+    /// `" HTTP/1.1\r\nHost: <host>\r\n"`, built once: what follows the target in every request.
+    private let versionAndHost: [UInt8]
+    /// The answer headers copied into a response (nil: all of them).
+    private let keptHeaders: [StaticString]?
+
+    /// The largest answer body taken when none is given (16 MiB, `directus.max_response_bytes`' default).
+    public static let defaultMaxResponseBytes = 16 << 20
+
+    /// How long an idle connection stays quiet after its last answer before it carries another request, while the
+    /// pool has room for a new connection (10 ms, in nanoseconds).
+    package static let reuseQuiet: UInt64 = 10_000_000
+
+    /// Creates a client for `endpoint` on `loop`; its responses carry the answer headers named in `keptHeaders`
+    /// (every one when nil). Up to `pipelineDepth` GETs of one turn share a connection; an answer body above
+    /// `maxResponseBytes` fails as a bad response.
+    public init(loop: EventLoop, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil,
+                maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0, pipelineDepth: Int = 1,
+                maxResponseBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes, keptHeaders: [StaticString]? = nil) {
+        self.keptHeaders = keptHeaders
+        self.maxResponseBytes = maxResponseBytes
+        self.loop = loop
+        self.endpoint = endpoint
+        self.maxConnections = max(1, maxConnections)
+        self.maxWaiting = max(0, maxWaiting)
+        self.pipelineDepth = max(1, pipelineDepth)
+        keepaliveIdleNanos = UInt64(max(0, keepaliveIdle) * 1_000_000_000)
+        tlsContext = endpoint.tls ? (tls ?? TLSClientContext.shared) : nil
+        versionAndHost = UpstreamConnection.versionAndHost(endpoint.hostHeader)
+    }
+
+    /// Sends one request and waits for the answer, at most `timeout` seconds from now (waiting for a pooled
+    /// connection included). An idempotent GET that fails because a reused keep-alive connection was closed
+    /// (or the connection it was pipelined on) is retried once on a fresh one, within the same time.
+    public func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
+        let now = Self.now()
+        let deadline = now &+ UInt64(max(0, timeout) * 1_000_000_000)
+        // A GET that meets a closed connection is retried; any other method first checks that the peer has not
+        // already closed the idle connection it would reuse (its FIN may be queued before libevent saw it).
+        let outcome: Result<UpstreamResponse, UpstreamFailure>
+        let retryable: Bool
+        if request.method == .get, let batch, batch.canPipeline(depth: pipelineDepth) {
+            // Behind this turn's GETs on one connection: written with them at the end of the turn.
+            retryable = true
+            outcome = await exchange(request, on: batch, deadline: deadline)
+        } else if let connection = try takeConnection(now: now, probeIdle: request.method != .get) {
+            // The usual case: a pooled connection (or room for a new one) without suspending, and no time spent
+            // waiting, so the whole timeout is left for the exchange.
+            retryable = connection.completed > 0
+            outcome = await exchange(request, on: connection, deadline: deadline)
+        } else {
+            let connection = try await waitForConnection(deadline: deadline)
+            retryable = connection.completed > 0
+            outcome = await perform(request, on: connection, deadline: deadline)
+        }
+        switch outcome {
+        case .success(let response):
+            return response
+        case .failure(.closed) where retryable && request.method == .get:
+            let fresh = try await checkout(fresh: true, deadline: deadline)
+            return try await perform(request, on: fresh, deadline: deadline).get()
+        case .failure(let failure):
+            throw failure
+        }
+    }
+
+    /// Monotonic nanoseconds.
+    private static func now() -> UInt64 { MonotonicInstant.now.nanoseconds }
+
+    /// Seconds left until `deadline` (0 when it passed).
+    private static func remaining(_ deadline: UInt64) -> Double {
+        let now = now()
+        return deadline > now ? Double(deadline - now) / 1_000_000_000 : 0
+    }
+
+    private func perform(_ request: UpstreamRequest, on connection: UpstreamConnection, deadline: UInt64) async
+        -> Result<UpstreamResponse, UpstreamFailure> {
+        guard Self.now() < deadline else {
+            // The wait for the connection used up the time: nothing was sent, the connection is still good.
+            checkin(connection, healthy: true)
+            return .failure(.timeout)
+        }
+        return await exchange(request, on: connection, deadline: deadline)
+    }
+
+    /// Queues `request` on `connection` (written at the end of the turn) and waits for the answer, until
+    /// `deadline`. The connection comes back to the pool when its last call is answered (`drained`).
+    @inline(__always)
+    private func exchange(_ request: UpstreamRequest, on connection: UpstreamConnection, deadline: UInt64) async
+        -> Result<UpstreamResponse, UpstreamFailure> {
+        // The connection resumes the continuation exactly once (answer, failure or its deadline).
+        await withUnsafeContinuation { continuation in
+            connection.queue(request, versionAndHost: versionAndHost, continuation, deadline: deadline)
+            if pipelineDepth > 1 && request.method == .get && !connection.closedByPeer { batch = connection }
+            if unflushed.isEmpty { loop.atEndOfTurn(flushAtEndOfTurn) }
+            if unflushed.last !== connection { unflushed.append(connection) }
+        }
+    }
+
+    /// The end of the turn: writes what the turn's calls queued, one `send` per connection; the next turn's GETs
+    /// start a new batch.
+    private func flush() {
+        batch = nil
+        for connection in unflushed { connection.flush() }
+        unflushed.removeAll(keepingCapacity: true)
+    }
+
+    /// A connection's last call got its outcome: back to the pool (or closed, when it failed).
+    private func drained(_ connection: UpstreamConnection) {
+        if batch === connection { batch = nil }
+        checkin(connection, healthy: !connection.closedByPeer)
+    }
+
+    // MARK: Pool
+
+    private func checkout(fresh: Bool = false, deadline: UInt64) async throws(UpstreamFailure) -> UpstreamConnection {
+        if let connection = try takeConnection(now: Self.now(), fresh: fresh) { return connection }
+        return try await waitForConnection(deadline: deadline)
+    }
+
+    /// A connection without waiting: the idle pooled one quiet the longest, once quiet for `reuseQuiet` or when
+    /// the pool is full (with `probeIdle`, one the peer has neither closed nor written to), else a new one while
+    /// the pool has room (or always when `fresh`); nil when the call must wait for one. Fails when too many calls
+    /// already wait.
+    private func takeConnection(now: UInt64, fresh: Bool = false, probeIdle: Bool = false) throws(UpstreamFailure)
+        -> UpstreamConnection? {
+        closeStaleIdleConnections(now: now)
+        while !fresh, let connection = idle.first,
+              now &- connection.idleSince >= Self.reuseQuiet || open >= maxConnections {
+            idle.removeFirst()
+            connection.pooled = false
+            guard probeIdle, connection.peerHasClosedOrWritten() else { return connection }
+            // Closed by the peer while idle: drop it (outside any libevent callback) and try the next one.
+            open -= 1
+            loop.execute { [connection] in connection.free() }
+        }
+        if open < maxConnections || fresh {
+            open += 1
+            return makeConnection()
+        }
+        guard waiters.count < maxWaiting else { throw .unreachable(UpstreamFailure.poolQueueFull) }
+        return nil
+    }
+
+    /// Waits (first come, first served) for a connection a call gives back, until `deadline`.
+    private func waitForConnection(deadline: UInt64) async throws(UpstreamFailure) -> UpstreamConnection {
+        // Queued before the first suspension: other calls may run before the continuation below exists, and
+        // they must see this one in the queue (a checkin meanwhile leaves its connection in the waiter).
+        let waiter = PoolWaiter()
+        waiters.append(waiter)
+        waiter.timer = EventLoop.Timer(loop: loop, seconds: Self.remaining(deadline)) { [weak self, waiter] in
+            waiter.timer = nil
+            self?.waiters.removeAll { $0 === waiter }
+            waiter.resume(nil)
+        }
+        let connection = await withCheckedContinuation { waiter.wait($0) }
+        guard let connection else { throw .timeout }
+        return connection
+    }
+
+    /// A new connection (not connected until its first request) that leaves the pool when the peer closes it
+    /// while idle.
+    private func makeConnection() -> UpstreamConnection {
+        let connection = UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext, keptHeaders: keptHeaders,
+                                            maxResponseBytes: maxResponseBytes)
+        connection.onDrained = { [weak self] drained in self?.drained(drained) }
+        connection.onIdleClose = { [weak self] closed in
+            guard let self, let index = self.idle.firstIndex(where: { $0 === closed }) else { return }
+            self.idle.remove(at: index)
+            closed.pooled = false
+            self.open -= 1
+        }
+        return connection
+    }
+
+    /// Closes the idle connections that have idled longer than `keepaliveIdle` (the oldest are first).
+    private func closeStaleIdleConnections(now: UInt64) {
+        guard let oldest = idle.first, now &- oldest.idleSince > keepaliveIdleNanos else { return }
+        let stale = idle.prefix { now &- $0.idleSince > keepaliveIdleNanos }
+        idle.removeFirst(stale.count)
+        open -= stale.count
+        for connection in stale {
+            connection.pooled = false
+            connection.free()
+        }
+    }
+
+    /// Hands `connection` to the first waiting call, if any.
+    private func handToWaiter(_ connection: UpstreamConnection) -> Bool {
+        guard !waiters.isEmpty else { return false }
+        let waiter = waiters.removeFirst()
+        waiter.timer?.cancel()
+        waiter.timer = nil
+        waiter.resume(connection)
+        return true
+    }
+
+    private func checkin(_ connection: UpstreamConnection, healthy: Bool) {
+        // A retry's fresh connection may have taken the pool above its size: shrink back when it returns.
+        if healthy && waiters.isEmpty && open > maxConnections {
+            open -= 1
+            loop.execute { [connection] in connection.free() }
+            return
+        }
+        if healthy {
+            if !handToWaiter(connection) {
+                connection.idleSince = Self.now()
+                connection.pooled = true
+                idle.append(connection)
+            }
+            return
+        }
+        // Free outside libevent's callback stack: the connection may still be on it.
+        loop.execute { [connection] in connection.free() }
+        if !handToWaiter(makeConnection()) {
+            open -= 1
+        }
+    }
+
+    /// Connections currently open (idle or busy).
+    public var openConnections: Int { open }
+}
+
+/// A call waiting for a pooled connection: resumed once, by a checkin or by its deadline timer, possibly
+/// before the waiting call got to `wait` (then the outcome is kept until it does).
+private final class PoolWaiter: @unchecked Sendable {
+    private let lock = PlainLock()
+    private var continuation: CheckedContinuation<UpstreamConnection?, Never>?
+    private var outcome: UpstreamConnection??
+    /// The deadline timer (loop thread only).
+    package var timer: EventLoop.Timer?
+
+    /// Suspends the call until `resume`, or returns at once when it already came.
+    package func wait(_ continuation: CheckedContinuation<UpstreamConnection?, Never>) {
+        let ready: UpstreamConnection?? = lock.withLock {
+            if outcome == nil { self.continuation = continuation }
+            return outcome
+        }
+        if let ready { continuation.resume(returning: ready) }
+    }
+
+    /// Gives the call its connection (nil: the deadline passed); only the first outcome counts.
+    package func resume(_ connection: UpstreamConnection?) {
+        let waiting: CheckedContinuation<UpstreamConnection?, Never>? = lock.withLock {
+            guard outcome == nil else { return nil }
+            outcome = .some(connection)
+            defer { continuation = nil }
+            return continuation
+        }
+        waiting?.resume(returning: connection)
+    }
+}

@@ -1,0 +1,99 @@
+import PosternIO
+
+// Redis client on hiredis 0.14 and its libevent adapter (docs/api.md, Several instances (Redis)).
+//
+// Threading: a `RedisClient` belongs to one event loop. Its `RedisConnection` holds one hiredis async context
+// attached to that loop's event_base (`redisLibeventAttach`), and every hiredis call — connect, commands,
+// free — and every hiredis callback happens on that loop's thread. `command` called from a task running on
+// the loop (the gateway's handlers) goes straight to hiredis; called from anywhere else it hops to the loop
+// first. Results leave the loop as `RedisReply` values (bytes copied out of hiredis inside its callback).
+// `RedisClientGroup` keeps one client per worker loop, so a request on loop N uses loop N's connection, the
+// way `LoopTransport` keeps one upstream pool per loop.
+//
+// Ownership: the public `RedisClient` is a handle; the loop-bound `RedisConnection` does the work. hiredis's
+// connect/disconnect callbacks find the connection through `redisAsyncContext.data` (unretained: the
+// connection frees its context before it goes away; a handle dropped off the loop posts that free to the
+// loop, holding the connection until it ran). Each command is a `RedisCall` passed to hiredis retained and
+// taken back exactly once in its reply callback: hiredis runs that callback exactly once for every command
+// it accepted, with the reply or, when the context goes away (error, disconnect, our own free), with NULL.
+// A `RedisCall` also ignores a second completion, so a continuation is resumed exactly once.
+//
+// Failure and reconnection: while the connection is down (waiting for its next attempt, or resolving the
+// host name) commands fail at once with `RedisError.unavailable` — no queueing, so the caller can answer 503
+// without waiting. During a connect attempt commands queue in hiredis behind the login (AUTH, SELECT) and
+// fail with the attempt if it fails. The connect timeout bounds an attempt (resolve + connect + login); the
+// command timeout bounds the oldest command in flight (one timer, not one per command): past it the context
+// is dropped, since Redis answers in order and every later command waits behind it. After any failure the
+// connection waits and retries by itself, 50 ms doubling to 2 s by default (`RedisOptions`), back to 50 ms
+// once connected. `isConnected` (for /readyz) is true only while connected and logged in.
+//
+// Pub/sub: `RedisSubscriber` is a second connection of the same kind that subscribes to one channel each
+// time it becomes ready and tells its owner after every resubscription (messages may have been missed).
+
+/// An asynchronous Redis client on one event loop, reconnecting by itself.
+public final class RedisClient: Sendable {
+    /// The loop this client's connection lives on.
+    public let loop: EventLoop
+    /// The loop-bound connection doing the work.
+    package let connection: RedisConnection
+
+    /// A client for `endpoint` on `loop`; it starts connecting at once.
+    public init(loop: EventLoop, endpoint: RedisEndpoint, options: RedisOptions = RedisOptions()) {
+        self.loop = loop
+        let connection = RedisConnection(loop: loop, endpoint: endpoint, options: options)
+        self.connection = connection
+        loop.executeOrRun { connection.start() }
+    }
+
+    deinit {
+        let connection = self.connection
+        loop.executeOrRunIfStopped { connection.close() }
+    }
+
+    /// True while connected and logged in (any thread; for /readyz).
+    public var isConnected: Bool { connection.isReady }
+
+    /// Waits until the connection is up (at once if it is); false when the client was closed first. Give it a
+    /// deadline of your own (e.g. at start-up): it waits as long as Redis stays unreachable.
+    public func waitUntilConnected() async -> Bool {
+        let connection = self.connection
+        return await withCheckedContinuation { continuation in
+            loop.executeOrRunIfStopped { connection.whenReady(continuation) }
+        }
+    }
+
+    /// The endpoint (its `description` masks the password).
+    public var endpoint: RedisEndpoint { connection.endpoint }
+
+    /// Sends one command, e.g. `["SET", .string(key), .bytes(value), "PX", 30000]`, and returns its reply.
+    /// An error reply throws `.server`; no connection throws `.unavailable` at once.
+    public func command(_ arguments: [RedisArgument]) async throws(RedisError) -> RedisReply {
+        guard loop.inLoop else { return try await onLoop { () async throws(RedisError) in try await self.command(arguments) } }
+        let connection = self.connection
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<RedisReply, RedisError>, Never>) in
+            connection.send(arguments, RedisCall(connection: connection, continuation: continuation))
+        }
+        return try result.get()
+    }
+
+    /// Closes the connection: commands in flight fail with `.closed`, later ones too. Call before the loop stops.
+    public func close() {
+        let connection = self.connection
+        loop.executeOrRunIfStopped { connection.close() }
+    }
+
+    /// Runs `body` in a task on this client's loop and returns its result.
+    package func onLoop<T: Sendable>(_ body: @escaping @Sendable () async throws(RedisError) -> T) async throws(RedisError) -> T {
+        let result = await Task(executorPreference: loop) { () async -> Result<T, RedisError> in
+            do throws(RedisError) {
+                return .success(try await body())
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        return try result.get()
+    }
+
+    /// How many times the connection became ready (for tests: a reconnection increments it).
+    package var readyTransitions: Int { connection.readyTransitions }
+}

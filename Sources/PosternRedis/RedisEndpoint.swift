@@ -1,0 +1,138 @@
+import FoundationEssentials
+import PosternIO
+
+/// Where Redis is and how to log in: parsed from `redis://[:password@]host:port[/db]` (docs/api.md,
+/// Several instances (Redis)).
+///
+/// `rediss://` is refused: the hiredis of Debian 12 (0.14) has no TLS. The password never appears in
+/// `description` nor in any parse error.
+public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
+    /// Host name or IP address (an IPv6 address without its brackets).
+    public var host: String
+    /// TCP port (default 6379).
+    public var port: Int
+    /// ACL user name (Redis 6+), sent as `AUTH username password`; nil for the default user.
+    public var username: String?
+    /// Password sent with `AUTH` after each connect; nil for none.
+    public var password: String?
+    /// Database number selected with `SELECT` after each connect (default 0).
+    public var database: Int
+
+    /// The default Redis port.
+    public static let defaultPort = 6379
+
+    /// An endpoint from its parts.
+    public init(host: String, port: Int = RedisEndpoint.defaultPort, username: String? = nil, password: String? = nil,
+                database: Int = 0) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+        self.database = database
+    }
+
+    /// Parses `redis://[[username]:password@]host[:port][/db]`; user name and password may be percent-encoded.
+    public init(url: String) throws(RedisError) {
+        guard let schemeEnd = url.byteRange(of: "://") else {
+            throw .invalidURL("expected redis://[:password@]host:port[/db]")
+        }
+        let scheme = url[..<schemeEnd.lowerBound].lowercased()
+        if scheme == "rediss" {
+            throw .invalidURL("rediss:// (TLS) is not supported: the hiredis library (0.14) has no TLS; "
+                + "use redis:// on a private network or a TLS tunnel")
+        }
+        guard scheme == "redis" else { throw .invalidURL("the scheme must be redis://") }
+        var rest = Substring(url[schemeEnd.upperBound...])
+        if rest.contains("?") || rest.contains("#") {
+            throw .invalidURL("query parameters and fragments are not supported")
+        }
+        var path: Substring = ""
+        if let slash = rest.firstIndex(of: "/") {
+            path = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+        }
+        var username: String?
+        var password: String?
+        // The last "@" ends the user information, so an unencoded "@" in a password still works.
+        if let at = rest.lastIndex(of: "@") {
+            let userinfo = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            guard let colon = userinfo.firstIndex(of: ":") else {
+                throw .invalidURL("expected :password@ before the host")
+            }
+            let user = try RedisEndpoint.percentDecoded(userinfo[..<colon], what: "user name")
+            let secret = try RedisEndpoint.percentDecoded(userinfo[userinfo.index(after: colon)...], what: "password")
+            username = user.isEmpty ? nil : user
+            password = secret.isEmpty ? nil : secret
+            if username != nil && password == nil { throw .invalidURL("a user name needs a password") }
+        }
+        let (host, port) = try RedisEndpoint.hostAndPort(rest)
+        var database = 0
+        if !path.isEmpty {
+            guard path.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(path), number <= Int(Int32.max) else {
+                throw .invalidURL("the database after the / must be a number (0, 1, ...)")
+            }
+            database = number
+        }
+        self.init(host: host, port: port, username: username, password: password, database: database)
+    }
+
+    /// The URL with the password masked, for logs and error messages.
+    public var description: String {
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        let credentials = password == nil ? "" : "\(username ?? ""):***@"
+        return "redis://\(credentials)\(hostPart):\(port)/\(database)"
+    }
+
+    private static func hostAndPort(_ authority: Substring) throws(RedisError) -> (String, Int) {
+        var host: Substring
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { throw .invalidURL("an IPv6 host needs its closing ]") }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw .invalidURL("expected :port after the IPv6 host") }
+                portText = after.dropFirst()
+            }
+            guard !host.isEmpty, host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
+                throw .invalidURL("the IPv6 host is not valid")
+            }
+        } else {
+            if let colon = authority.firstIndex(of: ":") {
+                host = authority[..<colon]
+                portText = authority[authority.index(after: colon)...]
+            } else {
+                host = authority
+            }
+            guard !host.isEmpty else { throw .invalidURL("the host is missing") }
+            guard host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_") }) else {
+                throw .invalidURL("the host may contain only letters, digits, '.', '-' and '_'")
+            }
+        }
+        var port = defaultPort
+        if let portText {
+            guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
+                  let number = Int(portText), (1...65535).contains(number) else {
+                throw .invalidURL("the port must be a number from 1 to 65535")
+            }
+            port = number
+        }
+        return (String(host), port)
+    }
+
+    private static func percentDecoded(_ text: Substring, what: String) throws(RedisError) -> String {
+        guard text.contains("%") else { return String(text) }
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8)[...]
+        while let byte = iterator.popFirst() {
+            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+            guard iterator.count >= 2, let value = UInt8(String(decoding: iterator.prefix(2), as: UTF8.self), radix: 16) else {
+                throw .invalidURL("the \(what) has a bad percent-encoding")
+            }
+            bytes.append(value)
+            iterator = iterator.dropFirst(2)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
