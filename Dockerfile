@@ -51,7 +51,6 @@ FROM debian:bookworm-slim
 
 # ldd of the release binary -> Debian packages (bookworm names):
 #   libevent-2.1.so.7 -> libevent-2.1-7            libevent_core-2.1.so.7 -> libevent-core-2.1-7
-#   libevent_openssl-2.1.so.7 -> libevent-openssl-2.1-7
 #   libevent_pthreads-2.1.so.7 -> libevent-pthreads-2.1-7
 #   libssl.so.3, libcrypto.so.3 -> libssl3         libsqlite3.so.0 -> libsqlite3-0
 #   libhiredis.so.0.14 -> libhiredis0.14
@@ -65,7 +64,6 @@ RUN export DEBIAN_FRONTEND=noninteractive \
         ca-certificates \
         libevent-2.1-7 \
         libevent-core-2.1-7 \
-        libevent-openssl-2.1-7 \
         libevent-pthreads-2.1-7 \
         libssl3 \
         libsqlite3-0 \

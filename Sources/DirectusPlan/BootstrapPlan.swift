@@ -2,18 +2,18 @@ import FoundationEssentials
 import PosternHTTP
 
 /// What `postern bootstrap` wants a Directus 11 to contain (docs/bootstrap.md).
-public enum BootstrapPlan {
+package enum BootstrapPlan {
     /// The collection the shipped resources serve.
-    public static let collection = "posts"
+    package static let collection = "posts"
     /// The name of the app role and of its policy (names are not unique in Directus: always looked up first).
-    public static let appName = "App User"
+    package static let appName = "App User"
     /// The Public policy's fixed id on every v11 install (`PUBLIC_POLICY_ID`), the fallback when the lookup finds none.
-    public static let publicPolicyID = "abf8a154-5b1c-4a46-ac9c-7300570f4f17"
+    package static let publicPolicyID = "abf8a154-5b1c-4a46-ac9c-7300570f4f17"
     /// The filter that limits a rule to the caller's own rows.
-    public static let ownRows: JSONValue = .object([("user_created", .object([("_eq", .string("$CURRENT_USER"))]))])
+    package static let ownRows: JSONValue = .object([("user_created", .object([("_eq", .string("$CURRENT_USER"))]))])
 
     /// The fields of `posts`, in order, as `POST /collections` and `POST /fields/posts` take them.
-    public static let fields: [JSONValue] = [
+    package static let fields: [JSONValue] = [
         .object([
             ("field", .string("id")), ("type", .string("integer")),
             ("meta", .object([("hidden", .bool(true)), ("interface", .string("input")), ("readonly", .bool(true))])),
@@ -36,10 +36,10 @@ public enum BootstrapPlan {
     ]
 
     /// The user fields that get an m2o relation to `directus_users`.
-    public static let userFields = ["user_created", "user_updated"]
+    package static let userFields = ["user_created", "user_updated"]
 
     /// The body of `POST /collections`.
-    public static var collectionBody: JSONValue {
+    package static var collectionBody: JSONValue {
         .object([
             ("collection", .string(collection)),
             ("meta", .object([("icon", .string("article")), ("singleton", .bool(false))])),
@@ -50,7 +50,7 @@ public enum BootstrapPlan {
     }
 
     /// The body of `POST /relations` for one user field (`SET NULL`, the Data Studio's m2o default).
-    public static func relationBody(field: String) -> JSONValue {
+    package static func relationBody(field: String) -> JSONValue {
         .object([
             ("collection", .string(collection)),
             ("field", .string(field)),
@@ -60,18 +60,18 @@ public enum BootstrapPlan {
     }
 
     /// The body of `POST /roles`.
-    public static let roleBody: JSONValue = .object([
+    package static let roleBody: JSONValue = .object([
         ("name", .string(appName)), ("icon", .string("person")), ("description", .string("Postern tutorial users")),
     ])
 
     /// The body of `POST /policies`: API only, no admin, no Data Studio.
-    public static let policyBody: JSONValue = .object([
+    package static let policyBody: JSONValue = .object([
         ("name", .string(appName)), ("icon", .string("badge")), ("description", .string("Postern tutorial")),
         ("admin_access", .bool(false)), ("app_access", .bool(false)), ("enforce_tfa", .bool(false)), ("ip_access", .null),
     ])
 
     /// The App User policy's rules: create and read posts, update and delete only their own, read their own user row.
-    public static let appPermissions: [DirectusPermissionRow] = [
+    package static let appPermissions: [DirectusPermissionRow] = [
         DirectusPermissionRow(collection: collection, action: "create", fields: ["title", "content"]),
         DirectusPermissionRow(collection: collection, action: "read", fields: ["*"]),
         DirectusPermissionRow(collection: collection, action: "update", fields: ["title", "content"], permissions: ownRows),
@@ -81,13 +81,13 @@ public enum BootstrapPlan {
     ]
 
     /// The Public rule that lets anyone register through `POST /users` with email and password only, as `role`.
-    public static func publicRegistration(role: String) -> DirectusPermissionRow {
+    package static func publicRegistration(role: String) -> DirectusPermissionRow {
         DirectusPermissionRow(collection: "directus_users", action: "create", fields: ["email", "password"],
                        presets: .object([("role", .string(role))]))
     }
 
     /// The `/settings` values of the `/users/register` mode (verification off: no email is configured).
-    public static func registrationSettings(role: String) -> [(String, JSONValue)] {
+    package static func registrationSettings(role: String) -> [(String, JSONValue)] {
         [("public_registration", .bool(true)), ("public_registration_role", .string(role)),
          ("public_registration_verify_email", .bool(false))]
     }
@@ -116,22 +116,22 @@ public enum BootstrapPlan {
 }
 
 /// One row of `directus_permissions` as the bootstrap wants it (without its policy).
-public struct DirectusPermissionRow: Sendable, Equatable {
+package struct DirectusPermissionRow: Sendable, Equatable {
     /// The collection.
-    public var collection: String
+    package var collection: String
     /// `create`, `read`, `update`, `delete` or `share`.
-    public var action: String
+    package var action: String
     /// The fields the rule allows (`*` for all).
-    public var fields: [String]
+    package var fields: [String]
     /// The item filter (`null` = every item).
-    public var permissions: JSONValue = .null
+    package var permissions: JSONValue = .null
     /// The validation filter.
-    public var validation: JSONValue = .null
+    package var validation: JSONValue = .null
     /// Values set on create or update.
-    public var presets: JSONValue = .null
+    package var presets: JSONValue = .null
 
     /// Builds a rule.
-    public init(collection: String, action: String, fields: [String], permissions: JSONValue = .null,
+    package init(collection: String, action: String, fields: [String], permissions: JSONValue = .null,
                 validation: JSONValue = .null, presets: JSONValue = .null) {
         self.collection = collection
         self.action = action
@@ -142,18 +142,18 @@ public struct DirectusPermissionRow: Sendable, Equatable {
     }
 
     /// The body of `POST /permissions` for this rule under `policy`.
-    public func body(policy: String) -> JSONValue {
+    package func body(policy: String) -> JSONValue {
         .object([("policy", .string(policy)), ("collection", .string(collection)), ("action", .string(action))] + changes)
     }
 
     /// The members `PATCH /permissions/<id>` sets.
-    public var changes: [(String, JSONValue)] {
+    package var changes: [(String, JSONValue)] {
         [("fields", .array(fields.map(JSONValue.string))), ("permissions", permissions), ("validation", validation),
          ("presets", presets)]
     }
 
     /// Whether an existing row (as `GET /permissions` returns it) already says what this rule says.
-    public func matches(_ row: JSONValue) -> Bool {
+    package func matches(_ row: JSONValue) -> Bool {
         guard row["collection"]?.stringValue == collection, row["action"]?.stringValue == action else { return false }
         return Set(Self.fieldList(row["fields"])) == Set(fields)
             && Self.same(row["permissions"], permissions) && Self.same(row["validation"], validation)

@@ -12,11 +12,11 @@ import Glibc
 
 /// A lock object around a pthread mutex, for state guarded by `lock()`/`unlock()` pairs or `withLock`
 /// (what `NSLock` was; on the hot path use `FastLock`).
-public final class PlainLock: @unchecked Sendable {
+package final class PlainLock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     /// A new, unlocked lock.
-    public init() {
+    package init() {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -28,13 +28,13 @@ public final class PlainLock: @unchecked Sendable {
     }
 
     /// Takes the lock, waiting for it.
-    public func lock() { pthread_mutex_lock(mutex) }
+    package func lock() { pthread_mutex_lock(mutex) }
 
     /// Gives the lock back.
-    public func unlock() { pthread_mutex_unlock(mutex) }
+    package func unlock() { pthread_mutex_unlock(mutex) }
 
     /// Runs `body` holding the lock.
-    public func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+    package func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
@@ -42,7 +42,7 @@ public final class PlainLock: @unchecked Sendable {
 }
 
 /// Starts a detached thread running `body` (what `Thread.detachNewThread` was).
-public func startDetachedThread(_ body: @escaping @Sendable () -> Void) {
+package func startDetachedThread(_ body: @escaping @Sendable () -> Void) {
     let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
     var attributes = pthread_attr_t()
     pthread_attr_init(&attributes)
@@ -87,11 +87,11 @@ extension Unicode.Scalar {
 
 extension StringProtocol {
     /// The text without leading and trailing spaces and tabs (`trimmedSpaces()`).
-    public func trimmedSpaces() -> String { trimmed(where: \.isFoundationWhitespace) }
+    package func trimmedSpaces() -> String { trimmed(where: \.isFoundationWhitespace) }
 
     /// The text without leading and trailing white space and line breaks
     /// (`trimmedSpacesAndNewlines()`).
-    public func trimmedSpacesAndNewlines() -> String { trimmed(where: \.isFoundationWhitespaceOrNewline) }
+    package func trimmedSpacesAndNewlines() -> String { trimmed(where: \.isFoundationWhitespaceOrNewline) }
 
     private func trimmed(where drop: (Unicode.Scalar) -> Bool) -> String {
         let scalars = String(self).unicodeScalars
@@ -103,13 +103,13 @@ extension StringProtocol {
 }
 
 /// Formats dates in the two fixed forms the gateway writes, from the C library (no ICU).
-public enum FixedDateFormat {
+package enum FixedDateFormat {
     /// `2026-01-31T12:34:56Z`: RFC 3339 in UTC, whole seconds (what `ISO8601DateFormatter` with
     /// `.withInternetDateTime` wrote).
-    public static func rfc3339(_ date: Date) -> String { format(date, "%Y-%m-%dT%H:%M:%SZ") }
+    package static func rfc3339(_ date: Date) -> String { format(date, "%Y-%m-%dT%H:%M:%SZ") }
 
     /// `Sat, 31 Jan 2026 12:34:56 GMT`: the date of HTTP headers and cookies (RFC 9110 IMF-fixdate).
-    public static func imfFixdate(_ date: Date) -> String { format(date, "%a, %d %b %Y %H:%M:%S GMT") }
+    package static func imfFixdate(_ date: Date) -> String { format(date, "%a, %d %b %Y %H:%M:%S GMT") }
 
     private static func format(_ date: Date, _ pattern: String) -> String {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))

@@ -2,16 +2,16 @@ import COpenSSL
 import FoundationEssentials
 
 /// An OpenSSL client context that verifies the upstream's certificate and host name.
-public final class TLSClientContext: @unchecked Sendable {
+package final class TLSClientContext: @unchecked Sendable {
     private let context: OpaquePointer
     /// Verify the peer (on by default; off only for tests with self-signed certificates).
-    public let verify: Bool
+    package let verify: Bool
 
     /// The process-wide default context (system trust store, verification on).
-    public static let shared = TLSClientContext(caFile: nil, verify: true)
+    package static let shared = TLSClientContext(caFile: nil, verify: true)
 
     /// Creates a context trusting the system store, plus `caFile` when given.
-    public init(caFile: String?, verify: Bool) {
+    package init(caFile: String?, verify: Bool) {
         // SSL_CTX_new only fails when OpenSSL cannot allocate: fatal.
         guard let ctx = SSL_CTX_new(TLS_client_method()) else { fatalError("SSL_CTX_new failed") }
         context = ctx

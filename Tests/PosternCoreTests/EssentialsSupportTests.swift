@@ -17,7 +17,7 @@ import Testing
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         var offenders: [String] = []
         var seen = 0
-        for target in ["PosternCore", "DirectusStandIn", "postern"] {
+        for target in ["PosternIO", "PosternHTTP", "PosternRedis", "DirectusPlan", "PosternCore", "DirectusStandIn", "postern"] {
             let dir = root.appendingPathComponent("Sources/\(target)")
             let files = FileManager.default.enumerator(atPath: dir.path)?.compactMap { $0 as? String } ?? []
             for file in files where file.hasSuffix(".swift") {

@@ -55,5 +55,5 @@ public struct CallFields: UpstreamHeadFields, Equatable {
 extension UpstreamHTTPClient {
     /// The answer headers the gateway reads (`Retry-After`, for the 429/503 translation; `Connection` is
     /// looked at in place by the connection): the others are never turned into `String`s.
-    public static let gatewayHeaders: [StaticString] = ["Retry-After"]
+    package static let gatewayHeaders: [StaticString] = ["Retry-After"]
 }

@@ -2,7 +2,7 @@ import FoundationEssentials
 import PosternIO
 
 /// The transport over the event loops: each loop sends through its own keep-alive pool.
-public final class LoopTransport: UpstreamTransport, @unchecked Sendable {
+package final class LoopTransport: UpstreamTransport, @unchecked Sendable {
     /// Each loop with its pool (a few: found by identity faster than by hashing).
     private let clients: [(loop: EventLoop, client: UpstreamHTTPClient)]
     private let fallback: (EventLoop, UpstreamHTTPClient)
@@ -10,7 +10,7 @@ public final class LoopTransport: UpstreamTransport, @unchecked Sendable {
     /// One pool per loop of `group` (its responses carry only the headers named in `keptHeaders`, every one when
     /// nil), each with at most `maxConnections` connections and `maxWaiting` calls waiting for one; connections idle longer than `keepaliveIdle` seconds are not reused; up to `pipelineDepth`
     /// GETs of one turn share a connection; answer bodies above `maxResponseBytes` fail.
-    public init(group: EventLoopGroup, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil,
+    package init(group: EventLoopGroup, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil,
                 maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0, pipelineDepth: Int = 1,
                 maxResponseBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes, keptHeaders: [StaticString]? = nil) {
         clients = group.loops.map { loop in
@@ -23,7 +23,7 @@ public final class LoopTransport: UpstreamTransport, @unchecked Sendable {
     }
 
     /// Sends on the current loop's pool, or hops to the first loop when called from elsewhere.
-    public func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
+    package func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
         if let loop = EventLoop.current {
             for entry in clients where entry.loop === loop {
                 return try await entry.client.send(request, timeout: timeout)

@@ -19,7 +19,7 @@ import PosternIO
 /// requests are written at its end, one `send` per connection. A request that is not a GET always has a
 /// connection of its own. A pipelined GET that loses its connection before its answer came (the peer closed
 /// it, or the answer before it failed) is retried once on a fresh connection, like a GET on a reused one.
-public final class UpstreamHTTPClient: @unchecked Sendable {
+package final class UpstreamHTTPClient: @unchecked Sendable {
     package let loop: EventLoop
     package let endpoint: UpstreamEndpoint
     private let maxConnections: Int
@@ -47,7 +47,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     private let keptHeaders: [StaticString]?
 
     /// The largest answer body taken when none is given (16 MiB, `directus.max_response_bytes`' default).
-    public static let defaultMaxResponseBytes = 16 << 20
+    package static let defaultMaxResponseBytes = 16 << 20
 
     /// How long an idle connection stays quiet after its last answer before it carries another request, while the
     /// pool has room for a new connection (10 ms, in nanoseconds).
@@ -56,7 +56,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     /// Creates a client for `endpoint` on `loop`; its responses carry the answer headers named in `keptHeaders`
     /// (every one when nil). Up to `pipelineDepth` GETs of one turn share a connection; an answer body above
     /// `maxResponseBytes` fails as a bad response.
-    public init(loop: EventLoop, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil,
+    package init(loop: EventLoop, endpoint: UpstreamEndpoint, maxConnections: Int, tls: TLSClientContext? = nil,
                 maxWaiting: Int = 1024, keepaliveIdle: Double = 4.0, pipelineDepth: Int = 1,
                 maxResponseBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes, keptHeaders: [StaticString]? = nil) {
         self.keptHeaders = keptHeaders
@@ -74,7 +74,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     /// Sends one request and waits for the answer, at most `timeout` seconds from now (waiting for a pooled
     /// connection included). An idempotent GET that fails because a reused keep-alive connection was closed
     /// (or the connection it was pipelined on) is retried once on a fresh one, within the same time.
-    public func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
+    package func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
         let now = Self.now()
         let deadline = now &+ UInt64(max(0, timeout) * 1_000_000_000)
         // A GET that meets a closed connection is retried; any other method first checks that the peer has not
@@ -260,7 +260,7 @@ public final class UpstreamHTTPClient: @unchecked Sendable {
     }
 
     /// Connections currently open (idle or busy).
-    public var openConnections: Int { open }
+    package var openConnections: Int { open }
 }
 
 /// A call waiting for a pooled connection: resumed once, by a checkin or by its deadline timer, possibly

@@ -2,9 +2,9 @@ import FoundationEssentials
 import PosternIO
 
 /// Parsing and building of `application/x-www-form-urlencoded` query strings.
-public enum QueryString {
+package enum QueryString {
     /// Parses `a=1&b=x%20y` into decoded pairs.
-    public static func parse(_ query: String) -> [(name: String, value: String)] {
+    package static func parse(_ query: String) -> [(name: String, value: String)] {
         guard !query.isEmpty else { return [] }
         return query.split(separator: "&", omittingEmptySubsequences: true).map { part in
             let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -15,7 +15,7 @@ public enum QueryString {
     }
 
     /// Builds a query string from pairs, percent-encoding both sides.
-    public static func build(_ items: [(String, String)]) -> String {
+    package static func build(_ items: [(String, String)]) -> String {
         // One buffer for the whole query (no String per name and value).
         var out: [UInt8] = []
         out.reserveCapacity(items.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 } + 16)
@@ -30,7 +30,7 @@ public enum QueryString {
 
     /// `path?query`, the query built from `items` as `build` does, percent-encoded in one pass straight into
     /// one string (sized for the worst case, three bytes per input byte: no counting pass, no intermediate buffer).
-    public static func target(path: String, query items: [(String, String)]) -> String {
+    package static func target(path: String, query items: [(String, String)]) -> String {
         var capacity = path.utf8.count + 1
         for (name, value) in items { capacity += 3 * (name.utf8.count + value.utf8.count) + 2 }
         return String(unsafeUninitializedCapacity: capacity) { out in
@@ -85,7 +85,7 @@ public enum QueryString {
 
     /// Percent-encodes everything outside the RFC 3986 unreserved set (the one percent-encoder).
     /// `encodingDots` encodes `.` too, for path segments: no normalising hop can then read `..` as a dot segment.
-    public static func encode(_ s: String, encodingDots: Bool = false) -> String {
+    package static func encode(_ s: String, encodingDots: Bool = false) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(s.utf8.count + 8)
         encode(s, encodingDots: encodingDots, into: &out)
@@ -111,7 +111,7 @@ public enum QueryString {
     }
 
     /// Decodes `%XX` escapes and `+`; invalid escapes are kept literally.
-    public static func decode(_ s: String) -> String {
+    package static func decode(_ s: String) -> String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(s.utf8.count)
         var it = Array(s.utf8)[...]
