@@ -29,8 +29,10 @@ release: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
 
 ## test: everything CI runs (the layer, Docker, OpenAPI and observability checks first, so that swift test's summary
-## closes the output)
+## closes the output). swift test runs every test target; PosternEndToEndTests runs .build/debug/postern and fails
+## (never skips) without it, so the executable is built first.
 test: deps check-layers check-docker check-openapi check-observability
+	$(SWIFT) build --product postern
 	$(SWIFT) test
 
 ## check-layers: no type of Sources/PosternCore/Application/ is used from Policy/, Pipeline/, Upstream/ or Auth/
