@@ -43,14 +43,6 @@ private func claims(_ token: String) -> JSONValue? {
     return Data(base64Encoded: text).flatMap { try? JSONValue.parse($0) }
 }
 
-/// A date the tests can move forward.
-private final class TestClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = Date(timeIntervalSince1970: 1_746_094_830) // 2025-05-01T10:20:30Z
-    var now: Date { lock.withLock { value } }
-    func advance(_ seconds: TimeInterval) { lock.withLock { value += seconds } }
-}
-
 @Suite struct DirectusStandInTests {
     // MARK: - Login
 
@@ -141,7 +133,7 @@ private final class TestClock: @unchecked Sendable {
 
     @Test func injectedClockExpiresTokens() {
         let standIn = DirectusStandIn()
-        let clock = TestClock()
+        let clock = TestClock(date: Date(timeIntervalSince1970: 1_746_094_830))  // 2025-05-01T10:20:30Z
         standIn.now = { clock.now }
         let access = standIn.login().access
         clock.advance(899)
@@ -207,7 +199,7 @@ private final class TestClock: @unchecked Sendable {
 
     @Test func refreshTokenExpires() {
         let standIn = DirectusStandIn()
-        let clock = TestClock()
+        let clock = TestClock(date: Date(timeIntervalSince1970: 1_746_094_830))  // 2025-05-01T10:20:30Z
         standIn.now = { clock.now }
         let refresh = standIn.login().refresh
         clock.advance(7 * 24 * 3600 + 1)
@@ -323,7 +315,7 @@ private final class TestClock: @unchecked Sendable {
 
     @Test func createSetsSystemFields() throws {
         let standIn = DirectusStandIn()
-        let clock = TestClock()
+        let clock = TestClock(date: Date(timeIntervalSince1970: 1_746_094_830))  // 2025-05-01T10:20:30Z
         standIn.now = { clock.now }
         let access = standIn.login("second@example.com", "password2").access
         let answer = standIn.call(.post, "/items/posts", #"{"title":"New","content":"Body"}"#, token: access)

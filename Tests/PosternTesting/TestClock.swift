@@ -37,6 +37,9 @@ package final class TestClock: @unchecked Sendable {
         GatewayClock(date: { [self] in now }, seconds: { [self] in seconds })
     }
 
+    /// The clock as the micro-cache reads it (`MicroCache.Clock`): the time advanced since the start.
+    package var cacheClock: MicroCache.Clock { { [self] in advanced } }
+
     private static func seconds(_ duration: Duration) -> TimeInterval {
         let (whole, attoseconds) = duration.components
         return TimeInterval(whole) + TimeInterval(attoseconds) / 1e18

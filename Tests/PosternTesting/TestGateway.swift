@@ -10,13 +10,15 @@ package final class TestGateway: @unchecked Sendable {
     package let standInServer: HTTPServer
     package private(set) var app: Application
     private let config: PosternConfig
+    private let clock: GatewayClock
     package let logLines = LogCapture()
     /// Holds chosen stand-in answers until opened (closed on nothing by default).
     package let upstreamGate = UpstreamGate()
 
-    /// Starts both; `configure` adjusts the gateway config (the Directus URL is set here).
+    /// Starts both; `configure` adjusts the gateway config (the Directus URL is set here), and the gateway reads
+    /// `clock` (a `TestClock`'s `gatewayClock` when the test moves time).
     package init(standInOptions: DirectusStandIn.Options = DirectusStandIn.Options(), store: (any SessionStore)? = nil,
-         configure: (inout PosternConfig) -> Void = { _ in }) throws {
+         clock: GatewayClock = .system, configure: (inout PosternConfig) -> Void = { _ in }) throws {
         standIn = DirectusStandIn(options: standInOptions)
         standInGroup = EventLoopGroup(count: 1, name: "standin")
         let standIn = self.standIn
@@ -32,7 +34,8 @@ package final class TestGateway: @unchecked Sendable {
         configure(&config)
         self.config = config
         let capture = logLines
-        app = try Application.build(config: config, store: store, logSink: { capture.append($0) })
+        self.clock = clock
+        app = try Application.build(config: config, store: store, logSink: { capture.append($0) }, clock: clock)
         try app.start()
     }
 
@@ -40,7 +43,7 @@ package final class TestGateway: @unchecked Sendable {
     package func restartGateway() throws {
         app.shutdown()
         let capture = logLines
-        app = try Application.build(config: config, logSink: { capture.append($0) })
+        app = try Application.build(config: config, logSink: { capture.append($0) }, clock: clock)
         try app.start()
     }
 

@@ -43,10 +43,11 @@ extension LiveGatewayTests {
     @Test func expiredDirectusTokenIsRefreshedBeforeTheCall() throws {
         var options = DirectusStandIn.Options()
         options.accessTokenTTL = 6  // the gateway refreshes 5 s before expiry
-        let gw = try TestGateway(standInOptions: options)
+        let clock = TestClock()
+        let gw = try TestGateway(standInOptions: options, clock: clock.gatewayClock)
         defer { gw.stop() }
         let token = try gw.login()
-        Thread.sleep(forTimeInterval: 1.2)
+        clock.advance(1.2)  // the token now expires in 4.8 s: inside the gateway's 5 s margin
         let r = try gw.client().json("GET", "/api/v1/books", token: token)
         #expect(r.status == 200)
         #expect(gw.standIn.refreshCount == 1)

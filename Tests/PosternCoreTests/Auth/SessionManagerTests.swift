@@ -4,17 +4,9 @@ import Testing
 @testable import PosternCore
 import PosternTesting
 
-/// A settable clock for expiry tests.
-final class SessionTestClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var current = Date(timeIntervalSince1970: 1_800_000_000)
-    var now: Date { lock.withLock { current } }
-    func advance(_ seconds: TimeInterval) { lock.withLock { current += seconds } }
-}
-
 @Suite struct SessionManagerTests {
     struct Fixture {
-        let clock = SessionTestClock()
+        let clock = TestClock(date: Date(timeIntervalSince1970: 1_800_000_000))
         let store = MemorySessionStore()
         let standIn = DirectusStandIn()
         let manager: SessionManager

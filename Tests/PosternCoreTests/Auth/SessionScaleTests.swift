@@ -73,7 +73,7 @@ private let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try kind.make(in: dir)
         let directus = DirectusClient(transport: InProcessTransport { _ in HTTPResponse(status: 204) }, timeout: 3)
-        let clock = SessionTestClock()
+        let clock = TestClock(date: Date(timeIntervalSince1970: 1_800_000_000))
         let before = SessionManager(store: store, directus: directus, idleTTL: 1000, maxTTL: 10_000, maxPerUser: 3, clock: { clock.now })
         var issued: [IssuedTokens] = []
         for _ in 0..<3 {
@@ -103,7 +103,7 @@ private let ctx = CallContext(requestID: "t", clientIP: "127.0.0.1")
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try kind.make(in: dir)
         let directus = DirectusClient(transport: InProcessTransport { _ in HTTPResponse(status: 204) }, timeout: 3)
-        let clock = SessionTestClock()
+        let clock = TestClock(date: Date(timeIntervalSince1970: 1_800_000_000))
         let manager = SessionManager(store: store, directus: directus, idleTTL: 1000, maxTTL: 100_000, maxPerUser: 10, clock: { clock.now })
         // 30 users × 6 sessions.
         var all: [[IssuedTokens]] = []

@@ -3,17 +3,6 @@ import Testing
 @testable import PosternCore
 import PosternTesting
 
-/// A clock the test moves by hand.
-final class CacheManualClock: @unchecked Sendable {
-    private let time = LockedBox<Duration>(.zero)
-
-    /// The clock as the cache reads it.
-    var clock: MicroCache.Clock { { [time] in time.withLock { $0 } } }
-
-    /// Moves the time on by `step`.
-    func advance(_ step: Duration) { time.withLock { $0 += step } }
-}
-
 /// A one-shot gate a task can wait on until the test opens it (an event, never a sleep).
 final class AsyncGate: @unchecked Sendable {
     private let state = LockedBox<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
@@ -71,20 +60,20 @@ final class CallCounter: @unchecked Sendable {
     }
 
     @Test func secondRequestIsAHitUntilTheTTLEnds() async throws {
-        let time = CacheManualClock()
-        let cache = MicroCache(maxEntries: 10, now: time.clock)
+        let time = TestClock()
+        let cache = MicroCache(maxEntries: 10, now: time.cacheClock)
         let calls = CallCounter()
         #expect(try await Self.ask(cache, Self.key("a"), "v1", calls: calls) == ("v1", .miss))
-        time.advance(.milliseconds(999))
+        time.advance(by: .milliseconds(999))
         #expect(try await Self.ask(cache, Self.key("a"), "v2", calls: calls) == ("v1", .hit))
-        time.advance(.milliseconds(1))
+        time.advance(by: .milliseconds(1))
         #expect(try await Self.ask(cache, Self.key("a"), "v3", calls: calls) == ("v3", .miss), "expired at exactly the TTL")
         #expect(calls.value == 2)
         #expect(cache.snapshot == MicroCache.Counts(hits: 1, misses: 2, coalesced: 0, evictions: 0, entries: 1))
     }
 
     @Test func keysDoNotShareAnswers() async throws {
-        let cache = MicroCache(maxEntries: 10, now: CacheManualClock().clock)
+        let cache = MicroCache(maxEntries: 10, now: TestClock().cacheClock)
         let calls = CallCounter()
         _ = try await Self.ask(cache, Self.key("a", audience: "u:1"), "for 1", calls: calls)
         #expect(try await Self.ask(cache, Self.key("a", audience: "u:2"), "for 2", calls: calls) == ("for 2", .miss))
@@ -94,7 +83,7 @@ final class CallCounter: @unchecked Sendable {
     }
 
     @Test func errorsAndNon200AnswersAreNotStored() async throws {
-        let cache = MicroCache(maxEntries: 10, now: CacheManualClock().clock)
+        let cache = MicroCache(maxEntries: 10, now: TestClock().cacheClock)
         let calls = CallCounter()
         await #expect(throws: GatewayError.self) {
             _ = try await cache.answer(Self.key("a"), collection: "posts", ttl: Self.ttl) { () throws(GatewayError) -> HTTPResponse in
@@ -109,7 +98,7 @@ final class CallCounter: @unchecked Sendable {
     }
 
     @Test func zeroTTLStoresNothing() async throws {
-        let cache = MicroCache(maxEntries: 10, now: CacheManualClock().clock)
+        let cache = MicroCache(maxEntries: 10, now: TestClock().cacheClock)
         for _ in 0..<2 {
             let (_, outcome) = try await cache.answer(Self.key("a"), collection: "posts", ttl: .zero) { () throws(GatewayError) in Self.ok("x") }
             #expect(outcome == .miss)
@@ -117,7 +106,7 @@ final class CallCounter: @unchecked Sendable {
     }
 
     @Test func leastRecentlyUsedIsEvictedFirst() async throws {
-        let cache = MicroCache(maxEntries: 2, now: CacheManualClock().clock)
+        let cache = MicroCache(maxEntries: 2, now: TestClock().cacheClock)
         let calls = CallCounter()
         _ = try await Self.ask(cache, Self.key("a"), "a", calls: calls)
         _ = try await Self.ask(cache, Self.key("b"), "b", calls: calls)
@@ -130,7 +119,7 @@ final class CallCounter: @unchecked Sendable {
     }
 
     @Test func theBoundHoldsUnderManyKeys() async throws {
-        let cache = MicroCache(maxEntries: 50, now: CacheManualClock().clock)
+        let cache = MicroCache(maxEntries: 50, now: TestClock().cacheClock)
         let calls = CallCounter()
         for i in 0..<500 { _ = try await Self.ask(cache, Self.key("k\(i)"), "\(i)", calls: calls) }
         #expect(cache.snapshot.entries == 50 && cache.snapshot.evictions == 450)
@@ -141,7 +130,7 @@ final class CallCounter: @unchecked Sendable {
     @Test func aLargeCacheIsShardedAndStillBoundedAsAWhole() async throws {
         #expect(MicroCache.shardCount(maxEntries: 50) == 1, "a small cache is one exact LRU")
         #expect(MicroCache.shardCount(maxEntries: 10_000) == 16)
-        let cache = MicroCache(maxEntries: 1024, now: CacheManualClock().clock)
+        let cache = MicroCache(maxEntries: 1024, now: TestClock().cacheClock)
         let calls = CallCounter()
         for i in 0..<5000 { _ = try await Self.ask(cache, Self.key("k\(i)"), "\(i)", calls: calls) }
         #expect(cache.snapshot.entries == 1024 && cache.snapshot.evictions == 5000 - 1024)
@@ -155,7 +144,7 @@ final class CallCounter: @unchecked Sendable {
     }
 
     @Test func hitsCarryTheirXCacheHeader() async throws {
-        let cache = MicroCache(maxEntries: 10, now: CacheManualClock().clock)
+        let cache = MicroCache(maxEntries: 10, now: TestClock().cacheClock)
         let (first, _) = try await cache.answer(Self.key("a"), collection: "posts", ttl: Self.ttl) { () throws(GatewayError) in Self.ok("x") }
         let (second, outcome) = try await cache.answer(Self.key("a"), collection: "posts", ttl: Self.ttl) { () throws(GatewayError) in Self.ok("y") }
         #expect(first.headers.values("X-Cache") == ["MISS"])
@@ -164,7 +153,7 @@ final class CallCounter: @unchecked Sendable {
     }
 
     @Test func invalidationDropsOnlyItsCollection() async throws {
-        let cache = MicroCache(maxEntries: 10, now: CacheManualClock().clock)
+        let cache = MicroCache(maxEntries: 10, now: TestClock().cacheClock)
         let calls = CallCounter()
         _ = try await Self.ask(cache, Self.key("books"), collection: "posts", "b", calls: calls)
         _ = try await Self.ask(cache, CacheKey(resource: "posts", upstream: "p", audience: "u:1"), collection: "posts", "p", calls: calls)
@@ -178,7 +167,7 @@ final class CallCounter: @unchecked Sendable {
     }
 
     @Test func aReadInFlightWhenAWriteLandsDoesNotStoreItsAnswer() async throws {
-        let cache = MicroCache(maxEntries: 10, now: CacheManualClock().clock)
+        let cache = MicroCache(maxEntries: 10, now: TestClock().cacheClock)
         // The write lands (and invalidates) while the read's upstream call is out.
         let (first, _) = try await cache.answer(Self.key("a"), collection: "posts", ttl: Self.ttl) { () throws(GatewayError) in
             cache.invalidate(collection: "posts")
@@ -191,7 +180,7 @@ final class CallCounter: @unchecked Sendable {
     }
 
     @Test func concurrentIdenticalMissesMakeOneCall() async throws {
-        let cache = MicroCache(maxEntries: 10, now: CacheManualClock().clock)
+        let cache = MicroCache(maxEntries: 10, now: TestClock().cacheClock)
         let gate = AsyncGate()
         let calls = CallCounter()
         let n = 8
@@ -221,7 +210,7 @@ final class CallCounter: @unchecked Sendable {
     }
 
     @Test func waitersGetTheErrorToo() async throws {
-        let cache = MicroCache(maxEntries: 10, now: CacheManualClock().clock)
+        let cache = MicroCache(maxEntries: 10, now: TestClock().cacheClock)
         let gate = AsyncGate()
         let n = 4
         let statuses = await withTaskGroup(of: Int.self) { group in
@@ -252,7 +241,7 @@ final class CallCounter: @unchecked Sendable {
     }
 
     @Test func aRequestAfterAWriteDoesNotJoinACallThatStartedBefore() async throws {
-        let cache = MicroCache(maxEntries: 10, now: CacheManualClock().clock)
+        let cache = MicroCache(maxEntries: 10, now: TestClock().cacheClock)
         let gate = AsyncGate()
         let calls = CallCounter()
         async let old = cache.answer(Self.key("a"), collection: "posts", ttl: Self.ttl) { () throws(GatewayError) in

@@ -53,8 +53,8 @@ import PosternTesting
     }
 
     @Test func theReportExpiresSoThatAnInstanceComesBack() {
-        let clock = ManualClock()
-        let watch = SchemaWatch(log: nil, memory: 60, clock: { clock.now })
+        let clock = TestClock()
+        let watch = SchemaWatch(log: nil, memory: 60, clock: { clock.seconds })
         watch.listForbidden(collection: "posts")
         #expect(watch.problem == "directus not bootstrapped: collection posts missing (run `postern bootstrap`)")
         clock.advance(59)
@@ -86,12 +86,4 @@ import PosternTesting
         }
         #expect(BootstrapTests.writes(standIn).isEmpty)
     }
-}
-
-/// A settable clock for time-based rules.
-final class ManualClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: TimeInterval = 1000
-    var now: TimeInterval { lock.withLock { value } }
-    func advance(_ seconds: TimeInterval) { lock.withLock { value += seconds } }
 }
