@@ -36,17 +36,17 @@ struct ContainerPathProcessTests {
 
     /// The port the stand-in printed on its first line, waiting up to `seconds`.
     static func standInPort(_ p: PosternProcess, seconds: Double) -> UInt16? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
+        var port: UInt16?
+        _ = try? eventually("the stand-in printed its port", timeout: seconds) {
             // "Directus stand-in on http://127.0.0.1:PORT (…)"
             if let line = p.stdout.split(separator: "\n").first, let url = line.split(separator: " ").first(where: { $0.hasPrefix("http://") }),
-               let colon = url.lastIndex(of: ":"), let port = UInt16(url[url.index(after: colon)...]) {
-                return port
+               let colon = url.lastIndex(of: ":"), let printed = UInt16(url[url.index(after: colon)...]) {
+                port = printed
+                return true
             }
-            if !p.process.isRunning { return nil }
-            usleep(20_000)
+            return !p.process.isRunning
         }
-        return nil
+        return port
     }
 
     @Test func unbootstrappedStandInIsMadeReadyByBootstrap() throws {

@@ -38,9 +38,7 @@ import PosternTesting
 
         /// Waits (polling, up to 10 s) until `count` answers came.
         func wait(for count: Int) -> Bool {
-            let deadline = Date().addingTimeInterval(10)
-            while all.count < count && Date() < deadline { usleep(1000) }
-            return all.count >= count
+            (try? eventually("\(count) answers") { all.count >= count }) != nil
         }
     }
 
@@ -63,8 +61,7 @@ import PosternTesting
         let answers = Answers()
         for loop in group.loops + group.loops { start("directus", on: loop, resolver, answers) }
         // The lookup started off the loops, and the loops still run (a blocked loop would not answer this).
-        let deadline = Date().addingTimeInterval(10)
-        while gated.calls.load(ordering: .relaxed) == 0 && Date() < deadline { usleep(1000) }
+        _ = try? eventually("the lookup started") { gated.calls.load(ordering: .relaxed) != 0 }
         #expect(group.loops.allSatisfy { $0.runAndWait { true } })
         #expect(answers.all.isEmpty)
         gated.gate.signal()
@@ -105,16 +102,14 @@ import PosternTesting
             return got
         }
         #expect(inline == "10.0.0.1")
-        let deadline = Date().addingTimeInterval(10)
         var latest: String?
-        while Date() < deadline {
+        try? eventually("the refreshed address answers") {
             latest = loop.runAndWait { () -> String? in
                 var got: String?
                 DNSLookup { address, _ in got = address?.numericText }.start(host: "directus", loop: loop, resolver: resolver)
                 return got
             }
-            if latest == "10.0.0.2" { break }
-            usleep(1000)
+            return latest == "10.0.0.2"
         }
         #expect(latest == "10.0.0.2")
         #expect(calls.load(ordering: .relaxed) == 2)

@@ -261,8 +261,12 @@ func rawRequest(_ method: String, _ target: String, headerLines: [String], body:
         // A slow request within the deadline is answered.
         let slow = RequestDeadlineTests.headerTrickle(2)
         #expect(client.trickle(slow, interval: 0.2) == slow.count)
-        // Idle longer than the deadline on the kept-alive connection (idle time is the inactivity timer's).
-        Thread.sleep(forTimeInterval: 2.5)
+        // Idle longer than the deadline on the kept-alive connection (idle time is the inactivity timer's): a witness
+        // connection starts a request now and is cut off by its own deadline; only then does the idle one send again.
+        let witness = try TrickleClient(port: gw.port)
+        #expect(witness.trickle([Array("GET /healthz HTTP/1.1\r\nX-Slow: a\r\n".utf8)], interval: 0) == 1)
+        witness.waitForClose(seconds: 10)
+        #expect(witness.replyText.contains("HTTP/1.1 408 Request Timeout"), "\(witness.replyText)")
         let next = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
         #expect(client.trickle([next], interval: 0) == 1)
         client.waitUntil(seconds: 5) { $0.components(separatedBy: "HTTP/1.1 200 OK").count == 3 }

@@ -25,12 +25,8 @@ struct TLSUpstreamTests {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            // Wait (bounded) until it accepts connections.
-            for _ in 0..<100 {
-                let client = RawHTTPClient(port: port)
-                if (try? client.connect()) != nil { return }
-                Thread.sleep(forTimeInterval: 0.05)
-            }
+            // Wait until it accepts connections (the test fails at its first request if it never does).
+            _ = try? eventually("openssl s_server accepts") { (try? RawHTTPClient(port: port).connect()) != nil }
         }
 
         var caFile: String { dir.appendingPathComponent("cert.pem").path }

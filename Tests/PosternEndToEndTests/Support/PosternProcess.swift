@@ -57,8 +57,7 @@ final class PosternProcess: @unchecked Sendable {
     /// Waits up to `seconds` for the process to exit; returns its status, or nil (after SIGKILL) when it did not.
     @discardableResult
     func waitForExit(seconds: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        _ = try? eventually("postern exited", timeout: seconds) { !process.isRunning }
         if process.isRunning {
             send(SIGKILL)
             process.waitUntilExit()
@@ -75,11 +74,8 @@ final class PosternProcess: @unchecked Sendable {
 
     /// Waits until `GET /healthz` on `port` answers 200 (the server is up), at most `seconds`.
     static func waitUntilServing(port: UInt16, seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if let r = try? RawHTTPClient(port: port).request("GET", "/healthz"), r.status == 200 { return true }
-            usleep(50_000)
-        }
-        return false
+        (try? eventually("postern serves on \(port)", timeout: seconds) {
+            (try? RawHTTPClient(port: port).request("GET", "/healthz"))?.status == 200
+        }) != nil
     }
 }
