@@ -11,8 +11,10 @@ package final class ScriptedUpstream: @unchecked Sendable {
         case trickle(String)
         /// Close the connection.
         case close
-        /// Wait this many seconds (a slow answer; the connection's next requests wait behind it).
-        case wait(Double)
+        /// Hold the answer until `released` says so (polled every 5 ms), at most `atMost` seconds: an answer slow for
+        /// as long as the test wants, ended by an event, never by a guess at how long is long enough. A hold that
+        /// reaches `atMost` is counted in `expiredHolds`.
+        case hold(until: @Sendable () -> Bool, atMost: Double)
     }
 
     package let port: UInt16
@@ -23,6 +25,7 @@ package final class ScriptedUpstream: @unchecked Sendable {
     private var requestTexts: [String] = []
     private var connectionCount = 0
     private var closeCount = 0
+    private var expiredHoldCount = 0
     private let finished = DispatchGroup()
 
     /// The base URL of the peer.
@@ -31,6 +34,8 @@ package final class ScriptedUpstream: @unchecked Sendable {
     package var requests: [String] { lock.withLock { requestTexts } }
     /// The connections accepted.
     package var connections: Int { lock.withLock { connectionCount } }
+    /// Holds (`.hold`) that reached their `atMost` before they were released.
+    package var expiredHolds: Int { lock.withLock { expiredHoldCount } }
     /// The connections the peer has closed.
     package var closes: Int { lock.withLock { closeCount } }
 
@@ -96,8 +101,15 @@ package final class ScriptedUpstream: @unchecked Sendable {
                     }
                 case .close:
                     return
-                case .wait(let seconds):
-                    usleep(UInt32(seconds * 1_000_000))
+                case .hold(let released, let atMost):
+                    let start = Date()
+                    while !released() && !isStopped {
+                        if Date().timeIntervalSince(start) >= atMost {
+                            lock.withLock { expiredHoldCount += 1 }
+                            break
+                        }
+                        usleep(5_000)
+                    }
                 }
             }
         }
