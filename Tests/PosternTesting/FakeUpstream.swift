@@ -42,6 +42,7 @@ package final class FakeUpstream: @unchecked Sendable {
         case crossingIdleClose(milliseconds: Int)
     }
 
+    /// The port it listens on (or, for `.refuse`, the port nothing listens on).
     package let port: UInt16
     private let mode: Mode
     private var listenFD: Int32 = -1
@@ -263,11 +264,13 @@ package enum SocketTools {
         return nil
     }
 
+    /// True when `fd` has data (or EOF, or a pending connection) within `milliseconds`.
     package static func waitReadable(_ fd: Int32, milliseconds: Int32) -> Bool {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return poll(&p, 1, milliseconds) > 0
     }
 
+    /// Where `b` first starts in `a`, or nil.
     package static func find(_ a: [UInt8], _ b: [UInt8]) -> Int? {
         guard a.count >= b.count else { return nil }
         for i in 0...(a.count - b.count) where a[i..<(i + b.count)].elementsEqual(b) { return i }

@@ -3,11 +3,17 @@ import PosternCore
 
 /// A blocking HTTP/1.1 client over a plain socket, for live tests (independent of the gateway's own client).
 package final class RawHTTPClient {
+    /// One answer as read off the wire.
     package struct Response {
+        /// The status code.
         package var status: Int
+        /// The header fields.
         package var headers: HTTPHeaders
+        /// The body (chunked bodies joined).
         package var body: Data
+        /// The body parsed as JSON, or nil.
         package var json: JSONValue? { try? JSONValue.parse(body) }
+        /// The body as UTF-8 text.
         package var text: String { String(decoding: body, as: UTF8.self) }
 
         /// An answer with these parts.
@@ -18,18 +24,22 @@ package final class RawHTTPClient {
         }
     }
 
+    /// Why a request got no answer.
     package enum ClientError: Error { case connect(Int32), closed, timeout }
 
     private var fd: Int32 = -1
+    /// The server's port on 127.0.0.1.
     package let port: UInt16
     private var buffer: [UInt8] = []
 
+    /// A client of 127.0.0.1:`port` (it connects on first use).
     package init(port: UInt16) {
         self.port = port
     }
 
     deinit { close() }
 
+    /// Connects now (a no-op when connected).
     package func connect() throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var addr = sockaddr_in()
@@ -49,12 +59,14 @@ package final class RawHTTPClient {
         if fd >= 0 { shutdown(fd, Int32(SHUT_WR)) }
     }
 
+    /// Closes the connection.
     package func close() {
         if fd >= 0 { Glibc.close(fd) }
         fd = -1
         buffer.removeAll()
     }
 
+    /// Writes `bytes` as they are.
     package func sendRaw(_ bytes: [UInt8]) throws {
         if fd < 0 { try connect() }
         var sent = 0
@@ -106,6 +118,7 @@ package final class RawHTTPClient {
         }
     }
 
+    /// Reads one answer (to a request of `method`).
     package func readResponse(method: String = "GET") throws -> Response {
         let separator: [UInt8] = [13, 10, 13, 10]
         var headEnd: Int?

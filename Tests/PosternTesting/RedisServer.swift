@@ -10,6 +10,7 @@ import PosternCore
 package final class RedisServer: @unchecked Sendable {
     /// Why the server could not start.
     package struct Failure: Error, CustomStringConvertible {
+        /// What failed.
         package let description: String
     }
 
@@ -17,6 +18,7 @@ package final class RedisServer: @unchecked Sendable {
     package let port: Int
     /// The password it requires, if any.
     package let password: String?
+    /// Its scratch directory (configuration, data).
     package let directory: URL
     /// Whether it writes every change to an append-only file (kept across `restart()`).
     package let persistent: Bool

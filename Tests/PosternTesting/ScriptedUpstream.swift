@@ -17,6 +17,7 @@ package final class ScriptedUpstream: @unchecked Sendable {
         case hold(until: @Sendable () -> Bool, atMost: Double)
     }
 
+    /// The port it listens on.
     package let port: UInt16
     private let script: @Sendable (Int) -> [Step]
     private let listenFD: Int32
@@ -39,6 +40,7 @@ package final class ScriptedUpstream: @unchecked Sendable {
     /// The connections the peer has closed.
     package var closes: Int { lock.withLock { closeCount } }
 
+    /// Starts listening; `script` gives the steps for each request by its number.
     package init(_ script: @escaping @Sendable (Int) -> [Step]) throws {
         self.script = script
         let (fd, port) = try SocketTools.bindLoopback(listening: true)

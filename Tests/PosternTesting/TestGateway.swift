@@ -5,12 +5,17 @@ import PosternCore
 /// A live gateway on 127.0.0.1:0 in front of a live Directus stand-in on 127.0.0.1:0, both through
 /// real sockets. Stop it with `stop()` (tests call it in `defer`).
 package final class TestGateway: @unchecked Sendable {
+    /// The Directus stand-in behind the gateway.
     package let standIn: DirectusStandIn
+    /// The stand-in's event loop.
     package let standInGroup: EventLoopGroup
+    /// The stand-in's HTTP server.
     package let standInServer: HTTPServer
+    /// The gateway.
     package private(set) var app: Application
     private let config: PosternConfig
     private let clock: GatewayClock
+    /// The gateway's log lines.
     package let logLines = LogCapture()
     /// Holds chosen stand-in answers until opened (closed on nothing by default).
     package let upstreamGate = UpstreamGate()
@@ -47,8 +52,10 @@ package final class TestGateway: @unchecked Sendable {
         try app.start()
     }
 
+    /// The gateway's public port.
     package var port: UInt16 { app.port }
 
+    /// A new client of the gateway.
     package func client() -> RawHTTPClient { RawHTTPClient(port: app.port) }
 
     /// Signs in and returns the Postern token.
@@ -109,6 +116,7 @@ package final class TestGateway: @unchecked Sendable {
         standIn.received.filter { $0.path.hasPrefix(prefix) }
     }
 
+    /// Stops the gateway and the stand-in.
     package func stop() {
         app.shutdown()
         standInServer.shutdown(grace: 0.5)
@@ -136,7 +144,9 @@ package final class LogCapture: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [String] = []
 
+    /// Adds one line.
     package func append(_ line: String) { lock.withLock { lines.append(line) } }
+    /// Every line so far.
     package var all: [String] { lock.withLock { lines } }
 }
 
