@@ -10,7 +10,7 @@ DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev node-llhttp li
 TEST_DEB_DEPS := python3-venv curl redis-server iproute2
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-layers check-docker check-openapi check-observability docker-smoke run check bench bench-json bench-sessions soak-redis scale profile fuzz clean
+.PHONY: deps build release test check-layers check-docker check-openapi check-observability docker-smoke run check bench bench-json bench-sessions soak-redis scale profile instructions fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing), and the Python tools of
 ## check-openapi into .build/venv (scripts/pydeps.sh)
@@ -91,6 +91,11 @@ bench: deps
 ## syscalls and mallocs per request (scripts/profile.sh; data kept in .bench/)
 profile: deps
 	bash scripts/profile.sh
+
+## instructions: userspace instructions per request on the bench's A and C setups (callgrind, start-up and
+## warm-up not counted): a load-independent figure for comparing two builds (scripts/instructions.sh)
+instructions: deps
+	bash scripts/instructions.sh
 
 ## bench-sessions: 100 000 live sessions in the memory and the SQLite store: authenticate (cache hit, cold) and
 ## logout µs/op (median, p99) and peak RSS against the targets (< 50 µs each, < 150 MB); fails if one is missed
