@@ -260,8 +260,8 @@ import PosternTesting
                     }
                     while sent.value < count { await Task.yield() }
                     // The first BLPOP blocks in Redis; the other 49 wait behind it.
-                    while !((try? await observer.command(["INFO", "clients"]).string)?.contains("blocked_clients:1\r\n") ?? false) {
-                        try? await Task.sleep(for: .milliseconds(5))
+                    _ = try? await eventually("the first BLPOP blocks in Redis", timeout: 60) {
+                        (try? await observer.command(["INFO", "clients"]).string)?.contains("blocked_clients:1\r\n") ?? false
                     }
                     server.stop()
                     var all: [Result<RedisReply, RedisError>] = []
