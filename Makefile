@@ -28,9 +28,11 @@ RELEASE_FLAGS := -c release --static-swift-stdlib
 release: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
 
-## test: everything CI runs (the Docker, OpenAPI and observability checks first, so that swift test's summary
-## closes the output)
+## test: everything CI runs (the Docker, OpenAPI, observability and dashboard checks first, so that swift test's
+## summary closes the output). swift test runs every test target; PosternEndToEndTests runs .build/debug/postern and
+## fails (never skips) without it, so the executable is built first.
 test: deps check-docker check-openapi check-observability check-dashboard
+	$(SWIFT) build --product postern
 	$(SWIFT) test
 
 ## check-openapi: `postern openapi` and the served document validate (openapi-spec-validator), and a bounded

@@ -43,7 +43,16 @@ let package = Package(
                           linkerSettings: [.linkedLibrary("jemalloc")]),
         .executableTarget(name: "postern-bench-sessions", dependencies: ["PosternCore"]),
         .executableTarget(name: "postern-bench-json", dependencies: ["PosternCore"]),
-        .testTarget(name: "PosternCoreTests", dependencies: ["PosternCore", "DirectusStandIn"]),
+        // The tests mirror the targets: one test target per library target, plus the end-to-end tests that run the
+        // built `postern` binary. PosternTesting (a library, since a test target cannot depend on another) holds
+        // what more than one of them uses: the test clock, the polling helper, the live servers and clients.
+        .target(name: "PosternTesting", dependencies: ["PosternCore", "DirectusStandIn"], path: "Tests/PosternTesting"),
+        .testTarget(name: "PosternIOTests", dependencies: ["PosternCore", "PosternTesting"]),
+        .testTarget(name: "PosternHTTPTests", dependencies: ["PosternCore", "PosternTesting"]),
+        .testTarget(name: "PosternRedisTests", dependencies: ["PosternCore", "PosternTesting"]),
+        .testTarget(name: "PosternCoreTests", dependencies: ["PosternCore", "DirectusStandIn", "PosternTesting"]),
+        .testTarget(name: "DirectusStandInTests", dependencies: ["DirectusStandIn", "PosternCore", "PosternTesting"]),
+        .testTarget(name: "PosternEndToEndTests", dependencies: ["PosternCore", "DirectusStandIn", "PosternTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

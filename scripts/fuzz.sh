@@ -5,7 +5,8 @@
 # Seeds come from Fuzz/corpus/<target>/ (read only); inputs found while fuzzing go to
 # .build/fuzz/corpus/<target>/. A crashing input is kept as .build/fuzz/crashes/<target>-crash-<sha1>
 # and the script exits 1. Inputs kept in Fuzz/crashes/<target>-* are replayed first. To keep a new one:
-# copy it to Fuzz/crashes/<target>-<what> and add a case to Tests/PosternCoreTests/FuzzRegressionTests.swift.
+# copy it to Fuzz/crashes/<target>-<what> and add a case to Tests/PosternHTTPTests/FuzzRegressionTests.swift (or, for a
+# mapper input, Tests/PosternCoreTests/Mapping/MappingFuzzRegressionTests.swift).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

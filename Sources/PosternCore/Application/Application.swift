@@ -40,9 +40,10 @@ public final class Application: @unchecked Sendable {
 
     /// Builds everything from `config`. `transport` and `store` replace the real ones in tests; with a
     /// `transport`, nothing runs until `start()` (`gateway.handle` answers in process). `logSink` takes the log
-    /// lines instead of stdout (tests).
+    /// lines instead of stdout (tests). `clock` is what session expiry and the circuit breaker read (tests move it).
     public static func build(config: PosternConfig, transport: (any UpstreamTransport)? = nil, store: (any SessionStore)? = nil,
-                             logSink: (@Sendable (String) -> Void)? = nil) throws(StartError) -> Application {
+                             logSink: (@Sendable (String) -> Void)? = nil,
+                             clock: GatewayClock = .system) throws(StartError) -> Application {
         let problems = config.problems()
         if let first = problems.first { throw StartError("invalid config: \(first)") }
         let log = AccessLog(level: AccessLog.Level(config.logLevel), sink: logSink)
@@ -74,12 +75,13 @@ public final class Application: @unchecked Sendable {
             throw error
         }
         let metrics = Metrics()
-        let breaker = CircuitBreaker(threshold: config.circuitBreaker.failures, openSeconds: TimeInterval(config.circuitBreaker.openSeconds))
+        let breaker = CircuitBreaker(threshold: config.circuitBreaker.failures, openSeconds: TimeInterval(config.circuitBreaker.openSeconds),
+                                     clock: clock.seconds)
         let directus = DirectusClient(transport: upstream, timeout: Double(config.directus.timeoutMs) / 1000, breaker: breaker,
                                       metrics: metrics)
         let sessions = SessionManager(store: backend.store, directus: directus, idleTTL: TimeInterval(config.sessions.idleTTLSeconds),
                                       maxTTL: TimeInterval(config.sessions.maxTTLSeconds), maxPerUser: config.sessions.maxPerUser,
-                                      revocations: backend.revocations)
+                                      revocations: backend.revocations, clock: clock.date)
         let rateLimits = RateLimits(config.rateLimits, metrics: metrics, counters: backend.counters)
         let gateway = Gateway(config: config, directus: directus, sessions: sessions, log: log, metrics: metrics,
                               rateLimits: rateLimits, breaker: breaker, invalidations: backend.invalidations)

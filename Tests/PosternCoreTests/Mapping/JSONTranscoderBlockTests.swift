@@ -1,0 +1,232 @@
+import Foundation
+import Testing
+@testable import PosternCore
+import PosternTesting
+
+/// The transcoder's sixteen-byte paths: strings scanned by blocks, values and keys copied by blocks,
+/// `"key":` tokens predicted with their colon, the common fields written inline. Every case is also
+/// checked against the reference renderer.
+@Suite struct JSONTranscoderBlockTests {
+    /// The shipped `books` resource: id, title (required) ← title, subtitle ← content, user ← user_created.
+    private let books = JSONTranscoder(ResourceConfig.shipped[0])
+    /// Its reference renderer.
+    private let reference = JSONValueRenderer(ResourceConfig.shipped[0])
+
+    /// The transcoder and the reference agree on `body`, list and item; returns the transcoder's list.
+    @discardableResult
+    private func agree(_ body: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> RenderOutcome {
+        let data = Data(body)
+        let fast = RenderOutcome { () throws(GatewayError) in try books.renderList(directusBody: data) }
+        let slow = RenderOutcome { () throws(GatewayError) in try reference.renderList(directusBody: data) }
+        #expect(fast == slow, "\(String(decoding: body, as: UTF8.self))", sourceLocation: sourceLocation)
+        #expect(RenderOutcome { () throws(GatewayError) in try books.renderItem(directusBody: data) }
+                == RenderOutcome { () throws(GatewayError) in try reference.renderItem(directusBody: data) },
+                "\(String(decoding: body, as: UTF8.self))", sourceLocation: sourceLocation)
+        return fast
+    }
+
+    @Test func vectorScanFlagsExactlyTheBytesThatEndAPlainRunInEveryLane() {
+        // `JSONWord.specials16` (SSE2 or NEON in CJSONScan): the bytes `JSONWord.special` flags in a word.
+        for lane in 0..<16 {
+            for byte in 0...255 {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 16)
+                bytes[lane] = UInt8(byte)
+                // A non-empty array always has a base address.
+                let mask = bytes.withUnsafeBufferPointer { JSONWord.specials16($0.baseAddress!) }
+                let special = byte == 0x22 || byte == 0x5C || byte < 0x20 || byte > 0x7F
+                #expect((mask == 0) == !special, "byte \(byte) in lane \(lane)")
+                if special {
+                    #expect(JSONWord.firstFlagged16(mask) == lane, "byte \(byte) in lane \(lane)")
+                }
+            }
+        }
+        // Two flagged bytes: the first one is found, in either half; unaligned loads too.
+        for first in 0..<15 {
+            var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 17)
+            bytes[first + 1] = 0x22
+            bytes[16] = 0x5C
+            // A non-empty array always has a base address.
+            let mask = bytes.withUnsafeBufferPointer { JSONWord.specials16($0.baseAddress! + 1) }
+            #expect(JSONWord.firstFlagged16(mask) == first)
+        }
+    }
+
+    @Test(arguments: [#"\""#, #"\\"#, #"\n"#, #"\r"#, #"\t"#, #"\/"#, #"\b"#, #"\f"#, #"\u0009"#, #"\u00e9"#,
+                      #"\uD83D\uDE80"#, #"\x"#, #"\u12"#, "\\"])
+    func copiesTheEscapesTheReferenceWritesAlikeAndReencodesTheOthers(_ escape: String) {
+        // `\"`, `\\`, `\n`, `\r`, `\t` are written by the reference as they are, so the string is
+        // copied; the others are decoded and re-encoded; bad ones, and a backslash that ends the
+        // input, are refused. At every position of strings of 0 to 40 bytes, in every field.
+        for length in 0...40 {
+            for position in 0...length {
+                var raw = String(repeating: "a", count: length)
+                raw.insert(contentsOf: escape, at: raw.index(raw.startIndex, offsetBy: position))
+                let body = #"{"data":[{"id":""# + raw + #"","title":""# + raw + #"","content":""# + raw
+                    + #"","user_created":""# + raw + #""},{"id":2,"title":""# + raw + #""}]}"#
+                agree(Array(body.utf8))
+            }
+            // The escape's backslash as the last byte of the input, and its letter as well.
+            let cut = #"{"data":[{"id":1,"title":""# + String(repeating: "a", count: length) + escape
+            agree(Array(cut.utf8))
+            agree(Array(cut.utf8).dropLast())
+        }
+    }
+
+    @Test func validatesRunsOfNonASCIICharactersOneAfterTheOther() {
+        // Runs of 1 to 6 characters of every UTF-8 length back to back (validated without going back
+        // to the block test between them), then a bad or cut sequence, ASCII, a quote or the end of
+        // the input right after the run, at several offsets across the sixteen-byte blocks.
+        let characters = ["é", "日", "🚀", "ß"]
+        let tails: [[UInt8]] = [[], [0x80], [0xC3], [0xE6, 0x97], [0xF0, 0x9F, 0x9A], [0xED, 0xA0, 0x80],
+                                [0xC0, 0xAF], Array("a".utf8), Array(#"\n"#.utf8)]
+        for count in 1...6 {
+            for first in 0..<characters.count {
+                let run = (0..<count).map { characters[($0 + first) % characters.count] }.joined()
+                for tail in tails {
+                    for offset in [0, 5, 13, 15, 16, 17] {
+                        let text = Array(String(repeating: "a", count: offset).utf8) + Array(run.utf8) + tail
+                        agree(Array(#"{"data":[{"id":1,"title":""#.utf8) + text + Array(#"","content":"x"}]}"#.utf8))
+                        agree(Array(#"{"data":[{"id":1,"title":""#.utf8) + text)
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func writesCommonFieldsAfterRareOnesWhileTheOutputGrows() {
+        // The item's room is reserved once; a rare field (written through the general path, which
+        // may grow the buffer) comes first, long common ones after it, in items far larger than the
+        // first reserve, so that the buffer moves between fields.
+        let long = String(repeating: "L", count: 300)
+        for id in [#""\u0041""#, "1.0", "-3", #""\/x""#] {
+            for title in [#""\b""#, "true", "2e1", #""t\u00e9""#] {
+                let item = #"{"id":"# + id + #","title":"# + title + #","content":""# + long
+                    + #"","user_created":""# + long + #""}"#
+                agree(Array((#"{"data":["# + Array(repeating: item, count: 8).joined(separator: ",") + "]}").utf8))
+            }
+        }
+    }
+
+    @Test(arguments: [Array(#"\""#.utf8), Array(#"\b"#.utf8), Array(#"\u00e9"#.utf8), Array("é".utf8),
+                      Array("日".utf8), Array("🚀".utf8), [0x7F], [0x01], [0xE2, 0x82]] as [[UInt8]])
+    func scansStringsOfEveryLengthWithASpecialByteAtEveryPosition(_ special: [UInt8]) {
+        // Lengths 0 to 70 cover one to five blocks and every tail; the same string in the required
+        // title, the optional subtitle, the user and the id (each written by its own path).
+        for length in 0...70 {
+            for position in 0...length {
+                var raw = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                raw.insert(contentsOf: special, at: position)
+                let body = Array(#"{"data":[{"id":""#.utf8) + raw + Array(#"","title":""#.utf8) + raw
+                    + Array(#"","content":""#.utf8) + raw + Array(#"","user_created":""#.utf8) + raw
+                    + Array(#""},{"id":2,"title":""#.utf8) + raw + Array(#""}]}"#.utf8)
+                let outcome = agree(body)
+                if special == [0x01] || special == [0xE2, 0x82] {
+                    #expect(outcome == .refused, "length \(length), position \(position)")
+                } else {
+                    #expect(outcome != .refused, "length \(length), position \(position)")
+                }
+            }
+            // The plain string alone, and unterminated at every length.
+            let plain = String(repeating: "p", count: length)
+            #expect(agree(Array(#"{"data":[{"id":1,"title":""#.utf8) + Array(plain.utf8) + Array(#""}]}"#.utf8))
+                    == .body(Data((#"{"books":[{"id":"1","title":""# + plain + #""}],"total":1}"#).utf8)))
+            #expect(agree(Array(#"{"data":[{"id":1,"title":""#.utf8) + Array(plain.utf8)) == .refused)
+        }
+    }
+
+    @Test func copiesValuesThatEndInTheLastSixteenBytesOfTheInput() {
+        // Trailing whitespace from 0 to 20 bytes moves every value's end across the point where the
+        // block copy would read past the input, so that both copies are used.
+        for padding in 0...20 {
+            for length in [0, 1, 7, 8, 15, 16, 17, 31, 33] {
+                let text = String(repeating: "v", count: length)
+                let body = #"{"data":{"id":7,"title":""# + text + #"","content":""# + text + #"","user_created":null}}"#
+                    + String(repeating: " ", count: padding)
+                let out = try? books.renderItem(directusBody: Data(body.utf8))
+                #expect(out.map { String(decoding: $0, as: UTF8.self) }
+                        == #"{"books":[{"id":"7","title":""# + text + #"","subtitle":""# + text + #""}],"total":1}"#,
+                        "padding \(padding), length \(length)")
+                agree(Array(body.utf8))
+                // A number and a literal last, too.
+                agree(Array((#"{"data":{"title":""# + text + #"","user_created":true,"id":123456789}}"#
+                             + String(repeating: "\n", count: padding)).utf8))
+            }
+        }
+    }
+
+    @Test func predictsKeysWithTheirColonOnlyWhenTheColonFollows() throws {
+        // Keys whose `"key":` is 14, 16 and 17 bytes (the last one is never predicted), spaced and
+        // unspaced colons alternating between items, and a key that is a prefix of the remembered one.
+        let resource = ResourceConfig(name: "things", collection: "things",
+                                      fields: [("id", "id"), ("a", "key_of_ten_"), ("b", "key_of_eleven"),
+                                               ("c", "key_of_twelve_")])
+        let items = [
+            #"{"id":1,"key_of_ten_":1,"key_of_eleven":2,"key_of_twelve_":3}"#,
+            #"{"id":2,"key_of_ten_" :1,"key_of_eleven":2,"key_of_twelve_":3}"#,
+            #"{"id":3,"key_of_ten_":1,"key_of_eleven" : 2,"key_of_twelve_":3}"#,
+            #"{"id" :4,"key_of_ten":9,"key_of_ten_":1,"key_of_eleven":2,"key_of_twelve_":3}"#,
+            #"{"id":5,"key_of_ten_":1,"key_of_eleven":2,"key_of_twelve_":3}"#,
+            #"{"id":6,"key_of_ten_":"x","key_of_eleven":null,"key_of_twelve_":[1, 2]}"#,
+        ]
+        let body = #"{"data":["# + items.joined(separator: ",") + #"]}"#
+        let out = String(decoding: try JSONTranscoder(resource).renderList(directusBody: Data(body.utf8)), as: UTF8.self)
+        #expect(out == #"{"things":[{"id":"1","a":1,"b":2,"c":3},{"id":"2","a":1,"b":2,"c":3},"#
+            + #"{"id":"3","a":1,"b":2,"c":3},{"id":"4","a":1,"b":2,"c":3},{"id":"5","a":1,"b":2,"c":3},"#
+            + #"{"id":"6","a":"x","c":[1,2]}],"total":6}"#)
+        let slow = try JSONValueRenderer(resource).renderList(directusBody: Data(body.utf8))
+        #expect(out == String(decoding: slow, as: UTF8.self))
+    }
+
+    @Test func writesIntegerIDsAndRequiredFieldsAsTheReferenceDoes() throws {
+        // Non-negative plain integers take the inline path; negative ones, -0, long ones, fractions,
+        // exponents and booleans the general one.
+        let values = ["0", "7", "123456789012345678", "1234567890123456789", "-0", "-5", "1.0", "1e2", "-1.5e1",
+                      "true", "false", "null", #""""#, #""s""#, #""\u0041""#]
+        for id in values {
+            for title in values {
+                agree(Array((#"{"data":[{"id":"# + id + #","title":"# + title + #","content":"# + title + "}]}").utf8))
+            }
+        }
+        let out = try books.renderList(directusBody: Data(#"{"data":[{"id":12,"title":-0},{"id":3,"title":40}]}"#.utf8))
+        #expect(String(decoding: out, as: UTF8.self)
+                == #"{"books":[{"id":"12","title":"0"},{"id":"3","title":"40"}],"total":2}"#)
+    }
+
+    @Test func guessesTheFirstItemsKeysFromTheConfigOrderAndRecoversFromWrongGuesses() throws {
+        // Each render starts by guessing that the first item's members are the Directus names in
+        // config order. Names whose token is exactly 16 bytes (guessed), 17 bytes, with an escaped
+        // quote or non-ASCII text (not guessed); first items in config order, reversed, with one
+        // member missing, with an extra member first, and with spaces before the colon.
+        let names = ["id", "thirteen_char", "fourteen_chars", #"q"x"#, "é"]
+        let resource = ResourceConfig(name: "guess", collection: "guess",
+                                      fields: names.enumerated().map { ("f\($0.offset)", $0.element) })
+        let tokens = names.enumerated().map { index, name -> String in
+            var key: [UInt8] = []
+            JSONValue.writeString(name, into: &key)
+            return String(decoding: key, as: UTF8.self) + ":" + String(index)
+        }
+        let firsts = [tokens, tokens.reversed(), Array(tokens.dropFirst(2)), [#""other":0"#] + tokens,
+                      tokens.map { $0.replacingOccurrences(of: #"":"#, with: #"" :"#) }]
+        for first in firsts {
+            let body = #"{"data":[{"# + first.joined(separator: ",") + "},{" + tokens.joined(separator: ",") + "}]}"
+            let fast = try JSONTranscoder(resource).renderList(directusBody: Data(body.utf8))
+            let slow = try JSONValueRenderer(resource).renderList(directusBody: Data(body.utf8))
+            #expect(String(decoding: fast, as: UTF8.self) == String(decoding: slow, as: UTF8.self), "\(body)")
+        }
+        // The guesses for `"id":` and `"thirteen_char":` (a 16-byte token) are taken in the only
+        // item, and give the right fields.
+        let out = try JSONTranscoder(resource).renderItem(directusBody: Data(#"{"data":{"id":5,"thirteen_char":"t"}}"#.utf8))
+        #expect(String(decoding: out, as: UTF8.self) == #"{"guess":[{"f0":5,"f1":"t"}],"total":1}"#)
+    }
+
+    @Test func feedsOneDirectusFieldToSeveralFields() throws {
+        // A Directus name mapped twice goes through the name's field list, not the one-field shortcut.
+        let resource = ResourceConfig(name: "twice", collection: "twice",
+                                      fields: [("id", "id"), ("a", "x"), ("b", "y"), ("c", "x")])
+        let body = #"{"data":[{"id":1,"x":"one","y":2,"x":"dup"},{"id":2,"y":3},{"x":null,"id":3,"x":4}]}"#
+        let out = String(decoding: try JSONTranscoder(resource).renderList(directusBody: Data(body.utf8)), as: UTF8.self)
+        #expect(out == #"{"twice":[{"id":"1","a":"one","b":2,"c":"one"},{"id":"2","b":3},{"id":"3"}],"total":3}"#)
+        let slow = try JSONValueRenderer(resource).renderList(directusBody: Data(body.utf8))
+        #expect(out == String(decoding: slow, as: UTF8.self))
+    }
+}
