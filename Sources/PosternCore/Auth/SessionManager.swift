@@ -285,7 +285,7 @@ public final class SessionManager: @unchecked Sendable {
     /// on every instance of a shared store once the announcement arrives), and returns it: a full session id,
     /// or at least `SessionSummary.minimumPrefix` first characters of exactly one. 400 for a shorter prefix,
     /// 404 when none matches, 409 `ambiguous_session_id` when several do, 503 when the store cannot answer.
-    public func revoke(sessionIDOrPrefix idOrPrefix: String, context: CallContext) async throws(GatewayError) -> SessionSummary {
+    public func revoke(sessionIDOrPrefix idOrPrefix: String, context: CallFields) async throws(GatewayError) -> SessionSummary {
         let exact: Session?
         do {
             exact = SessionSummary.isIDLike(idOrPrefix) ? try await store.session(sessionID: idOrPrefix) : nil
@@ -324,7 +324,7 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Ends every session of the user `userID` like a logout; returns how many of them were live (expired ones
     /// the purge has not reached yet go too, uncounted). 503 when the store cannot answer.
-    public func revokeAll(userID: String, context: CallContext) async throws(GatewayError) -> Int {
+    public func revokeAll(userID: String, context: CallFields) async throws(GatewayError) -> Int {
         let stored: [SessionSummary]
         do {
             stored = try await store.summaries(userID: userID)
@@ -344,7 +344,7 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Deletes the session `sessionID` (store, cache, announcement), then logs its latest Directus refresh token
     /// out upstream (best effort); throws 503 when the store could not delete it.
-    private func end(_ sessionID: String, latest read: Session?, context: CallContext) async throws(GatewayError) {
+    private func end(_ sessionID: String, latest read: Session?, context: CallFields) async throws(GatewayError) {
         // The latest Directus refresh token: a refresh may have rotated it since `read`.
         var latest = cache.session(id: sessionID)
         if latest == nil { latest = read }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PosternCore
+import PosternTesting
 
 /// A clock the test moves by hand (seconds).
 private final class StatsClock: @unchecked Sendable {
@@ -195,11 +196,11 @@ private final class StatsClock: @unchecked Sendable {
             guard r.status == 200, let json = r.json else { throw TestFailure("stats: \(r.status) \(r.text)") }
             return json
         }
-        _ = try eventually("redis connected", within: 10) { try stats()["redis"]?["connected"] == .bool(true) }
+        _ = try eventually("redis connected", timeout: 10) { try stats()["redis"]?["connected"] == .bool(true) }
         let text = try stats().text
         #expect(!text.contains("statsRedisPw42"), "the Redis password is redacted")
         #expect(text.contains(#""store":"redis://<redacted>@127.0.0.1:\#(redis.port)/0""#), "\(text)")
         redis.stop()
-        _ = try eventually("redis down", within: 10) { try stats()["redis"]?["connected"] == .bool(false) }
+        _ = try eventually("redis down", timeout: 10) { try stats()["redis"]?["connected"] == .bool(false) }
     }
 }

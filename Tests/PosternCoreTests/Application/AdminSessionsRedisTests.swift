@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PosternCore
+import PosternTesting
 
 /// The operator's session control with two gateway instances on one real redis-server: a session signed in on
 /// one is listed on the other, and a revocation on either ends the session on both within 1 s, even where it
@@ -34,7 +35,7 @@ import Testing
         let revoked = try Self.admin(two.a, "DELETE", "/admin/sessions/" + id.prefix(10))
         #expect(revoked.status == 200 && revoked.json?["data"]?["revoked"]?.intValue == 1, "\(revoked.text)")
         #expect(try two.me(two.a, token) == 401)
-        try eventually("the revoked token refused on B", within: 1) { try two.me(two.b, token) == 401 }
+        try eventually("the revoked token refused on B", timeout: 1) { try two.me(two.b, token) == 401 }
         #expect(try two.me(two.b, kept.token) == 200)
 
         // All of a user's sessions, revoked on B, end on A (where they were signed in and cached) too.
@@ -42,7 +43,7 @@ import Testing
         let userID = try #require(two.standIn.userID(email: "x@y.com"))
         let all = try Self.admin(two.b, "DELETE", "/admin/users/\(userID)/sessions")
         #expect(all.status == 200 && all.json?["data"]?["revoked"]?.intValue == 1, "\(all.text)")
-        try eventually("the user's sessions refused on A", within: 1) { try two.me(two.a, kept.token) == 401 }
+        try eventually("the user's sessions refused on A", timeout: 1) { try two.me(two.a, kept.token) == 401 }
         let empty = try Self.admin(two.a, "GET", "/admin/sessions?user=" + userID)
         #expect(empty.json?["data"] == .array([]), "\(empty.text)")
     }

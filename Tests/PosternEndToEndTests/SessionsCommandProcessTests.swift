@@ -1,12 +1,12 @@
 import Foundation
 import Testing
 @testable import PosternCore
+import PosternTesting
 
 /// `postern sessions list|revoke` as an operator runs it (docs/api.md, Command line: sessions): the real binary
 /// against a running gateway's admin listener, its output, its exit status (0 done, 1 refused or not found, 2
 /// usage or configuration), and the session really ended.
-@Suite(.serialized, .enabled(if: PosternProcess.binaryExists,
-                             "needs the postern executable at .build/debug/postern: run `swift build` first"))
+@Suite(.serialized)
 struct SessionsCommandProcessTests {
     static let adminToken = "cli-admin-token-0123456789"
 

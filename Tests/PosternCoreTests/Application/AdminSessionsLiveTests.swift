@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PosternCore
+import PosternTesting
 
 /// The operator's session control (docs/api.md, Session control) through live listeners: the admin
 /// listener's `/admin/sessions…` routes with and without the admin token, on the memory and SQLite stores; what
