@@ -7,11 +7,11 @@ import PosternHTTP
 /// what POSTs created. The stored rules also decide who may use `posts` and who may register.
 extension DirectusStandIn {
     /// The fixed id of the Public policy on every v11 install.
-    public static let publicPolicyID = "abf8a154-5b1c-4a46-ac9c-7300570f4f17"
+    package static let publicPolicyID = "abf8a154-5b1c-4a46-ac9c-7300570f4f17"
     /// The id of the "Administrator" policy.
-    public static let adminPolicyID = "5b3c1e2d-7a4f-4e8b-9c0d-1e2f3a4b5c6d"
+    package static let adminPolicyID = "5b3c1e2d-7a4f-4e8b-9c0d-1e2f3a4b5c6d"
     /// The id of the seeded "App User" policy.
-    public static let appUserPolicyID = "7c8d9e0f-1a2b-4c3d-8e4f-5a6b7c8d9e0f"
+    package static let appUserPolicyID = "7c8d9e0f-1a2b-4c3d-8e4f-5a6b7c8d9e0f"
 
     /// System collections that exist on every install (readable through `/collections/:c` by admins).
     static let systemCollections: Set<String> = [

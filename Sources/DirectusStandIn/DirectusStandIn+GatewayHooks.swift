@@ -3,7 +3,7 @@ import FoundationEssentials
 extension DirectusStandIn {
     /// Deletes every refresh session, as if each user had logged out elsewhere (their refresh tokens die;
     /// access tokens stay valid until they expire, as in Directus).
-    public func revokeAllRefreshTokens() {
+    package func revokeAllRefreshTokens() {
         lock.withLock { state.sessions.removeAll() }
     }
 }

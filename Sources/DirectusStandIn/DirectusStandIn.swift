@@ -7,47 +7,47 @@ import PosternIO
 ///
 /// Mount it on any HTTP server by calling `handle(_:)`; it behaves like
 /// Directus 11 does on the wire, without the login stall.
-public final class DirectusStandIn: @unchecked Sendable {
+package final class DirectusStandIn: @unchecked Sendable {
     /// Settings of the stand-in (Directus environment variables and project settings).
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// `ACCESS_TOKEN_TTL` in seconds.
-        public var accessTokenTTL: TimeInterval = 900
+        package var accessTokenTTL: TimeInterval = 900
         /// `REFRESH_TOKEN_TTL` in seconds.
-        public var refreshTokenTTL: TimeInterval = 7 * 24 * 3600
+        package var refreshTokenTTL: TimeInterval = 7 * 24 * 3600
         /// `SESSION_COOKIE_TTL` in seconds (session mode).
-        public var sessionCookieTTL: TimeInterval = 24 * 3600
+        package var sessionCookieTTL: TimeInterval = 24 * 3600
         /// Whether the Public role may create users (`POST /users` with email and password only).
-        public var publicUserCreate = true
+        package var publicUserCreate = true
         /// `public_registration`: whether `POST /users/register` is open.
-        public var publicRegistration = true
+        package var publicRegistration = true
         /// The JWT signing `SECRET`.
-        public var secret: String = DirectusStandIn.randomToken(length: 32)
+        package var secret: String = DirectusStandIn.randomToken(length: 32)
         /// Seed the tutorial users and posts.
-        public var seed = true
+        package var seed = true
         /// The admin user's email.
-        public var adminEmail = "admin@example.com"
+        package var adminEmail = "admin@example.com"
         /// The admin user's password.
-        public var adminPassword = "admin-password"
+        package var adminPassword = "admin-password"
         /// A static token for the admin user (`directus_users.token`), if any.
-        public var adminStaticToken: String? = nil
+        package var adminStaticToken: String? = nil
         /// Record every request in `received` (turn off for long benchmarks).
-        public var recordRequests = true
+        package var recordRequests = true
         /// `MAX_PAYLOAD_SIZE` in bytes.
-        public var maxPayloadBytes = 1_048_576
+        package var maxPayloadBytes = 1_048_576
         /// Start with the tutorial schema as `postern bootstrap` leaves it (`posts`, App User role, policy, rules,
         /// Public registration); false starts from a fresh install with only the admin (no seeded users or posts).
-        public var seedSchema = true
+        package var seedSchema = true
         /// The version `/server/info` reports; majors below 11 have no `/policies` or `/access`.
-        public var version = DirectusStandIn.version
+        package var version = DirectusStandIn.version
         /// Node's `server.keepAliveTimeout` (Directus sets none, so Node's 5 s): idle keep-alive connections are
         /// closed after this many milliseconds by the server hosting the stand-in (`serverLimits`).
-        public var keepAliveTimeoutMs = 5000
+        package var keepAliveTimeoutMs = 5000
 
         /// Default options.
-        public init() {}
+        package init() {}
 
         /// Options with the most used settings.
-        public init(accessTokenTTL: TimeInterval = 900, refreshTokenTTL: TimeInterval = 7 * 24 * 3600,
+        package init(accessTokenTTL: TimeInterval = 900, refreshTokenTTL: TimeInterval = 7 * 24 * 3600,
                     publicUserCreate: Bool = true, publicRegistration: Bool = true,
                     secret: String? = nil, seed: Bool = true,
                     adminEmail: String = "admin@example.com", adminPassword: String = "admin-password") {
@@ -63,17 +63,17 @@ public final class DirectusStandIn: @unchecked Sendable {
     }
 
     /// The role uuid of "App User" (seeded users and registered users get it).
-    public static let appUserRoleID = "6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+    package static let appUserRoleID = "6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
     /// The role uuid of "Administrator".
-    public static let adminRoleID = "0a9b8c7d-6e5f-4d3c-9b2a-1f0e9d8c7b6a"
+    package static let adminRoleID = "0a9b8c7d-6e5f-4d3c-9b2a-1f0e9d8c7b6a"
     /// The version `/server/info` reports.
-    public static let version = "11.14.1"
+    package static let version = "11.14.1"
 
     /// The options it was built with.
-    public let options: Options
+    package let options: Options
 
     /// Limits for the `HTTPServer` that hosts the stand-in: idle keep-alive connections close like Node's.
-    public var serverLimits: ServerLimits {
+    package var serverLimits: ServerLimits {
         var limits = ServerLimits()
         limits.inactivityTimeoutMilliseconds = options.keepAliveTimeoutMs
         return limits
@@ -86,7 +86,7 @@ public final class DirectusStandIn: @unchecked Sendable {
     var state = State()
 
     /// Builds a stand-in, seeded unless `options.seed` is false (the admin always exists).
-    public init(options: Options = Options()) {
+    package init(options: Options = Options()) {
         self.options = options
         self.jwt = StandInJWT(secret: options.secret)
         let admin = User(id: Self.uuid(), email: options.adminEmail, password: options.adminPassword,
@@ -120,13 +120,13 @@ public final class DirectusStandIn: @unchecked Sendable {
     // MARK: - Public test hooks
 
     /// Every request received, in order.
-    public var received: [HTTPRequest] { lock.withLock { state.received } }
+    package var received: [HTTPRequest] { lock.withLock { state.received } }
 
     /// Forgets the recorded requests.
-    public func clearReceived() { lock.withLock { state.received.removeAll() } }
+    package func clearReceived() { lock.withLock { state.received.removeAll() } }
 
     /// Makes every access JWT issued so far expired (later ones are not affected).
-    public func expireAllAccessTokens() {
+    package func expireAllAccessTokens() {
         lock.withLock {
             state.expiredAccess.merge(state.issuedAccess) { a, _ in a }
             state.issuedAccess.removeAll()
@@ -136,30 +136,30 @@ public final class DirectusStandIn: @unchecked Sendable {
     }
 
     /// The clock used for token times and timestamps (settable), `Date()` by default.
-    public var now: @Sendable () -> Date {
+    package var now: @Sendable () -> Date {
         get { lock.withLock { state.clock } }
         set { lock.withLock { state.clock = newValue } }
     }
 
     /// The current rows of `posts`, in id order, with every field.
-    public func posts() -> [JSONValue] {
+    package func posts() -> [JSONValue] {
         let rows = lock.withLock { state.posts }
         return rows.map { post in .object(PostField.allCases.map { ($0.rawValue, post.value($0)) }) }
     }
 
     /// The id of the user with this email (case-insensitive), if any.
-    public func userID(email: String) -> String? {
+    package func userID(email: String) -> String? {
         lock.withLock { state.user(email: email)?.id }
     }
 
     /// The number of successful `/auth/refresh` calls.
-    public var refreshCount: Int { lock.withLock { state.refreshCount } }
+    package var refreshCount: Int { lock.withLock { state.refreshCount } }
 
     /// The number of live refresh sessions (logged in and not logged out).
-    public var sessionCount: Int { lock.withLock { state.sessions.count } }
+    package var sessionCount: Int { lock.withLock { state.sessions.count } }
 
     /// Suspends or reactivates a user (`status`), for tests of refused logins.
-    public func setStatus(email: String, _ status: String) {
+    package func setStatus(email: String, _ status: String) {
         lock.withLock {
             guard var user = state.user(email: email) else { return }
             user.status = status
@@ -170,7 +170,7 @@ public final class DirectusStandIn: @unchecked Sendable {
     // MARK: - Handling
 
     /// Answers one request (thread-safe; called concurrently from several threads).
-    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+    package func handle(_ request: HTTPRequest) -> HTTPResponse {
         let clock = lock.withLock {
             if options.recordRequests { state.received.append(request) }
             return state.clock
@@ -343,7 +343,7 @@ public final class DirectusStandIn: @unchecked Sendable {
     static func uuid() -> String { UUID().uuidString.lowercased() }
 
     /// A random string of `A-Za-z0-9_-` (what `nanoid` draws from).
-    public static func randomToken(length: Int) -> String {
+    package static func randomToken(length: Int) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-".utf8)
         var rng = SystemRandomNumberGenerator()
         var bytes = [UInt8]()

@@ -2,30 +2,30 @@ import FoundationEssentials
 import PosternHTTP
 
 /// A Directus error answer: one status and one or more `{message, extensions:{…, code}}` entries.
-public struct StandInError: Error, Sendable {
+package struct StandInError: Error, Sendable {
     /// One entry of the `errors` array.
-    public struct Entry: Sendable {
+    package struct Entry: Sendable {
         /// The human-readable message.
-        public var message: String
+        package var message: String
         /// The `extensions.code`, e.g. `FORBIDDEN`.
-        public var code: String
+        package var code: String
         /// Extra extension members, spread before `code`.
-        public var extensions: [(String, JSONValue)]
+        package var extensions: [(String, JSONValue)]
     }
 
     /// The HTTP status.
-    public var status: Int
+    package var status: Int
     /// The entries, in order.
-    public var entries: [Entry]
+    package var entries: [Entry]
 
     /// One error with one entry.
-    public init(status: Int, code: String, message: String, extensions: [(String, JSONValue)] = []) {
+    package init(status: Int, code: String, message: String, extensions: [(String, JSONValue)] = []) {
         self.status = status
         self.entries = [Entry(message: message, code: code, extensions: extensions)]
     }
 
     /// The Directus error envelope as a response.
-    public var response: HTTPResponse {
+    package var response: HTTPResponse {
         let errors: [JSONValue] = entries.map { entry in
             .object([
                 ("message", .string(entry.message)),

@@ -10,7 +10,7 @@ import Synchronization
 /// handlers on the loop thread and every libevent call stays there. Work queued from the loop's own thread
 /// takes no lock and wakes nothing; the loop runs it, with what it queues in turn, before it sleeps again
 /// (`LoopWorkQueue`). Work queued from another thread takes a lock and wakes the loop.
-public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable {
+package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable {
     /// The libevent base; touched only on the loop thread (and by thread-safe libevent calls).
     package let base: OpaquePointer
     /// The jobs and closures waiting to run on the loop thread.
@@ -34,7 +34,7 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     }()
 
     /// Creates a loop (not yet running).
-    public init(name: String) {
+    package init(name: String) {
         precondition(EventLoop.threadingEnabled, "libevent pthreads support is missing")
         // The epoll changelist coalesces the add/delete of a socket's events within one loop iteration into
         // one epoll_ctl (a one-shot write event armed on EAGAIN and fired in the same turn costs one call, not two).
@@ -62,7 +62,7 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     }
 
     /// Starts the loop on its own thread and returns once it runs.
-    public func start() {
+    package func start() {
         let box = Unmanaged.passRetained(self)
         var tid = pthread_t()
         let rc = pthread_create(&tid, nil, { arg in
@@ -85,7 +85,7 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     package var isRunning: Bool { runningState.withLock { running } }
 
     /// The loop whose thread is running this code, if any.
-    public static var current: EventLoop? {
+    package static var current: EventLoop? {
         guard let raw = pthread_getspecific(currentKey) else { return nil }
         return Unmanaged<EventLoop>.fromOpaque(raw).takeUnretainedValue()
     }
@@ -114,7 +114,7 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     /// break requested after `start()` returned but before the thread entered the loop was forgotten and the
     /// loop ran for ever. The request is therefore also kept in `stopRequested` and delivered through the wake
     /// event, which stays active until the loop runs its callback, whenever the loop starts.
-    public func stop() {
+    package func stop() {
         guard thread != nil else { return }
         stopRequested.store(true, ordering: .sequentiallyConsistent)
         event_active(wake, 0, 0)
@@ -126,13 +126,13 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     }
 
     /// True on the loop's own thread.
-    public var inLoop: Bool {
+    package var inLoop: Bool {
         guard let loopThread else { return false }
         return pthread_equal(loopThread, pthread_self()) != 0
     }
 
     /// Runs `body` on the loop thread (soon, never inline).
-    public func execute(_ body: @escaping @Sendable () -> Void) {
+    package func execute(_ body: @escaping @Sendable () -> Void) {
         submit(.closure(body))
     }
 
@@ -170,17 +170,17 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
     // MARK: Executor
 
     /// Queues a Swift job to run on the loop thread.
-    public func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         submit(.job(UnownedJob(job)))
     }
 
     /// This loop as a serial executor.
-    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+    package func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
     }
 
     /// Traps when called off the loop thread.
-    public func checkIsolated() {
+    package func checkIsolated() {
         precondition(inLoop, "not on event loop \(name)")
     }
 
@@ -291,23 +291,23 @@ public final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable 
 }
 
 /// A group of event loops, one thread each.
-public final class EventLoopGroup: Sendable {
+package final class EventLoopGroup: Sendable {
     /// The loops.
-    public let loops: [EventLoop]
+    package let loops: [EventLoop]
 
     /// Creates and starts `count` loops.
-    public init(count: Int, name: String = "postern") {
+    package init(count: Int, name: String = "postern") {
         loops = (0..<max(1, count)).map { EventLoop(name: "\(name)-\($0)") }
         for loop in loops { loop.start() }
     }
 
     /// Stops every loop.
-    public func shutdown() {
+    package func shutdown() {
         for loop in loops { loop.stop() }
     }
 
     /// The default worker count: one per core.
-    public static var defaultCount: Int { ProcessInfo.processInfo.activeProcessorCount }
+    package static var defaultCount: Int { ProcessInfo.processInfo.activeProcessorCount }
 }
 
 extension EventLoop {

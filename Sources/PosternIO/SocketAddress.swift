@@ -3,9 +3,9 @@ import FoundationEssentials
 import Glibc
 
 /// Why a server could not start.
-public struct ServerStartError: Error, CustomStringConvertible, Sendable {
+package struct ServerStartError: Error, CustomStringConvertible, Sendable {
     /// A one-line reason.
-    public let description: String
+    package let description: String
 
     /// An error with `description` as its reason.
     package init(description: String) {

@@ -3,14 +3,14 @@ import PosternIO
 
 /// A Lua script run with `EVALSHA`, sent in full (`EVAL`, which also caches it in Redis) only when Redis
 /// answers `NOSCRIPT` — once per Redis server, and again after Redis restarted.
-public struct RedisScript: Sendable, Equatable {
+package struct RedisScript: Sendable, Equatable {
     /// The Lua source.
-    public let source: String
+    package let source: String
     /// Its SHA-1 in lowercase hex, as Redis names cached scripts.
-    public let sha1: String
+    package let sha1: String
 
     /// A script from its Lua source (the digest is computed here, no round trip).
-    public init(_ source: String) {
+    package init(_ source: String) {
         self.source = source
         var digest = [UInt8](repeating: 0, count: Int(SHA_DIGEST_LENGTH))
         let bytes = Array(source.utf8)
@@ -25,7 +25,7 @@ public struct RedisScript: Sendable, Equatable {
 extension RedisClient {
     /// Runs `script` with `keys` (`KEYS[1…]`) and `arguments` (`ARGV[1…]`); an error raised by the script
     /// throws `.server`.
-    public func evaluate(_ script: RedisScript, keys: [RedisArgument] = [], arguments: [RedisArgument] = [])
+    package func evaluate(_ script: RedisScript, keys: [RedisArgument] = [], arguments: [RedisArgument] = [])
         async throws(RedisError) -> RedisReply {
         var command: [RedisArgument] = ["EVALSHA", .string(script.sha1), .integer(keys.count)]
         command.append(contentsOf: keys)

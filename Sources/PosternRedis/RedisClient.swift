@@ -31,14 +31,14 @@ import PosternIO
 // time it becomes ready and tells its owner after every resubscription (messages may have been missed).
 
 /// An asynchronous Redis client on one event loop, reconnecting by itself.
-public final class RedisClient: Sendable {
+package final class RedisClient: Sendable {
     /// The loop this client's connection lives on.
-    public let loop: EventLoop
+    package let loop: EventLoop
     /// The loop-bound connection doing the work.
     package let connection: RedisConnection
 
     /// A client for `endpoint` on `loop`; it starts connecting at once.
-    public init(loop: EventLoop, endpoint: RedisEndpoint, options: RedisOptions = RedisOptions()) {
+    package init(loop: EventLoop, endpoint: RedisEndpoint, options: RedisOptions = RedisOptions()) {
         self.loop = loop
         let connection = RedisConnection(loop: loop, endpoint: endpoint, options: options)
         self.connection = connection
@@ -51,11 +51,11 @@ public final class RedisClient: Sendable {
     }
 
     /// True while connected and logged in (any thread; for /readyz).
-    public var isConnected: Bool { connection.isReady }
+    package var isConnected: Bool { connection.isReady }
 
     /// Waits until the connection is up (at once if it is); false when the client was closed first. Give it a
     /// deadline of your own (e.g. at start-up): it waits as long as Redis stays unreachable.
-    public func waitUntilConnected() async -> Bool {
+    package func waitUntilConnected() async -> Bool {
         let connection = self.connection
         return await withCheckedContinuation { continuation in
             loop.executeOrRunIfStopped { connection.whenReady(continuation) }
@@ -63,11 +63,11 @@ public final class RedisClient: Sendable {
     }
 
     /// The endpoint (its `description` masks the password).
-    public var endpoint: RedisEndpoint { connection.endpoint }
+    package var endpoint: RedisEndpoint { connection.endpoint }
 
     /// Sends one command, e.g. `["SET", .string(key), .bytes(value), "PX", 30000]`, and returns its reply.
     /// An error reply throws `.server`; no connection throws `.unavailable` at once.
-    public func command(_ arguments: [RedisArgument]) async throws(RedisError) -> RedisReply {
+    package func command(_ arguments: [RedisArgument]) async throws(RedisError) -> RedisReply {
         guard loop.inLoop else { return try await onLoop { () async throws(RedisError) in try await self.command(arguments) } }
         let connection = self.connection
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<RedisReply, RedisError>, Never>) in
@@ -77,7 +77,7 @@ public final class RedisClient: Sendable {
     }
 
     /// Closes the connection: commands in flight fail with `.closed`, later ones too. Call before the loop stops.
-    public func close() {
+    package func close() {
         let connection = self.connection
         loop.executeOrRunIfStopped { connection.close() }
     }

@@ -6,23 +6,23 @@ import PosternIO
 ///
 /// `rediss://` is refused: the hiredis of Debian 12 (0.14) has no TLS. The password never appears in
 /// `description` nor in any parse error.
-public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
+package struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// Host name or IP address (an IPv6 address without its brackets).
-    public var host: String
+    package var host: String
     /// TCP port (default 6379).
-    public var port: Int
+    package var port: Int
     /// ACL user name (Redis 6+), sent as `AUTH username password`; nil for the default user.
-    public var username: String?
+    package var username: String?
     /// Password sent with `AUTH` after each connect; nil for none.
-    public var password: String?
+    package var password: String?
     /// Database number selected with `SELECT` after each connect (default 0).
-    public var database: Int
+    package var database: Int
 
     /// The default Redis port.
-    public static let defaultPort = 6379
+    package static let defaultPort = 6379
 
     /// An endpoint from its parts.
-    public init(host: String, port: Int = RedisEndpoint.defaultPort, username: String? = nil, password: String? = nil,
+    package init(host: String, port: Int = RedisEndpoint.defaultPort, username: String? = nil, password: String? = nil,
                 database: Int = 0) {
         self.host = host
         self.port = port
@@ -32,7 +32,7 @@ public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Parses `redis://[[username]:password@]host[:port][/db]`; user name and password may be percent-encoded.
-    public init(url: String) throws(RedisError) {
+    package init(url: String) throws(RedisError) {
         guard let schemeEnd = url.byteRange(of: "://") else {
             throw .invalidURL("expected redis://[:password@]host:port[/db]")
         }
@@ -78,7 +78,7 @@ public struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The URL with the password masked, for logs and error messages.
-    public var description: String {
+    package var description: String {
         let hostPart = host.contains(":") ? "[\(host)]" : host
         let credentials = password == nil ? "" : "\(username ?? ""):***@"
         return "redis://\(credentials)\(hostPart):\(port)/\(database)"

@@ -1,7 +1,7 @@
 import PosternIO
 
 /// One Redis reply, copied out of hiredis on the loop thread (plain bytes: safe to keep and send anywhere).
-public enum RedisReply: Sendable, Equatable {
+package enum RedisReply: Sendable, Equatable {
     /// A bulk string, binary-safe.
     case bulk([UInt8])
     /// A status reply such as `OK` or `PONG`.
@@ -16,7 +16,7 @@ public enum RedisReply: Sendable, Equatable {
     case error(String)
 
     /// A bulk or status reply as UTF-8 text; nil for other kinds.
-    public var string: String? {
+    package var string: String? {
         switch self {
         case .bulk(let bytes): return String(decoding: bytes, as: UTF8.self)
         case .status(let text): return text
@@ -25,13 +25,13 @@ public enum RedisReply: Sendable, Equatable {
     }
 
     /// The bytes of a bulk reply; nil for other kinds.
-    public var bytes: [UInt8]? {
+    package var bytes: [UInt8]? {
         if case .bulk(let bytes) = self { return bytes }
         return nil
     }
 
     /// An integer reply, or a bulk string holding a decimal integer; nil otherwise.
-    public var integer: Int64? {
+    package var integer: Int64? {
         switch self {
         case .integer(let value): return value
         case .bulk(let bytes): return Int64(String(decoding: bytes, as: UTF8.self))
@@ -40,17 +40,17 @@ public enum RedisReply: Sendable, Equatable {
     }
 
     /// The elements of an array reply; nil for other kinds.
-    public var array: [RedisReply]? {
+    package var array: [RedisReply]? {
         if case .array(let elements) = self { return elements }
         return nil
     }
 
     /// True for the nil reply.
-    public var isNull: Bool { self == .null }
+    package var isNull: Bool { self == .null }
 }
 
 /// Why a Redis command did not give a reply.
-public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No usable connection right now (Redis down or unreachable, reconnecting, AUTH or SELECT refused), or
     /// Redis answered that it cannot serve now (LOADING, BUSY, OOM, READONLY, NOAUTH, ...). The text says why,
     /// without secrets.
@@ -82,7 +82,7 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// True when Redis could not be reached or did not answer: the caller answers 503, never a false 401.
-    public var isUnavailable: Bool {
+    package var isUnavailable: Bool {
         switch self {
         case .unavailable, .connectionLost, .timeout, .closed: return true
         case .server, .invalidURL, .invalidCommand: return false
@@ -90,7 +90,7 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A one-line explanation (no secrets).
-    public var description: String {
+    package var description: String {
         switch self {
         case .unavailable(let why): return "Redis unavailable: \(why)"
         case .connectionLost: return "the connection to Redis was lost during the command"
@@ -104,7 +104,7 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// One argument of a Redis command: text, raw bytes or an integer (sent as its decimal text).
-public enum RedisArgument: Sendable, Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+package enum RedisArgument: Sendable, Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
     /// UTF-8 text (a command name, a key).
     case string(String)
     /// Raw bytes (binary-safe values).
@@ -113,9 +113,9 @@ public enum RedisArgument: Sendable, Equatable, ExpressibleByStringLiteral, Expr
     case integer(Int)
 
     /// A string literal is a `.string`.
-    public init(stringLiteral value: String) { self = .string(value) }
+    package init(stringLiteral value: String) { self = .string(value) }
     /// An integer literal is an `.integer`.
-    public init(integerLiteral value: Int) { self = .integer(value) }
+    package init(integerLiteral value: Int) { self = .integer(value) }
 
     /// Appends the argument's bytes to `buffer`.
     package func append(to buffer: inout [UInt8]) {
@@ -128,19 +128,19 @@ public enum RedisArgument: Sendable, Equatable, ExpressibleByStringLiteral, Expr
 }
 
 /// Timeouts and reconnection pacing of a Redis connection.
-public struct RedisOptions: Sendable, Equatable {
+package struct RedisOptions: Sendable, Equatable {
     /// Seconds allowed to resolve, connect and log in (AUTH, SELECT) before the attempt counts as failed.
-    public var connectTimeout: Double
+    package var connectTimeout: Double
     /// Seconds a command may wait for its reply; past it the command fails with `.timeout` and the connection
     /// is re-established (Redis answers in order, so the commands behind it would wait as long).
-    public var commandTimeout: Double
+    package var commandTimeout: Double
     /// First pause before reconnecting after a failure; doubled after each failed attempt.
-    public var reconnectMinimum: Double
+    package var reconnectMinimum: Double
     /// Longest pause between reconnection attempts.
-    public var reconnectMaximum: Double
+    package var reconnectMaximum: Double
 
     /// Options with the defaults: connect 1 s, command 2 s, reconnect after 50 ms doubling up to 2 s.
-    public init(connectTimeout: Double = 1, commandTimeout: Double = 2, reconnectMinimum: Double = 0.05,
+    package init(connectTimeout: Double = 1, commandTimeout: Double = 2, reconnectMinimum: Double = 0.05,
                 reconnectMaximum: Double = 2) {
         self.connectTimeout = connectTimeout
         self.commandTimeout = commandTimeout

@@ -7,15 +7,15 @@ import Synchronization
 /// `onMessage` runs on the loop thread for each message. After every resubscription (not the first
 /// subscription) `onResubscribed` runs there too: messages published while the connection was down were
 /// lost, so the owner should drop whatever those messages would have invalidated.
-public final class RedisSubscriber: Sendable {
+package final class RedisSubscriber: Sendable {
     /// The loop the connection and the callbacks run on.
-    public let loop: EventLoop
+    package let loop: EventLoop
     /// The channel.
-    public let channel: String
+    package let channel: String
     private let core: SubscriberCore
 
     /// Subscribes to `channel` on `endpoint` from `loop`; starts at once.
-    public init(loop: EventLoop, endpoint: RedisEndpoint, channel: String, options: RedisOptions = RedisOptions(),
+    package init(loop: EventLoop, endpoint: RedisEndpoint, channel: String, options: RedisOptions = RedisOptions(),
                 onMessage: @escaping @Sendable ([UInt8]) -> Void, onResubscribed: @escaping @Sendable () -> Void) {
         self.loop = loop
         self.channel = channel
@@ -31,10 +31,10 @@ public final class RedisSubscriber: Sendable {
     }
 
     /// True while subscribed (connected, and Redis confirmed the subscription).
-    public var isSubscribed: Bool { core.subscribed.load(ordering: .acquiring) }
+    package var isSubscribed: Bool { core.subscribed.load(ordering: .acquiring) }
 
     /// Waits until the subscription is confirmed (at once if it is); false when the subscriber was closed first.
-    public func waitUntilSubscribed() async -> Bool {
+    package func waitUntilSubscribed() async -> Bool {
         let core = self.core
         return await withCheckedContinuation { continuation in
             loop.executeOrRunIfStopped { core.whenSubscribed(continuation) }
@@ -42,7 +42,7 @@ public final class RedisSubscriber: Sendable {
     }
 
     /// Stops: no more messages, no reconnection. Call before the loop stops.
-    public func close() {
+    package func close() {
         let core = self.core
         loop.executeOrRunIfStopped { core.close() }
     }

@@ -3,9 +3,9 @@ import FoundationEssentials
 /// `postern sessions list|revoke`: the operator's session control from the command line, as calls to a running
 /// gateway's admin listener (docs/api.md, Command line: sessions). The command line is parsed by `main`; this
 /// makes the call and renders the answer.
-public enum AdminSessionsClient {
+package enum AdminSessionsClient {
     /// What to ask the admin listener.
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// `GET /admin/sessions?user=` (an e-mail or a user id).
         case list(user: String)
         /// `DELETE /admin/sessions/{id}` (a full id or a prefix of at least 8 characters).
@@ -16,20 +16,20 @@ public enum AdminSessionsClient {
 
     /// What the command prints and its exit status: 0 done, 1 refused (an error answer, or the listener
     /// could not be reached).
-    public struct Outcome: Sendable, Equatable {
+    package struct Outcome: Sendable, Equatable {
         /// The exit status.
-        public var status: Int32
+        package var status: Int32
         /// What goes to standard output.
-        public var output: String
+        package var output: String
         /// What goes to standard error (one line, or empty).
-        public var error: String
+        package var error: String
     }
 
     /// How long the command waits for the admin listener.
     static let timeout: Double = 10
 
     /// The admin listener `config` names (`admin_listen`; a wildcard address is called on loopback).
-    public static func endpoint(_ config: PosternConfig) -> UpstreamEndpoint? {
+    package static func endpoint(_ config: PosternConfig) -> UpstreamEndpoint? {
         guard let listen = config.adminListenAddress else { return nil }
         let host = listen.host == "0.0.0.0" || listen.host.isEmpty ? "127.0.0.1" : (listen.host == "::" ? "::1" : listen.host)
         return UpstreamEndpoint(url: "http://\(host.contains(":") ? "[\(host)]" : host):\(listen.port)")
@@ -37,7 +37,7 @@ public enum AdminSessionsClient {
 
     /// Makes the call for `action` on `endpoint` with the admin `token`, and renders the answer: a table or a
     /// line by default, the body as it came with `json`.
-    public static func run(_ action: Action, endpoint: UpstreamEndpoint, token: String, json: Bool) async -> Outcome {
+    package static func run(_ action: Action, endpoint: UpstreamEndpoint, token: String, json: Bool) async -> Outcome {
         let group = EventLoopGroup(count: 1, name: "postern-sessions")
         defer { group.shutdown() }
         let transport = LoopTransport(group: group, endpoint: endpoint, maxConnections: 1)

@@ -3,25 +3,25 @@ import Glibc
 import Dispatch
 
 /// Why the gateway could not start (one line, for the exit message).
-public struct StartError: Error, CustomStringConvertible, Sendable {
+package struct StartError: Error, CustomStringConvertible, Sendable {
     /// The reason.
-    public let description: String
+    package let description: String
 
     /// Builds an error.
-    public init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }
 
 /// The composition root: config in, a running gateway out. `main` and tests use the same builder.
-public final class Application: @unchecked Sendable {
+package final class Application: @unchecked Sendable {
     /// The validated configuration.
-    public let config: PosternConfig
+    package let config: PosternConfig
     /// The request pipeline (usable without sockets).
-    public let gateway: Gateway
+    package let gateway: Gateway
     /// The session manager.
-    public var sessions: SessionManager { gateway.sessions }
+    package var sessions: SessionManager { gateway.sessions }
     /// The worker event loops: made by `build` when the upstream transport needs them, else by `start()`,
     /// so that an application built for in-process tests starts no threads.
-    public private(set) var group: EventLoopGroup?
+    package private(set) var group: EventLoopGroup?
     private let log: AccessLog
     private var server: HTTPServer?
     private var admin: HTTPServer?
@@ -34,14 +34,14 @@ public final class Application: @unchecked Sendable {
     private(set) var backend: SessionBackend?
 
     /// The public port once started.
-    public var port: UInt16 { server?.port ?? 0 }
+    package var port: UInt16 { server?.port ?? 0 }
     /// The admin port once started.
-    public var adminPort: UInt16 { admin?.port ?? 0 }
+    package var adminPort: UInt16 { admin?.port ?? 0 }
 
     /// Builds everything from `config`. `transport` and `store` replace the real ones in tests; with a
     /// `transport`, nothing runs until `start()` (`gateway.handle` answers in process). `logSink` takes the log
     /// lines instead of stdout (tests). `clock` is what session expiry and the circuit breaker read (tests move it).
-    public static func build(config: PosternConfig, transport: (any UpstreamTransport)? = nil, store: (any SessionStore)? = nil,
+    package static func build(config: PosternConfig, transport: (any UpstreamTransport)? = nil, store: (any SessionStore)? = nil,
                              logSink: (@Sendable (String) -> Void)? = nil,
                              clock: GatewayClock = .system) throws(StartError) -> Application {
         let problems = config.problems()
@@ -93,7 +93,7 @@ public final class Application: @unchecked Sendable {
         metrics.gauge("postern_active_sessions", help: "Sessions in the session store.") { Double(sessions.lastKnownActiveSessions) }
         metrics.gauge("postern_circuit_state", help: "Upstream circuit: 0 closed, 1 open, 2 half-open.") { Double(breaker.state.rawValue) }
         metrics.gauge("postern_requests_in_flight", help: "Requests being handled.") { [weak app] in Double(app?.server?.inFlight ?? 0) }
-        metrics.gauge("postern_open_connections", help: "Client connections open on the public listener.") { [weak app] in
+        metrics.gauge("postern_open_connections", help: "Client connections open on the package listener.") { [weak app] in
             Double(app?.server?.openConnections ?? 0)
         }
         return app
@@ -131,7 +131,7 @@ public final class Application: @unchecked Sendable {
     }
 
     /// Binds the public and admin listeners and starts background maintenance.
-    public func start() throws(StartError) {
+    package func start() throws(StartError) {
         guard let listen = config.listenAddress, let adminListen = config.adminListenAddress else {
             throw StartError("listen addresses are invalid")
         }
@@ -196,7 +196,7 @@ public final class Application: @unchecked Sendable {
     }
 
     /// Stops accepting, lets requests in flight finish (up to the grace period), flushes sessions, stops loops.
-    public func shutdown() {
+    package func shutdown() {
         let grace = Double(config.limits.shutdownGraceSeconds)
         server?.shutdown(grace: grace)
         admin?.shutdown(grace: 1)
@@ -227,14 +227,14 @@ public final class Application: @unchecked Sendable {
     }
 
     /// Blocks until SIGTERM or SIGINT, then shuts down.
-    public func runUntilSignal() {
+    package func runUntilSignal() {
         Application.waitForTerminationSignal()
         log.event(.info, "shutting down", [("in_flight", .int(Int64(server?.inFlight ?? 0)))])
         shutdown()
     }
 
     /// Blocks the calling thread until SIGTERM or SIGINT arrives.
-    public static func waitForTerminationSignal() {
+    package static func waitForTerminationSignal() {
         let stop = DispatchSemaphore(value: 0)
         let queue = DispatchQueue(label: "postern.signals")
         var sources: [DispatchSourceSignal] = []
@@ -250,7 +250,7 @@ public final class Application: @unchecked Sendable {
     }
 
     /// Ignores SIGPIPE (writes to closed sockets must fail, not kill the process).
-    public static func ignoreSIGPIPE() {
+    package static func ignoreSIGPIPE() {
         signal(SIGPIPE, SIG_IGN)
     }
 }

@@ -3,16 +3,16 @@ import FoundationEssentials
 /// The whole request pipeline, built once from config: route → edge stages (metrics and log, headers,
 /// CORS, limits, error rendering) → the route's chain (limits → authentication → policy) → handler.
 /// No sockets: tests call `handle`.
-public final class Gateway: HTTPRequestHandler {
+package final class Gateway: HTTPRequestHandler {
     private let routes: RouteTable
     private let clientAddress: ClientAddress
     private let log: AccessLog
     /// The metrics registry (rendered on the admin port's `/metrics`).
-    public let metrics: Metrics
+    package let metrics: Metrics
     /// The session manager (for maintenance timers and metrics).
-    public let sessions: SessionManager
+    package let sessions: SessionManager
     /// What Directus's answers said about its schema (a missing collection makes `/readyz` 503).
-    public let schema: SchemaWatch
+    package let schema: SchemaWatch
 
     /// The process-wide micro-cache (docs/api.md, Micro-cache).
     let cache: MicroCache
@@ -21,11 +21,11 @@ public final class Gateway: HTTPRequestHandler {
     /// The operator console's sampler of the metrics (docs/api.md, Operator console); `Application` runs it.
     var statsSampler: StatsSampler { routes.sampler }
     /// Whether `handleImmediately` can ever answer (some resource is cached); when not, the server need not try it.
-    public let answersImmediately: Bool
+    package let answersImmediately: Bool
 
     /// Builds the pipeline. `metrics`, `rateLimits` and the cache are process-wide (shared by every loop);
     /// `invalidations` carries cache invalidations (in-process unless given).
-    public init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog,
+    package init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog,
                 metrics: Metrics = Metrics(), rateLimits: RateLimits? = nil, breaker: CircuitBreaker? = nil,
                 invalidations: (any CacheInvalidationBus)? = nil, cacheClock: MicroCache.Clock? = nil) {
         self.sessions = sessions
@@ -49,20 +49,20 @@ public final class Gateway: HTTPRequestHandler {
     }
 
     /// Answers one request on the public listener; never throws, every error is rendered.
-    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+    package func handle(_ request: HTTPRequest) async -> HTTPResponse {
         await handle(request, router: routes.router, prepared: nil)
     }
 
     /// Answers one request on the public listener, going on from what `handleImmediately` prepared for it
     /// (`prepared`, when it is that), else from the start.
-    public func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse {
+    package func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse {
         await handle(request, router: routes.router, prepared: prepared)
     }
 
     /// Answers one request on the admin listener (operations, `/metrics`, the operator console). A path under
     /// `/admin/` passes the admin guard first, routed or not (`AdminGuard`); handlers read the caller's address
     /// in `context.clientIP`.
-    public func handleAdmin(_ request: HTTPRequest) async -> HTTPResponse {
+    package func handleAdmin(_ request: HTTPRequest) async -> HTTPResponse {
         let start = prepare(request, router: routes.adminRouter, guarded: AdminGuard.covers(request.path))
         return await routes.edge.respond(to: request, context: start.context, endpoint: start.endpoint,
                                          from: start.progress, trace: start.trace)
@@ -73,7 +73,7 @@ public final class Gateway: HTTPRequestHandler {
     /// `prepared` holds what was done (route, context, the stages that passed, the micro-cache key looked up),
     /// for `handle(_:prepared:)` to go on from. Tried first on every request of the public listener, on its loop
     /// thread.
-    public func handleImmediately(_ request: HTTPRequest, prepared: inout AnyObject?) -> HTTPResponse? {
+    package func handleImmediately(_ request: HTTPRequest, prepared: inout AnyObject?) -> HTTPResponse? {
         let start = prepare(request, router: routes.router)
         guard case .answered(var response) = start.progress else {
             prepared = PreparedRequest(start)
@@ -144,7 +144,7 @@ public final class Gateway: HTTPRequestHandler {
     /// The answer to a request the server refuses before any handler runs (bad framing or an oversized head →
     /// 400, not whole in time → 408, a body above the server's ceiling → 413), in the usual error shape; the
     /// server closes the connection after it.
-    public func refuse(_ refusal: EdgeRefusal) -> HTTPResponse {
+    package func refuse(_ refusal: EdgeRefusal) -> HTTPResponse {
         switch refusal {
         case .badFraming(let request, let reason):
             return refuse(request, .invalidRequest(reason))

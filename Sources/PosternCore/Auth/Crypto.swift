@@ -2,17 +2,17 @@ import COpenSSL
 import FoundationEssentials
 
 /// Cryptographic helpers on OpenSSL: randomness, hashes, HMAC, base64url, tokens and sealing.
-public enum Crypto {
+package enum Crypto {
     /// Prefix of Postern access (bearer) tokens.
-    public static let accessTokenPrefix = "pst_"
+    package static let accessTokenPrefix = "pst_"
     /// Prefix of Postern refresh tokens.
-    public static let refreshTokenPrefix = "psr_"
+    package static let refreshTokenPrefix = "psr_"
 
     /// Returns `n` cryptographically secure random bytes.
     ///
     /// Traps if OpenSSL's CSPRNG fails: a gateway that cannot draw randomness must not mint
     /// guessable tokens or reuse GCM nonces, and there is no safe fallback to return instead.
-    public static func randomBytes(_ n: Int) -> [UInt8] {
+    package static func randomBytes(_ n: Int) -> [UInt8] {
         precondition(n >= 0, "randomBytes: negative count")
         guard n > 0 else { return [] }
         var bytes = [UInt8](repeating: 0, count: n)
@@ -24,7 +24,7 @@ public enum Crypto {
     }
 
     /// SHA-256 of a byte sequence.
-    public static func sha256(_ data: some Sequence<UInt8>) -> [UInt8] {
+    package static func sha256(_ data: some Sequence<UInt8>) -> [UInt8] {
         let input = Array(data)
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         input.withUnsafeBufferPointer { inp in
@@ -36,17 +36,17 @@ public enum Crypto {
     }
 
     /// SHA-256 of the UTF-8 bytes of a string.
-    public static func sha256(_ string: String) -> [UInt8] {
+    package static func sha256(_ string: String) -> [UInt8] {
         sha256(Array(string.utf8))
     }
 
     /// Lower-case hex SHA-256 of the UTF-8 bytes of a string (how tokens are stored).
-    public static func sha256Hex(_ s: String) -> String {
+    package static func sha256Hex(_ s: String) -> String {
         hex(sha256(s))
     }
 
     /// Lower-case hex of bytes.
-    public static func hex(_ bytes: [UInt8]) -> String {
+    package static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
@@ -58,7 +58,7 @@ public enum Crypto {
     }
 
     /// HMAC-SHA-256 of `data` under `key`.
-    public static func hmacSHA256(key: [UInt8], data: [UInt8]) -> [UInt8] {
+    package static func hmacSHA256(key: [UInt8], data: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var outLen: UInt32 = 0
         let ok = key.withUnsafeBufferPointer { k in
@@ -78,7 +78,7 @@ public enum Crypto {
     }
 
     /// Base64url without padding (RFC 4648 §5).
-    public static func base64URLEncode(_ bytes: [UInt8]) -> String {
+    package static func base64URLEncode(_ bytes: [UInt8]) -> String {
         // Byte by byte: String.replacingOccurrences goes through NSString and costs tens of µs per call.
         var out = [UInt8](Data(bytes).base64EncodedData())
         while out.last == UInt8(ascii: "=") { out.removeLast() }
@@ -89,7 +89,7 @@ public enum Crypto {
     }
 
     /// Decodes base64url, with or without padding; nil for anything else.
-    public static func base64URLDecode(_ s: String) -> [UInt8]? {
+    package static func base64URLDecode(_ s: String) -> [UInt8]? {
         var body = Substring(s)
         while body.hasSuffix("=") { body.removeLast() }
         guard body.utf8.allSatisfy({ c in
@@ -105,7 +105,7 @@ public enum Crypto {
     }
 
     /// Compares two byte arrays in time independent of their contents (lengths may differ).
-    public static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    package static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         if a.isEmpty { return true }
         return a.withUnsafeBytes { pa in
@@ -116,7 +116,7 @@ public enum Crypto {
     }
 
     /// A fresh opaque token: `prefix` followed by base64url of 32 random bytes (43 characters).
-    public static func newToken(prefix: String) -> String {
+    package static func newToken(prefix: String) -> String {
         prefix + base64URLEncode(randomBytes(32))
     }
 }
@@ -124,16 +124,16 @@ public enum Crypto {
 /// Authenticated symmetric encryption of short strings with AES-256-GCM.
 ///
 /// Sealed format: `v1:` + base64(nonce(12) | ciphertext | tag(16)).
-public struct SecretBox: Sendable {
+package struct SecretBox: Sendable {
     /// The version prefix of sealed values.
-    public static let versionPrefix = "v1:"
+    package static let versionPrefix = "v1:"
     private static let nonceLength = 12
     private static let tagLength = 16
 
     private let key: [UInt8]
 
     /// Builds a box from a base64 (standard or url-safe) key that decodes to exactly 32 bytes.
-    public init?(base64Key: String) {
+    package init?(base64Key: String) {
         let trimmed = base64Key.trimmedSpacesAndNewlines()
         let bytes = Data(base64Encoded: trimmed).map(Array.init) ?? Crypto.base64URLDecode(trimmed)
         guard let bytes, bytes.count == 32 else { return nil }
@@ -141,13 +141,13 @@ public struct SecretBox: Sendable {
     }
 
     /// Builds a box from 32 raw key bytes.
-    public init?(key: [UInt8]) {
+    package init?(key: [UInt8]) {
         guard key.count == 32 else { return nil }
         self.key = key
     }
 
     /// Encrypts `plaintext` under a fresh random nonce.
-    public func seal(_ plaintext: String) -> String {
+    package func seal(_ plaintext: String) -> String {
         let nonce = Crypto.randomBytes(Self.nonceLength)
         let input = Array(plaintext.utf8)
         // Only allocation failure or a broken OpenSSL can make AES-GCM encryption with a valid
@@ -182,7 +182,7 @@ public struct SecretBox: Sendable {
     }
 
     /// Decrypts a value made by `seal`; nil when it was tampered with, sealed under another key or malformed.
-    public func open(_ sealed: String) -> String? {
+    package func open(_ sealed: String) -> String? {
         guard sealed.hasPrefix(Self.versionPrefix),
               let data = Data(base64Encoded: String(sealed.dropFirst(Self.versionPrefix.count))) else { return nil }
         let blob = Array(data)

@@ -11,7 +11,7 @@ import FoundationEssentials
 /// user agents) are stored once and shared, and a session read out (or returned by `insertReturningStored`)
 /// shares its strings with the stored one, so the `SessionCache` in front of this store holds no second copy.
 /// About 0.85 KB a session with a typical Directus JWT, most of it the Directus tokens (`make bench-sessions`).
-public final class MemorySessionStore: SessionStore, @unchecked Sendable {
+package final class MemorySessionStore: SessionStore, @unchecked Sendable {
     /// The sessions of one user, and the one copy of the email's bytes they share.
     private struct UserSessions {
         var slots: Set<Int32> = []
@@ -39,15 +39,15 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     private var byExpiresAt = ExpiryIndex<Int32>()
 
     /// Builds an empty store.
-    public init() {}
+    package init() {}
 
     /// Stores a new session; throws `duplicate` if its id or a digest is taken.
-    public func insert(_ session: Session) throws(SessionStoreError) {
+    package func insert(_ session: Session) throws(SessionStoreError) {
         _ = try insertReturningStored(session)
     }
 
     /// Stores a new session and returns it with its user id, email and role sharing the stored copies.
-    public func insertReturningStored(_ session: Session) throws(SessionStoreError) -> Session {
+    package func insertReturningStored(_ session: Session) throws(SessionStoreError) -> Session {
         try locked {
             guard slot(id: session.id) == nil else { throw SessionStoreError.duplicate("session id") }
             guard slot(token: session.token) == nil else { throw SessionStoreError.duplicate("token digest") }
@@ -64,29 +64,29 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// The session with this access-token digest.
-    public func session(tokenDigest: String) throws(SessionStoreError) -> Session? {
+    package func session(tokenDigest: String) throws(SessionStoreError) -> Session? {
         let digest = SessionDigest(tokenDigest)
         return lock.withLock { slot(token: digest).flatMap { sessions[$0] } }
     }
 
     /// The session with this refresh-token digest.
-    public func session(refreshDigest: String) throws(SessionStoreError) -> Session? {
+    package func session(refreshDigest: String) throws(SessionStoreError) -> Session? {
         let digest = SessionDigest(refreshDigest)
         return lock.withLock { slot(refresh: digest).flatMap { sessions[$0] } }
     }
 
     /// The session with this id.
-    public func session(sessionID: String) throws(SessionStoreError) -> Session? {
+    package func session(sessionID: String) throws(SessionStoreError) -> Session? {
         lock.withLock { slot(id: sessionID).flatMap { sessions[$0] } }
     }
 
     /// The session id that used this refresh digest before rotating it away.
-    public func sessionID(usedRefreshDigest: String) throws(SessionStoreError) -> String? {
+    package func sessionID(usedRefreshDigest: String) throws(SessionStoreError) -> String? {
         lock.withLock { usedRefresh[usedRefreshDigest] }
     }
 
     /// Replaces the stored session with the same id (no-op if it is gone).
-    public func update(_ session: Session) throws(SessionStoreError) {
+    package func update(_ session: Session) throws(SessionStoreError) {
         try locked {
             guard let slot = slot(id: session.id) else { return }
             try replaceLocked(slot, with: session)
@@ -94,7 +94,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Rotates the digests of a session whose refresh digest is still `refreshDigest`.
-    public func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
+    package func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
                        lastUsed: Date) throws(SessionStoreError) -> Session? {
         let expected = SessionDigest(refreshDigest)
         return try locked { () throws -> Session? in
@@ -108,7 +108,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Sets the Directus tokens of a session.
-    public func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
+    package func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
                                      role: String?) throws(SessionStoreError) -> Session? {
         lock.withLock { () -> Session? in
             guard let slot = slot(id: sessionID), sessions[slot] != nil else { return nil }
@@ -122,7 +122,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Id, creation and last use of each session of `userID`.
-    public func recency(userID: String) throws(SessionStoreError) -> [SessionRecency] {
+    package func recency(userID: String) throws(SessionStoreError) -> [SessionRecency] {
         lock.withLock {
             (users[userID]?.slots ?? []).compactMap { slot in
                 sessions[slot].map { SessionRecency(id: $0.id, createdAt: $0.createdAt, lastUsedAt: $0.lastUsedAt) }
@@ -131,7 +131,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Sets `lastUsedAt` of the listed sessions that still exist.
-    public func touch(_ lastUsed: [String: Date]) throws(SessionStoreError) {
+    package func touch(_ lastUsed: [String: Date]) throws(SessionStoreError) {
         lock.withLock {
             for (id, date) in lastUsed {
                 guard let slot = slot(id: id), let old = sessions[slot]?.lastUsedAt else { continue }
@@ -142,13 +142,13 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Removes a session and its used-refresh records.
-    public func delete(sessionID: String) throws(SessionStoreError) {
+    package func delete(sessionID: String) throws(SessionStoreError) {
         lock.withLock { removeLocked(sessionID) }
     }
 
     /// Removes every session whose effective expiry is at or before `now`: only the sessions whose last use
     /// or absolute expiry falls in a due time bucket are looked at.
-    public func purgeExpired(now: Date, idleTTL: TimeInterval) throws(SessionStoreError) -> [String] {
+    package func purgeExpired(now: Date, idleTTL: TimeInterval) throws(SessionStoreError) -> [String] {
         lock.withLock {
             var dead: [String] = []
             let idleCutoff = now.addingTimeInterval(-idleTTL)
@@ -165,19 +165,19 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// The number of stored sessions.
-    public func count() throws(SessionStoreError) -> Int {
+    package func count() throws(SessionStoreError) -> Int {
         lock.withLock { sessions.count }
     }
 
     /// The sessions of `userID` (its per-user index).
-    public func summaries(userID: String) throws(SessionStoreError) -> [SessionSummary] {
+    package func summaries(userID: String) throws(SessionStoreError) -> [SessionSummary] {
         lock.withLock {
             (users[userID]?.slots ?? []).compactMap { sessions[$0].map(SessionSummary.init) }
         }
     }
 
     /// The sessions whose e-mail is `email` (ignoring ASCII case): the users that carry it, then their sessions.
-    public func summaries(email: String) throws(SessionStoreError) -> [SessionSummary] {
+    package func summaries(email: String) throws(SessionStoreError) -> [SessionSummary] {
         let key = SessionSummary.emailKey(email)
         return lock.withLock {
             (emails[key]?.keys.map { $0 } ?? []).flatMap { user in
@@ -190,7 +190,7 @@ public final class MemorySessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// At most `limit` ids starting with `prefix`, through the prefix index.
-    public func sessionIDs(prefix: String, limit: Int) throws(SessionStoreError) -> [String] {
+    package func sessionIDs(prefix: String, limit: Int) throws(SessionStoreError) -> [String] {
         guard prefix.utf8.count >= SessionSummary.minimumPrefix, limit > 0 else { return [] }
         return lock.withLock {
             var found: [String] = []

@@ -7,7 +7,7 @@ import FoundationEssentials
 /// Publishing never blocks (the PUBLISH goes out from a task). After a resubscription (the subscriber lost
 /// its connection, so messages may have been missed) every session cache and every micro-cache over the
 /// collections in `collections` is dropped.
-public final class RedisEventBus: Sendable {
+package final class RedisEventBus: Sendable {
     private let clients: RedisClientGroup
     private let channel: String
     private let instance = Session.newID()
@@ -21,7 +21,7 @@ public final class RedisEventBus: Sendable {
     private let subscriber = LockedBox<RedisSubscriber?>(nil)
 
     /// A bus on `channel`, publishing through `clients`; `collections` are those dropped after a resubscription.
-    public init(clients: RedisClientGroup, endpoint: RedisEndpoint, loop: EventLoop, channel: String = "postern:events",
+    package init(clients: RedisClientGroup, endpoint: RedisEndpoint, loop: EventLoop, channel: String = "postern:events",
                 collections: [String], options: RedisOptions = RedisOptions()) {
         self.clients = clients
         self.channel = channel
@@ -33,21 +33,21 @@ public final class RedisEventBus: Sendable {
     }
 
     /// True while subscribed.
-    public var isSubscribed: Bool { subscriber.withLock { $0 }?.isSubscribed ?? false }
+    package var isSubscribed: Bool { subscriber.withLock { $0 }?.isSubscribed ?? false }
 
     /// Waits until the subscription is confirmed (false when closed first).
-    public func waitUntilSubscribed() async -> Bool {
+    package func waitUntilSubscribed() async -> Bool {
         guard let subscriber = subscriber.withLock({ $0 }) else { return false }
         return await subscriber.waitUntilSubscribed()
     }
 
     /// Stops listening (before the loops stop).
-    public func close() {
+    package func close() {
         subscriber.withLock { $0 }?.close()
     }
 
     /// The session side of the bus.
-    public var revocations: any SessionRevocationBus { Revocations(bus: self) }
+    package var revocations: any SessionRevocationBus { Revocations(bus: self) }
 
     /// Session revocations and changes over the bus.
     struct Revocations: SessionRevocationBus {

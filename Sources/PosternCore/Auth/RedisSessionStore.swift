@@ -10,7 +10,7 @@ import FoundationEssentials
 /// Commands go out on the calling worker loop's connection. A connection that is down makes every call throw
 /// `SessionStoreError.unavailable` at once (the caller answers 503); nothing is deleted or rewritten because
 /// of an outage.
-public final class RedisSessionStore: SessionStore, SharedRefreshLock {
+package final class RedisSessionStore: SessionStore, SharedRefreshLock {
     /// The connections, one per worker loop.
     let clients: RedisClientGroup
     /// The prefix of every key (`postern:`).
@@ -19,13 +19,13 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
     private let maxTTL: TimeInterval
     private let secretBox: SecretBox?
     /// How long a Directus refresh lock lives when its holder never releases it.
-    public let refreshLockTTL: TimeInterval
+    package let refreshLockTTL: TimeInterval
     private let listening: @Sendable () -> Bool
 
     /// A store on `clients`; `idleTTL`/`maxTTL` set the Redis expiries, `refreshLockTTL` must exceed the
     /// Directus timeout (a holder's refresh must end before another instance may take the lock over);
     /// `listening` tells whether the revocation channel is subscribed (part of being available).
-    public init(clients: RedisClientGroup, idleTTL: TimeInterval, maxTTL: TimeInterval, secretBox: SecretBox?,
+    package init(clients: RedisClientGroup, idleTTL: TimeInterval, maxTTL: TimeInterval, secretBox: SecretBox?,
                 refreshLockTTL: TimeInterval, prefix: String = "postern:", listening: @escaping @Sendable () -> Bool = { true }) {
         self.listening = listening
         self.clients = clients
@@ -39,39 +39,39 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
     // MARK: SessionStore
 
     /// Stores a new session.
-    public func insert(_ session: Session) async throws(SessionStoreError) {
+    package func insert(_ session: Session) async throws(SessionStoreError) {
         _ = try await run(Self.insertScript, fields(session) + [.integer(Int(maxTTL * 1000)), .string(session.clientIP),
                                                                 .string(session.userAgent)])
     }
 
     /// The session of an access-token digest.
-    public func session(tokenDigest: String) async throws(SessionStoreError) -> Session? {
+    package func session(tokenDigest: String) async throws(SessionStoreError) -> Session? {
         try await lookup("t", tokenDigest).flatMap { $0.tokenDigest == tokenDigest ? $0 : nil }
     }
 
     /// The session of a current refresh-token digest.
-    public func session(refreshDigest: String) async throws(SessionStoreError) -> Session? {
+    package func session(refreshDigest: String) async throws(SessionStoreError) -> Session? {
         try await lookup("r", refreshDigest).flatMap { $0.refreshDigest == refreshDigest ? $0 : nil }
     }
 
     /// The session id a rotated-away refresh digest belonged to.
-    public func sessionID(usedRefreshDigest: String) async throws(SessionStoreError) -> String? {
+    package func sessionID(usedRefreshDigest: String) async throws(SessionStoreError) -> String? {
         try await command(["GET", .string(prefix + "used:" + usedRefreshDigest)]).string
     }
 
     /// The session with this id.
-    public func session(sessionID: String) async throws(SessionStoreError) -> Session? {
+    package func session(sessionID: String) async throws(SessionStoreError) -> Session? {
         decode(id: sessionID, try await command(["HGETALL", .string(prefix + "s:" + sessionID)]))
     }
 
     /// Replaces the whole session (a changed refresh digest becomes a tombstone).
-    public func update(_ session: Session) async throws(SessionStoreError) {
+    package func update(_ session: Session) async throws(SessionStoreError) {
         _ = try await run(Self.updateScript, fields(session) + [.integer(Int(maxTTL * 1000)), .string(session.clientIP),
                                                                 .string(session.userAgent)])
     }
 
     /// Compare-and-set rotation (one Lua script: of two uses of one refresh token, exactly one wins).
-    public func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
+    package func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
                        lastUsed: Date) async throws(SessionStoreError) -> Session? {
         let reply = try await run(Self.rotateScript, [.string(sessionID), .string(refreshDigest), .string(newTokenDigest),
                                                       .string(newRefreshDigest), .integer(Self.ms(lastUsed)),
@@ -80,7 +80,7 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
     }
 
     /// Sets the Directus tokens (sealed when a key is set) and the role.
-    public func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
+    package func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
                                      role: String?) async throws(SessionStoreError) -> Session? {
         let reply = try await run(Self.directusTokensScript, [
             .string(sessionID), .string(seal(accessToken)), .integer(Self.ms(accessExpiresAt)), .string(seal(refreshToken)),
@@ -90,7 +90,7 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
     }
 
     /// Id, creation and last use of every live session of a user.
-    public func recency(userID: String) async throws(SessionStoreError) -> [SessionRecency] {
+    package func recency(userID: String) async throws(SessionStoreError) -> [SessionRecency] {
         let flat = try await run(Self.recencyScript, [.string(userID)]).array ?? []
         return stride(from: 0, to: flat.count - 2, by: 3).compactMap { i in
             guard let id = flat[i].string, let c = flat[i + 1].integer, let l = flat[i + 2].integer else { return nil }
@@ -99,7 +99,7 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
     }
 
     /// Writes batched last uses (and slides the Redis expiries), in batches of 500 sessions.
-    public func touch(_ lastUsed: [String: Date]) async throws(SessionStoreError) {
+    package func touch(_ lastUsed: [String: Date]) async throws(SessionStoreError) {
         let all = Array(lastUsed)
         for start in stride(from: 0, to: all.count, by: 500) {
             var arguments: [RedisArgument] = [.integer(Int(idleTTL * 1000))]
@@ -112,32 +112,32 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
     }
 
     /// Deletes a session and its index keys.
-    public func delete(sessionID: String) async throws(SessionStoreError) {
+    package func delete(sessionID: String) async throws(SessionStoreError) {
         _ = try await run(Self.deleteScript, [.string(sessionID)])
     }
 
     /// Redis expires the sessions itself; this forgets their ids in the expiry index and returns them.
-    public func purgeExpired(now: Date, idleTTL: TimeInterval) async throws(SessionStoreError) -> [String] {
+    package func purgeExpired(now: Date, idleTTL: TimeInterval) async throws(SessionStoreError) -> [String] {
         (try await run(Self.purgeScript, [.integer(Self.ms(now))]).array ?? []).compactMap(\.string)
     }
 
     /// Live sessions (by their expiry index).
-    public func count() async throws(SessionStoreError) -> Int {
+    package func count() async throws(SessionStoreError) -> Int {
         Int(try await command(["ZCOUNT", .string(prefix + "all"), .string("(" + String(Self.ms(Date()))), "+inf"]).integer ?? 0)
     }
 
     /// The live sessions of a user (its per-user index).
-    public func summaries(userID: String) async throws(SessionStoreError) -> [SessionSummary] {
+    package func summaries(userID: String) async throws(SessionStoreError) -> [SessionSummary] {
         Self.summaries(try await run(Self.summariesScript, [.string("u"), .string(userID)]))
     }
 
     /// The live sessions carrying `email` (ignoring ASCII case), through the e-mail index.
-    public func summaries(email: String) async throws(SessionStoreError) -> [SessionSummary] {
+    package func summaries(email: String) async throws(SessionStoreError) -> [SessionSummary] {
         Self.summaries(try await run(Self.summariesScript, [.string("e"), .string(SessionSummary.emailKey(email))]))
     }
 
     /// At most `limit` ids of live sessions starting with `prefix`, through the `ids` index (no key scan).
-    public func sessionIDs(prefix: String, limit: Int) async throws(SessionStoreError) -> [String] {
+    package func sessionIDs(prefix: String, limit: Int) async throws(SessionStoreError) -> [String] {
         guard SessionSummary.isIDLike(prefix), limit > 0 else { return [] }
         return (try await run(Self.prefixScript, [.string(prefix), .integer(limit)]).array ?? []).compactMap(\.string)
     }
@@ -155,12 +155,12 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
     }
 
     /// True while every worker loop's connection is up and the revocation channel is subscribed (no round trip).
-    public func isAvailable() async -> Bool { clients.isConnected && listening() }
+    package func isAvailable() async -> Bool { clients.isConnected && listening() }
 
     // MARK: SharedRefreshLock
 
     /// Takes the Directus refresh lock of a session (SET NX PX); returns its token, or nil when another holds it.
-    public func acquireRefreshLock(sessionID: String) async throws(SessionStoreError) -> String? {
+    package func acquireRefreshLock(sessionID: String) async throws(SessionStoreError) -> String? {
         let token = Crypto.newToken(prefix: "lk_")
         let reply = try await command(["SET", .string(prefix + "lock:" + sessionID), .string(token), "NX", "PX",
                                        .integer(Int(refreshLockTTL * 1000))])
@@ -168,7 +168,7 @@ public final class RedisSessionStore: SessionStore, SharedRefreshLock {
     }
 
     /// Releases the lock if it is still ours (best effort: it expires anyway).
-    public func releaseRefreshLock(sessionID: String, token: String) async {
+    package func releaseRefreshLock(sessionID: String, token: String) async {
         _ = try? await clients.evaluate(Self.unlockScript, keys: [.string(prefix + "lock:" + sessionID)],
                                         arguments: [.string(token)])
     }

@@ -19,12 +19,12 @@ import Darwin
 /// skips it from then on; the background purge deletes it with the expired rows. A `DELETE` would rewrite a
 /// page of each of the table's eight B-trees (the table and seven indexes) on every logout; the mark writes two
 /// (the row's page and the small partial index of revoked rows).
-public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
+package final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     /// The schema version this code writes (`PRAGMA user_version`).
-    public static let schemaVersion: Int32 = 4
+    package static let schemaVersion: Int32 = 4
 
     /// The database file path.
-    public let path: String
+    package let path: String
     private let secretBox: SecretBox?
     private let warn: (@Sendable (String) -> Void)?
     private let lock = PlainLock()
@@ -159,7 +159,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     /// `warn` receives one line when a stored session cannot be decrypted (e.g. the key changed);
     /// such a session reads as absent. Throws `SessionStoreError.cannotOpen` when the file cannot
     /// be created, opened, or is not a Postern session database.
-    public init(path: String, secretBox: SecretBox?, warn: (@Sendable (String) -> Void)? = nil) throws {
+    package init(path: String, secretBox: SecretBox?, warn: (@Sendable (String) -> Void)? = nil) throws {
         self.path = path
         self.secretBox = secretBox
         self.warn = warn
@@ -189,14 +189,14 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Closes the database; later calls throw. Safe to call more than once.
-    public func close() {
+    package func close() {
         lock.withLock { closeLocked() }
     }
 
     // MARK: - SessionStore
 
     /// Stores a new session; throws `duplicate` if its id or a digest is taken.
-    public func insert(_ session: Session) throws(SessionStoreError) {
+    package func insert(_ session: Session) throws(SessionStoreError) {
         try locked {
             var rc = try insertRow(session)
             if rc == SQLITE_CONSTRAINT, try clearRevoked(id: session.id, token: session.tokenDigest, refresh: session.refreshDigest) {
@@ -210,22 +210,22 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// The session with this access-token digest, or nil (also when its tokens cannot be decrypted).
-    public func session(tokenDigest: String) throws(SessionStoreError) -> Session? {
+    package func session(tokenDigest: String) throws(SessionStoreError) -> Session? {
         try locked { try readSession(.byToken, tokenDigest) }
     }
 
     /// The session with this refresh-token digest, or nil (also when its tokens cannot be decrypted).
-    public func session(refreshDigest: String) throws(SessionStoreError) -> Session? {
+    package func session(refreshDigest: String) throws(SessionStoreError) -> Session? {
         try locked { try readSession(.byRefresh, refreshDigest) }
     }
 
     /// The session with this id, or nil.
-    public func session(sessionID: String) throws(SessionStoreError) -> Session? {
+    package func session(sessionID: String) throws(SessionStoreError) -> Session? {
         try locked { try readSession(.byID, sessionID) }
     }
 
     /// The session id that used this refresh digest before rotating it away.
-    public func sessionID(usedRefreshDigest: String) throws(SessionStoreError) -> String? {
+    package func sessionID(usedRefreshDigest: String) throws(SessionStoreError) -> String? {
         try locked {
             let stmt = try statement(.usedRefresh)
             bind(stmt, 1, usedRefreshDigest)
@@ -237,7 +237,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Replaces the stored row of `session.id` (no-op if it is gone), remembering a rotated-away refresh digest.
-    public func update(_ session: Session) throws(SessionStoreError) {
+    package func update(_ session: Session) throws(SessionStoreError) {
         try locked {
             try transaction {
                 let old = try statement(.oldRefresh)
@@ -271,7 +271,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Rotates the digests of a session whose refresh digest is still `refreshDigest`, in one transaction.
-    public func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
+    package func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
                        lastUsed: Date) throws(SessionStoreError) -> Session? {
         try locked {
             var rotated: Session?
@@ -303,7 +303,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Sets the Directus tokens (sealed like at insert) and role of a session.
-    public func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
+    package func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
                                      role: String?) throws(SessionStoreError) -> Session? {
         try locked {
             let stmt = try statement(.directusTokens)
@@ -320,7 +320,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Id, creation and last use of each session of `userID` (through the `user_id` index).
-    public func recency(userID: String) throws(SessionStoreError) -> [SessionRecency] {
+    package func recency(userID: String) throws(SessionStoreError) -> [SessionRecency] {
         try locked {
             let stmt = try statement(.recency)
             bind(stmt, 1, userID)
@@ -338,7 +338,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Sets `last_used` of the listed sessions that still exist, in one transaction.
-    public func touch(_ lastUsed: [String: Date]) throws(SessionStoreError) {
+    package func touch(_ lastUsed: [String: Date]) throws(SessionStoreError) {
         guard !lastUsed.isEmpty else { return }
         try locked {
             try transaction {
@@ -356,7 +356,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     /// Revokes a session: marks its row (every read skips it from now on), blanks its Directus tokens and
     /// (trigger `sessions_forget_used_on_revoke`) deletes its used-refresh records, in one statement; the
     /// next purge deletes the row.
-    public func delete(sessionID: String) throws(SessionStoreError) {
+    package func delete(sessionID: String) throws(SessionStoreError) {
         try locked {
             let stmt = try statement(.delete)
             bind(stmt, 1, sessionID)
@@ -365,7 +365,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Removes every session whose effective expiry is at or before `now`; returns their ids.
-    public func purgeExpired(now: Date, idleTTL: TimeInterval) throws(SessionStoreError) -> [String] {
+    package func purgeExpired(now: Date, idleTTL: TimeInterval) throws(SessionStoreError) -> [String] {
         try locked {
             var removed: [String] = []
             try transaction {
@@ -385,7 +385,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// The sessions of `userID` (through the `user_id` index).
-    public func summaries(userID: String) throws(SessionStoreError) -> [SessionSummary] {
+    package func summaries(userID: String) throws(SessionStoreError) -> [SessionSummary] {
         try locked {
             let stmt = try statement(.summariesByUser)
             bind(stmt, 1, userID)
@@ -394,7 +394,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// The sessions whose e-mail is `email` ignoring ASCII case (through the `sessions_email` index).
-    public func summaries(email: String) throws(SessionStoreError) -> [SessionSummary] {
+    package func summaries(email: String) throws(SessionStoreError) -> [SessionSummary] {
         try locked {
             let stmt = try statement(.summariesByEmail)
             bind(stmt, 1, email)
@@ -404,7 +404,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
 
     /// At most `limit` ids starting with `prefix` (a range on the primary key); a prefix outside the base64url
     /// alphabet names no session.
-    public func sessionIDs(prefix: String, limit: Int) throws(SessionStoreError) -> [String] {
+    package func sessionIDs(prefix: String, limit: Int) throws(SessionStoreError) -> [String] {
         guard SessionSummary.isIDLike(prefix), limit > 0 else { return [] }
         return try locked {
             let stmt = try statement(.idsByPrefix)
@@ -440,7 +440,7 @@ public final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// The number of stored sessions (including any that cannot be decrypted).
-    public func count() throws(SessionStoreError) -> Int {
+    package func count() throws(SessionStoreError) -> Int {
         try locked {
             let stmt = try statement(.count)
             try check(sqlite3_step(stmt) == SQLITE_ROW, "count")

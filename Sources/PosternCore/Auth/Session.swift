@@ -5,12 +5,12 @@ import FoundationEssentials
 /// A value with its fields in one shared box, copied on the first change (as `Array` is): a request carries its
 /// session through several stages, and a copy of the box is one retain where a copy of the fields was one per
 /// text (six).
-public struct Session: Sendable, Equatable {
+package struct Session: Sendable, Equatable {
     /// The fields; shared by copies until one of them changes a field.
     private var fields: Fields
 
     /// Stable random session id (not a secret).
-    public var id: String {
+    package var id: String {
         _read { yield fields.id }
         _modify {
             makeUnique()
@@ -18,12 +18,12 @@ public struct Session: Sendable, Equatable {
         }
     }
     /// Hex SHA-256 of the current Postern access token.
-    public var tokenDigest: String {
+    package var tokenDigest: String {
         get { token.string }
         set { token = SessionDigest(newValue) }
     }
     /// Hex SHA-256 of the current Postern refresh token.
-    public var refreshDigest: String {
+    package var refreshDigest: String {
         get { refresh.string }
         set { refresh = SessionDigest(newValue) }
     }
@@ -44,7 +44,7 @@ public struct Session: Sendable, Equatable {
         }
     }
     /// The Directus user id.
-    public var userID: String {
+    package var userID: String {
         _read { yield fields.userID }
         _modify {
             makeUnique()
@@ -52,7 +52,7 @@ public struct Session: Sendable, Equatable {
         }
     }
     /// The user's email.
-    public var email: String {
+    package var email: String {
         _read { yield fields.email }
         _modify {
             makeUnique()
@@ -60,7 +60,7 @@ public struct Session: Sendable, Equatable {
         }
     }
     /// The Directus role id, when known.
-    public var role: String? {
+    package var role: String? {
         _read { yield fields.role }
         _modify {
             makeUnique()
@@ -68,7 +68,7 @@ public struct Session: Sendable, Equatable {
         }
     }
     /// The current Directus access token (a JWT).
-    public var directusAccessToken: String {
+    package var directusAccessToken: String {
         _read { yield fields.directusAccessToken }
         _modify {
             makeUnique()
@@ -76,7 +76,7 @@ public struct Session: Sendable, Equatable {
         }
     }
     /// When the Directus access token expires.
-    public var directusAccessExpiresAt: Date {
+    package var directusAccessExpiresAt: Date {
         _read { yield fields.directusAccessExpiresAt }
         _modify {
             makeUnique()
@@ -84,7 +84,7 @@ public struct Session: Sendable, Equatable {
         }
     }
     /// The current Directus refresh token.
-    public var directusRefreshToken: String {
+    package var directusRefreshToken: String {
         _read { yield fields.directusRefreshToken }
         _modify {
             makeUnique()
@@ -92,7 +92,7 @@ public struct Session: Sendable, Equatable {
         }
     }
     /// When the session was created.
-    public var createdAt: Date {
+    package var createdAt: Date {
         _read { yield fields.createdAt }
         _modify {
             makeUnique()
@@ -100,7 +100,7 @@ public struct Session: Sendable, Equatable {
         }
     }
     /// When the session was last used (sliding idle expiry).
-    public var lastUsedAt: Date {
+    package var lastUsedAt: Date {
         _read { yield fields.lastUsedAt }
         _modify {
             makeUnique()
@@ -108,7 +108,7 @@ public struct Session: Sendable, Equatable {
         }
     }
     /// Absolute expiry (created + maximum lifetime).
-    public var expiresAt: Date {
+    package var expiresAt: Date {
         _read { yield fields.expiresAt }
         _modify {
             makeUnique()
@@ -117,7 +117,7 @@ public struct Session: Sendable, Equatable {
     }
     /// The client's IP address at sign-in, as the gateway derived it (trusted proxies respected); "" for a
     /// session stored before Postern kept it.
-    public var clientIP: String {
+    package var clientIP: String {
         _read { yield fields.clientIP }
         _modify {
             makeUnique()
@@ -126,7 +126,7 @@ public struct Session: Sendable, Equatable {
     }
     /// The client's `User-Agent` at sign-in, bounded and without control characters (`Session.userAgent(_:)`);
     /// "" when it sent none, or for a session stored before Postern kept it.
-    public var userAgent: String {
+    package var userAgent: String {
         _read { yield fields.userAgent }
         _modify {
             makeUnique()
@@ -135,7 +135,7 @@ public struct Session: Sendable, Equatable {
     }
 
     /// Builds a session.
-    public init(id: String, tokenDigest: String, refreshDigest: String, userID: String, email: String,
+    package init(id: String, tokenDigest: String, refreshDigest: String, userID: String, email: String,
                 role: String? = nil, directusAccessToken: String, directusAccessExpiresAt: Date,
                 directusRefreshToken: String, createdAt: Date, lastUsedAt: Date, expiresAt: Date,
                 clientIP: String = "", userAgent: String = "") {
@@ -152,7 +152,7 @@ public struct Session: Sendable, Equatable {
     }
 
     /// Sessions are equal when every field is.
-    public static func == (lhs: Session, rhs: Session) -> Bool {
+    package static func == (lhs: Session, rhs: Session) -> Bool {
         lhs.fields === rhs.fields || lhs.fields.same(as: rhs.fields)
     }
 
@@ -213,21 +213,21 @@ public struct Session: Sendable, Equatable {
     }
 
     /// The current expiry: min(lastUsedAt + idleTTL, expiresAt).
-    public func effectiveExpiry(idleTTL: TimeInterval) -> Date {
+    package func effectiveExpiry(idleTTL: TimeInterval) -> Date {
         min(lastUsedAt.addingTimeInterval(idleTTL), expiresAt)
     }
 
     /// Whether the session is dead at `now` (expiry reached or passed).
-    public func isExpired(now: Date, idleTTL: TimeInterval) -> Bool {
+    package func isExpired(now: Date, idleTTL: TimeInterval) -> Bool {
         effectiveExpiry(idleTTL: idleTTL) <= now
     }
 
     /// The longest user agent a session keeps, in UTF-8 bytes.
-    public static let maxUserAgentBytes = 256
+    package static let maxUserAgentBytes = 256
 
     /// `raw` as a session keeps it: control characters (C0, DEL, C1) left out, then cut to at most
     /// `maxUserAgentBytes` UTF-8 bytes on a character boundary.
-    public static func userAgent(_ raw: String?) -> String {
+    package static func userAgent(_ raw: String?) -> String {
         guard let raw, !raw.isEmpty else { return "" }
         var out = String()
         var bytes = 0
@@ -244,7 +244,7 @@ public struct Session: Sendable, Equatable {
 
     /// A fresh random session id: base64url of 11 random bytes (88 bits; not a secret), 15 characters so
     /// that Swift keeps it inline in the `String` instead of allocating (sessions are many).
-    public static func newID() -> String {
+    package static func newID() -> String {
         Crypto.base64URLEncode(Crypto.randomBytes(11))
     }
 }

@@ -1,13 +1,13 @@
 import FoundationEssentials
 
 /// A Postern token pair handed to a client, with the session it opens.
-public struct IssuedTokens: Sendable {
+package struct IssuedTokens: Sendable {
     /// The bearer token (`pst_…`); shown once, stored only as a digest.
-    public var accessToken: String
+    package var accessToken: String
     /// The refresh token (`psr_…`); shown once, stored only as a digest.
-    public var refreshToken: String
+    package var refreshToken: String
     /// The session as stored.
-    public var session: Session
+    package var session: Session
 }
 
 /// Sessions: issue, authenticate, rotate and revoke Postern tokens, and keep each session's Directus
@@ -22,16 +22,16 @@ public struct IssuedTokens: Sendable {
 /// cannot answer makes the caller's request 503 `session_store_unavailable`, never a 401. Each revocation or
 /// change of a session is announced on the `SessionRevocationBus`, and announcements from other instances
 /// drop this one's cached copy.
-public final class SessionManager: @unchecked Sendable {
+package final class SessionManager: @unchecked Sendable {
     /// Where sessions live (read by the shared-refresh extension).
     let store: any SessionStore
     private let directus: DirectusClient
     /// Idle expiry in seconds.
-    public let idleTTL: TimeInterval
+    package let idleTTL: TimeInterval
     /// Absolute expiry in seconds.
-    public let maxTTL: TimeInterval
+    package let maxTTL: TimeInterval
     /// Live sessions per user: opening one more ends the user's least recently used session.
-    public let maxPerUser: Int
+    package let maxPerUser: Int
     /// The wall clock (injected in tests).
     let clock: @Sendable () -> Date
     /// The in-process cache in front of the store.
@@ -49,11 +49,11 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Sessions the in-process cache holds by default (about 60 MB with typical Directus tokens; see
     /// `SessionCache`); the others are read from the store.
-    public static let defaultCacheCapacity = 50_000
+    package static let defaultCacheCapacity = 50_000
 
     /// Creates a manager over `store`, caching at most `cacheCapacity` sessions in process; `revocations`
     /// tells the other instances of a shared store which sessions changed, and tells this one theirs.
-    public init(store: any SessionStore, directus: DirectusClient, idleTTL: TimeInterval, maxTTL: TimeInterval,
+    package init(store: any SessionStore, directus: DirectusClient, idleTTL: TimeInterval, maxTTL: TimeInterval,
                 maxPerUser: Int = 20, cacheCapacity: Int = SessionManager.defaultCacheCapacity,
                 revocations: any SessionRevocationBus = LocalRevocationBus(),
                 clock: @escaping @Sendable () -> Date = { Date() }) {
@@ -79,7 +79,7 @@ public final class SessionManager: @unchecked Sendable {
     /// Opens a session for a Directus login and returns the new Postern tokens; beyond `maxPerUser` live
     /// sessions, the user's least recently used ones end (and their Directus refresh tokens are logged out).
     /// The session keeps `context`'s client IP and `userAgent` (bounded by `Session.userAgent(_:)`).
-    public func open(tokens: DirectusTokens, email: String, userAgent: String? = nil,
+    package func open(tokens: DirectusTokens, email: String, userAgent: String? = nil,
                      context: CallFields) async throws(GatewayError) -> IssuedTokens {
         guard let claims = JWTClaims(token: tokens.accessToken), let userID = claims.id else {
             throw .upstreamError("Directus access token without user id")
@@ -123,7 +123,7 @@ public final class SessionManager: @unchecked Sendable {
     }
 
     /// The current expiry of a session (idle expiry slides with use, capped by the absolute one).
-    public func expiry(of session: Session) -> Date {
+    package func expiry(of session: Session) -> Date {
         session.effectiveExpiry(idleTTL: idleTTL)
     }
 
@@ -131,7 +131,7 @@ public final class SessionManager: @unchecked Sendable {
 
     /// The live session of a bearer token, or 401. A cache hit takes one shard lock and never suspends;
     /// a miss reads the store.
-    public func authenticate(token: String) async throws(GatewayError) -> Session {
+    package func authenticate(token: String) async throws(GatewayError) -> Session {
         guard token.hasPrefix(Crypto.accessTokenPrefix), token.utf8.count < 200 else { throw .unauthorized() }
         let key = TokenKey(token: token)
         let now = clock()
@@ -177,7 +177,7 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Exchanges a Postern refresh token for a new token pair; both old ones die. A refresh token that
     /// was already used revokes its whole session (reuse means it was stolen).
-    public func rotate(refreshToken: String, context: CallFields) async throws(GatewayError) -> IssuedTokens {
+    package func rotate(refreshToken: String, context: CallFields) async throws(GatewayError) -> IssuedTokens {
         let dead = GatewayError.unauthorized("unknown, used or expired refresh token")
         guard refreshToken.hasPrefix(Crypto.refreshTokenPrefix), refreshToken.utf8.count < 200 else { throw dead }
         let digest = Crypto.sha256Hex(refreshToken)
@@ -229,7 +229,7 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Kills a session at once and logs its Directus refresh token out upstream (best effort). Throws
     /// 503 `session_store_unavailable` when the store could not delete it (the token may still work elsewhere).
-    public func revoke(_ session: Session, context: CallFields) async throws(GatewayError) {
+    package func revoke(_ session: Session, context: CallFields) async throws(GatewayError) {
         // The latest Directus refresh token: a refresh may have rotated it since `session` was read.
         var latest = cache.session(id: session.id)
         if latest == nil { latest = try? await store.session(sessionID: session.id) }
@@ -265,7 +265,7 @@ public final class SessionManager: @unchecked Sendable {
     /// The live sessions of `user`, newest first: an e-mail (ignoring ASCII case) when it holds an `@`, else a
     /// user id. Last use is the fresher of the store's (batched) and this instance's cache's. 503 when the
     /// store cannot answer.
-    public func summaries(ofUser user: String) async throws(GatewayError) -> [SessionSummary] {
+    package func summaries(ofUser user: String) async throws(GatewayError) -> [SessionSummary] {
         let stored: [SessionSummary]
         do {
             stored = user.contains("@") ? try await store.summaries(email: user) : try await store.summaries(userID: user)
@@ -285,7 +285,7 @@ public final class SessionManager: @unchecked Sendable {
     /// on every instance of a shared store once the announcement arrives), and returns it: a full session id,
     /// or at least `SessionSummary.minimumPrefix` first characters of exactly one. 400 for a shorter prefix,
     /// 404 when none matches, 409 `ambiguous_session_id` when several do, 503 when the store cannot answer.
-    public func revoke(sessionIDOrPrefix idOrPrefix: String, context: CallFields) async throws(GatewayError) -> SessionSummary {
+    package func revoke(sessionIDOrPrefix idOrPrefix: String, context: CallFields) async throws(GatewayError) -> SessionSummary {
         let exact: Session?
         do {
             exact = SessionSummary.isIDLike(idOrPrefix) ? try await store.session(sessionID: idOrPrefix) : nil
@@ -324,7 +324,7 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Ends every session of the user `userID` like a logout; returns how many of them were live (expired ones
     /// the purge has not reached yet go too, uncounted). 503 when the store cannot answer.
-    public func revokeAll(userID: String, context: CallFields) async throws(GatewayError) -> Int {
+    package func revokeAll(userID: String, context: CallFields) async throws(GatewayError) -> Int {
         let stored: [SessionSummary]
         do {
             stored = try await store.summaries(userID: userID)
@@ -357,7 +357,7 @@ public final class SessionManager: @unchecked Sendable {
 
     /// Runs `call` with the session's Directus access token, refreshing it first when it has expired and
     /// once more (then retrying once) when Directus says it is stale. A failed refresh kills the session: 401.
-    public func withDirectusToken<T: Sendable>(_ session: Session, context: CallFields,
+    package func withDirectusToken<T: Sendable>(_ session: Session, context: CallFields,
                                                translate: (DirectusError) -> GatewayError = { $0.gatewayError() },
                                                _ call: (String) async throws(DirectusError) -> T) async throws(GatewayError) -> T {
         var current = session
@@ -487,36 +487,36 @@ public final class SessionManager: @unchecked Sendable {
     // MARK: Maintenance
 
     /// Writes batched `last_used` values (called from a background timer and at shutdown).
-    public func flush() async {
+    package func flush() async {
         let touches = cache.drainTouches()
         if !touches.isEmpty { try? await store.touch(touches) }
     }
 
     /// Deletes expired sessions from the store, then from the cache; returns how many the store removed.
     @discardableResult
-    public func purgeExpired() async -> Int {
+    package func purgeExpired() async -> Int {
         let purged = (try? await store.purgeExpired(now: clock(), idleTTL: idleTTL)) ?? []
         for id in purged { cache.remove(sessionID: id) }
         return purged.count
     }
 
     /// Live sessions in the store (0 when it cannot answer); also remembered for `lastKnownActiveSessions`.
-    public func activeSessions() async -> Int {
+    package func activeSessions() async -> Int {
         let count = (try? await store.count()) ?? 0
         knownCount.withLock { $0 = count }
         return count
     }
 
     /// The count the last `activeSessions()` saw (for a synchronous metrics gauge).
-    public var lastKnownActiveSessions: Int { knownCount.withLock { $0 } }
+    package var lastKnownActiveSessions: Int { knownCount.withLock { $0 } }
 
     /// Whether the session store can answer now (`/readyz`).
-    public func storeIsAvailable() async -> Bool {
+    package func storeIsAvailable() async -> Bool {
         await store.isAvailable()
     }
 
     /// Drops every cached session (a shared bus may have missed announcements: each is read again).
-    public func forgetAllCached() {
+    package func forgetAllCached() {
         cache.removeAll()
     }
 

@@ -5,7 +5,7 @@
 ///
 /// `publish` is called after the store was written and this instance's own cache updated; it must reach the
 /// **other** instances only (a shared bus filters out its own messages), and must not block.
-public protocol SessionRevocationBus: Sendable {
+package protocol SessionRevocationBus: Sendable {
     /// Announces that the session `sessionID` was revoked or changed.
     func publish(sessionID: String)
     /// Registers `handler`, called with the id of every session another instance announced (set up once,
@@ -18,18 +18,18 @@ public protocol SessionRevocationBus: Sendable {
 
 extension SessionRevocationBus {
     /// A bus that never loses announcements never calls it.
-    public func subscribeReset(_ handler: @escaping @Sendable () -> Void) {}
+    package func subscribeReset(_ handler: @escaping @Sendable () -> Void) {}
 }
 
 /// The bus of a store that only this process uses (memory, SQLite): there is no other instance to tell,
 /// so `publish` does nothing and no handler is ever called.
-public struct LocalRevocationBus: SessionRevocationBus {
+package struct LocalRevocationBus: SessionRevocationBus {
     /// A bus that reaches no one.
-    public init() {}
+    package init() {}
 
     /// Nothing to do: this process's cache is already up to date.
-    public func publish(sessionID: String) {}
+    package func publish(sessionID: String) {}
 
     /// Nothing will ever be announced.
-    public func subscribe(_ handler: @escaping @Sendable (String) -> Void) {}
+    package func subscribe(_ handler: @escaping @Sendable (String) -> Void) {}
 }

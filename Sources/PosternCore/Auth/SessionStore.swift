@@ -8,7 +8,7 @@ import FoundationEssentials
 /// Every lookup goes through an index (token digest, refresh digest, session id, user id, expiry), so
 /// each call costs O(1) in the number of stored sessions (`purgeExpired`: O(sessions it removes)).
 /// `SessionManager` never calls a store under one of its own locks.
-public protocol SessionStore: Sendable {
+package protocol SessionStore: Sendable {
     /// Stores a new session (its id and both digests must be unused).
     func insert(_ session: Session) async throws(SessionStoreError)
     /// Stores a new session like `insert` and returns it as stored: a store that keeps one copy of the strings
@@ -59,54 +59,54 @@ public protocol SessionStore: Sendable {
 
 extension SessionStore {
     /// Inserts `session` and returns it unchanged.
-    public func insertReturningStored(_ session: Session) async throws(SessionStoreError) -> Session {
+    package func insertReturningStored(_ session: Session) async throws(SessionStoreError) -> Session {
         try await insert(session)
         return session
     }
 
     /// In-process stores are always available.
-    public func isAvailable() async -> Bool { true }
+    package func isAvailable() async -> Bool { true }
 
     /// A store without an operator's listing (test doubles) says so.
-    public func summaries(userID: String) async throws(SessionStoreError) -> [SessionSummary] {
+    package func summaries(userID: String) async throws(SessionStoreError) -> [SessionSummary] {
         throw .failed("this session store cannot list sessions")
     }
 
     /// A store without an operator's listing (test doubles) says so.
-    public func summaries(email: String) async throws(SessionStoreError) -> [SessionSummary] {
+    package func summaries(email: String) async throws(SessionStoreError) -> [SessionSummary] {
         throw .failed("this session store cannot list sessions")
     }
 
     /// A store without an operator's listing (test doubles) says so.
-    public func sessionIDs(prefix: String, limit: Int) async throws(SessionStoreError) -> [String] {
+    package func sessionIDs(prefix: String, limit: Int) async throws(SessionStoreError) -> [String] {
         throw .failed("this session store cannot look sessions up by id prefix")
     }
 }
 
 /// What an operator sees of one session (docs/api.md, Session control): never a token or a digest.
-public struct SessionSummary: Sendable, Equatable {
+package struct SessionSummary: Sendable, Equatable {
     /// The session id (not a secret).
-    public var id: String
+    package var id: String
     /// The Directus user id.
-    public var userID: String
+    package var userID: String
     /// The e-mail the user signed in with.
-    public var email: String
+    package var email: String
     /// When the session was created.
-    public var createdAt: Date
+    package var createdAt: Date
     /// When it was last used, as the store knows it (the batched `last_used`).
-    public var lastUsedAt: Date
+    package var lastUsedAt: Date
     /// Absolute expiry.
-    public var expiresAt: Date
+    package var expiresAt: Date
     /// The client's IP at sign-in ("" for a session stored before Postern kept it).
-    public var clientIP: String
+    package var clientIP: String
     /// The client's user agent at sign-in ("" when none, or for a session stored before Postern kept it).
-    public var userAgent: String
+    package var userAgent: String
 
     /// The fewest characters of a session id that `DELETE /admin/sessions/{id}` accepts as a prefix.
-    public static let minimumPrefix = 8
+    package static let minimumPrefix = 8
 
     /// Builds a summary.
-    public init(id: String, userID: String, email: String, createdAt: Date, lastUsedAt: Date, expiresAt: Date,
+    package init(id: String, userID: String, email: String, createdAt: Date, lastUsedAt: Date, expiresAt: Date,
                 clientIP: String, userAgent: String) {
         self.id = id
         self.userID = userID
@@ -119,7 +119,7 @@ public struct SessionSummary: Sendable, Equatable {
     }
 
     /// The summary of `session`.
-    public init(_ session: Session) {
+    package init(_ session: Session) {
         self.init(id: session.id, userID: session.userID, email: session.email, createdAt: session.createdAt,
                   lastUsedAt: session.lastUsedAt, expiresAt: session.expiresAt, clientIP: session.clientIP,
                   userAgent: session.userAgent)
@@ -127,7 +127,7 @@ public struct SessionSummary: Sendable, Equatable {
 
     /// `email` as the stores compare e-mails: ASCII letters in lower case (as SQLite's `NOCASE` and Redis's Lua
     /// `string.lower` do), every other byte as it is.
-    public static func emailKey(_ email: String) -> String {
+    package static func emailKey(_ email: String) -> String {
         guard email.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return email }
         return String(decoding: email.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 + 32 : $0 },
                       as: UTF8.self)
@@ -135,7 +135,7 @@ public struct SessionSummary: Sendable, Equatable {
 
     /// Whether `id` could be a session id or a prefix of one: 1 to 64 characters of the base64url alphabet
     /// (what `Session.newID()` writes). Anything else names no session.
-    public static func isIDLike(_ id: String) -> Bool {
+    package static func isIDLike(_ id: String) -> Bool {
         guard !id.isEmpty, id.utf8.count <= 64 else { return false }
         return id.utf8.allSatisfy { b in
             (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z")) || (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z"))
@@ -145,16 +145,16 @@ public struct SessionSummary: Sendable, Equatable {
 }
 
 /// When one session of a user was created and last used (as the store knows it).
-public struct SessionRecency: Sendable, Equatable {
+package struct SessionRecency: Sendable, Equatable {
     /// The session id.
-    public var id: String
+    package var id: String
     /// When the session was created.
-    public var createdAt: Date
+    package var createdAt: Date
     /// When it was last used, as last written by a batched touch.
-    public var lastUsedAt: Date
+    package var lastUsedAt: Date
 
     /// Builds a record.
-    public init(id: String, createdAt: Date, lastUsedAt: Date) {
+    package init(id: String, createdAt: Date, lastUsedAt: Date) {
         self.id = id
         self.createdAt = createdAt
         self.lastUsedAt = lastUsedAt
@@ -162,7 +162,7 @@ public struct SessionRecency: Sendable, Equatable {
 }
 
 /// Errors of a session store.
-public enum SessionStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum SessionStoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The store at `path` could not be opened or initialised.
     case cannotOpen(String, String)
     /// A statement failed on an open store.
@@ -174,7 +174,7 @@ public enum SessionStoreError: Error, Sendable, Equatable, CustomStringConvertib
     case unavailable(String)
 
     /// A one-line explanation for logs and start-up failures.
-    public var description: String {
+    package var description: String {
         switch self {
         case let .cannotOpen(path, reason): return "cannot open session store \(path): \(reason)"
         case let .failed(reason): return "session store error: \(reason)"

@@ -1,18 +1,18 @@
 /// An error that knows its HTTP answer: status, public code and message, and a private cause for logs.
-public struct GatewayError: Error, Sendable, CustomStringConvertible {
+package struct GatewayError: Error, Sendable, CustomStringConvertible {
     /// The HTTP status.
-    public var status: Int
+    package var status: Int
     /// The machine-readable code (`invalid_request`, `unauthorized`, …).
-    public var code: PosternErrorCode
+    package var code: PosternErrorCode
     /// The message shown to the client (never a secret).
-    public var message: String
+    package var message: String
     /// Extra response headers (`Allow`, `Retry-After`, `WWW-Authenticate`).
-    public var headers: HTTPHeaders
+    package var headers: HTTPHeaders
     /// A private cause, for logs only.
-    public var cause: String?
+    package var cause: String?
 
     /// Builds an error.
-    public init(status: Int, code: PosternErrorCode, message: String, headers: HTTPHeaders = HTTPHeaders(), cause: String? = nil) {
+    package init(status: Int, code: PosternErrorCode, message: String, headers: HTTPHeaders = HTTPHeaders(), cause: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
@@ -21,78 +21,78 @@ public struct GatewayError: Error, Sendable, CustomStringConvertible {
     }
 
     /// A log-friendly description (never sent to clients).
-    public var description: String { "\(status) \(code.rawValue): \(message)" + (cause.map { " (\($0))" } ?? "") }
+    package var description: String { "\(status) \(code.rawValue): \(message)" + (cause.map { " (\($0))" } ?? "") }
 
     /// 400 `invalid_request`.
-    public static func invalidRequest(_ message: String) -> GatewayError {
+    package static func invalidRequest(_ message: String) -> GatewayError {
         GatewayError(status: 400, code: .invalidRequest, message: message)
     }
 
     /// 401 `unauthorized`, with `WWW-Authenticate`.
-    public static func unauthorized(_ message: String = "missing, invalid or expired token") -> GatewayError {
+    package static func unauthorized(_ message: String = "missing, invalid or expired token") -> GatewayError {
         GatewayError(status: 401, code: .unauthorized, message: message,
                      headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\""])
     }
 
     /// 401 `invalid_credentials`.
-    public static let invalidCredentials = GatewayError(status: 401, code: .invalidCredentials,
+    package static let invalidCredentials = GatewayError(status: 401, code: .invalidCredentials,
                                                         message: "wrong email or password")
 
     /// 403 `forbidden`.
-    public static func forbidden(_ message: String = "you may not do this") -> GatewayError {
+    package static func forbidden(_ message: String = "you may not do this") -> GatewayError {
         GatewayError(status: 403, code: .forbidden, message: message)
     }
 
     /// 404 `not_found`.
-    public static func notFound(_ message: String = "not found") -> GatewayError {
+    package static func notFound(_ message: String = "not found") -> GatewayError {
         GatewayError(status: 404, code: .notFound, message: message)
     }
 
     /// 405 `method_not_allowed`, with `Allow`.
-    public static func methodNotAllowed(_ allowed: [HTTPMethod]) -> GatewayError {
+    package static func methodNotAllowed(_ allowed: [HTTPMethod]) -> GatewayError {
         GatewayError(status: 405, code: .methodNotAllowed, message: "method not allowed",
                      headers: ["Allow": allowed.map(\.description).joined(separator: ", ")])
     }
 
     /// 409 `conflict`.
-    public static func conflict(_ message: String) -> GatewayError {
+    package static func conflict(_ message: String) -> GatewayError {
         GatewayError(status: 409, code: .conflict, message: message)
     }
 
     /// 413 `payload_too_large`.
-    public static func payloadTooLarge(_ limit: Int) -> GatewayError {
+    package static func payloadTooLarge(_ limit: Int) -> GatewayError {
         GatewayError(status: 413, code: .payloadTooLarge, message: "request body larger than \(limit) bytes")
     }
 
     /// 429 `rate_limited`, with `Retry-After`.
-    public static func rateLimited(retryAfter seconds: Int) -> GatewayError {
+    package static func rateLimited(retryAfter seconds: Int) -> GatewayError {
         GatewayError(status: 429, code: .rateLimited, message: "too many requests, retry later",
                      headers: ["Retry-After": String(max(1, seconds))])
     }
 
     /// 502 `upstream_error`.
-    public static func upstreamError(_ cause: String) -> GatewayError {
+    package static func upstreamError(_ cause: String) -> GatewayError {
         GatewayError(status: 502, code: .upstreamError, message: "the CMS answered something unusable", cause: cause)
     }
 
     /// 503 `upstream_unavailable`.
-    public static func upstreamUnavailable(_ cause: String) -> GatewayError {
+    package static func upstreamUnavailable(_ cause: String) -> GatewayError {
         GatewayError(status: 503, code: .upstreamUnavailable, message: "the CMS cannot be reached", cause: cause)
     }
 
     /// 503 `session_store_unavailable`: the session store cannot answer, so a token can be neither
     /// accepted nor refused (never a 401 for that).
-    public static func sessionStoreUnavailable(_ cause: String) -> GatewayError {
+    package static func sessionStoreUnavailable(_ cause: String) -> GatewayError {
         GatewayError(status: 503, code: .sessionStoreUnavailable, message: "the session store is unavailable; try again shortly", cause: cause)
     }
 
     /// 504 `upstream_timeout`.
-    public static func upstreamTimeout(_ cause: String) -> GatewayError {
+    package static func upstreamTimeout(_ cause: String) -> GatewayError {
         GatewayError(status: 504, code: .upstreamTimeout, message: "the CMS did not answer in time", cause: cause)
     }
 
     /// 500 `internal_error` (no detail leaked).
-    public static func internalError(_ cause: String) -> GatewayError {
+    package static func internalError(_ cause: String) -> GatewayError {
         GatewayError(status: 500, code: .internalError, message: "internal error", cause: cause)
     }
 }

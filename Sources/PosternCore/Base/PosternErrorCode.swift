@@ -1,5 +1,5 @@
 /// Postern's own error codes, the `code` of every error body (docs/api.md, Errors).
-public enum PosternErrorCode: String, Sendable, Equatable, CaseIterable {
+package enum PosternErrorCode: String, Sendable, Equatable, CaseIterable {
     /// 400: malformed JSON, wrong types, unknown or read-only field, bad query value.
     case invalidRequest = "invalid_request"
     /// 401: no bearer, or an unknown, expired or revoked token.

@@ -5,26 +5,26 @@ import FoundationEssentials
 ///
 /// Kept as numbers: the hex forms are written where they go (the upstream request head, the access log line)
 /// without a string per request; only `traceResponse` and the id of a trace a client started build one.
-public struct TraceContext: Sendable, Equatable {
+package struct TraceContext: Sendable, Equatable {
     /// The trace id's first 8 bytes (big-endian).
-    public let traceHigh: UInt64
+    package let traceHigh: UInt64
     /// The trace id's last 8 bytes (big-endian).
-    public let traceLow: UInt64
+    package let traceLow: UInt64
     /// The gateway's span id, new for every request: the parent id of every upstream call. Never zero.
-    public let spanID: UInt64
+    package let spanID: UInt64
     /// The trace flags, as the client sent them, or `01` (sampled) for a trace the gateway started.
-    public let flags: UInt8
+    package let flags: UInt8
     /// True when the client sent a valid `traceparent` (the answer then carries `traceresponse`).
-    public let fromClient: Bool
+    package let fromClient: Bool
     /// The client's `tracestate`, as it came, passed on with a client's valid `traceparent` only
     /// (nil: none, over `maxStateBytes`, or with a byte outside printable ASCII).
-    public let state: String?
+    package let state: String?
 
     /// Longest `tracestate` passed on, in bytes (the W3C limit for a whole list); a longer one is dropped.
-    public static let maxStateBytes = 512
+    package static let maxStateBytes = 512
 
     /// A context from its parts.
-    public init(traceHigh: UInt64, traceLow: UInt64, spanID: UInt64, flags: UInt8, fromClient: Bool, state: String?) {
+    package init(traceHigh: UInt64, traceLow: UInt64, spanID: UInt64, flags: UInt8, fromClient: Bool, state: String?) {
         self.traceHigh = traceHigh
         self.traceLow = traceLow
         self.spanID = spanID
@@ -113,7 +113,7 @@ public struct TraceContext: Sendable, Equatable {
     }
 
     /// The trace id, 32 lower-case hex digits.
-    public var traceID: String {
+    package var traceID: String {
         String(unsafeUninitializedCapacity: 32) { out in
             // Safe: `out` has room for 32 bytes.
             let base = out.baseAddress!
@@ -139,7 +139,7 @@ public struct TraceContext: Sendable, Equatable {
 
     /// `00-<trace id>-<gateway span id>-<flags>`: the `traceparent` of upstream calls and the `traceresponse` of
     /// the answer.
-    public var traceparent: String {
+    package var traceparent: String {
         String(unsafeUninitializedCapacity: 55) { out in
             // Safe: `out` has room for 55 bytes.
             writeParent(out.baseAddress!)

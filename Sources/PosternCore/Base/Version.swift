@@ -1,5 +1,5 @@
 /// The gateway's version.
-public enum PosternVersion {
+package enum PosternVersion {
     /// Semantic version of this build.
-    public static let current = "0.1.0"
+    package static let current = "0.1.0"
 }

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// Why `postern bootstrap` stopped; `description` is the one-line reason the CLI prints.
-public enum BootstrapError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum BootstrapError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Directus could not be reached at `url` within the wait.
     case unreachable(url: String, reason: String)
     /// Directus answered, but `/server/health` never said ok within the wait.
@@ -18,7 +18,7 @@ public enum BootstrapError: Error, Sendable, Equatable, CustomStringConvertible 
     case step(name: String, reason: String)
 
     /// The one-line reason, without secrets.
-    public var description: String {
+    package var description: String {
         switch self {
         case .unreachable(let url, let reason):
             return "Directus is not reachable at \(url) (\(reason)); is it running and is POSTERN_DIRECTUS_URL right?"
@@ -40,7 +40,7 @@ public enum BootstrapError: Error, Sendable, Equatable, CustomStringConvertible 
 }
 
 /// What one step of the bootstrap did.
-public enum BootstrapOutcome: String, Sendable, Equatable {
+package enum BootstrapOutcome: String, Sendable, Equatable {
     /// Already as wanted: nothing sent.
     case unchanged
     /// Created.
@@ -52,31 +52,31 @@ public enum BootstrapOutcome: String, Sendable, Equatable {
 }
 
 /// The result of a successful bootstrap.
-public struct BootstrapReport: Sendable, Equatable {
+package struct BootstrapReport: Sendable, Equatable {
     /// One step and its outcome.
-    public struct Step: Sendable, Equatable {
+    package struct Step: Sendable, Equatable {
         /// What the step is about, e.g. `collection posts`.
-        public var name: String
+        package var name: String
         /// What it did.
-        public var outcome: BootstrapOutcome
+        package var outcome: BootstrapOutcome
     }
 
     /// The Directus version (`/server/info` `data.version`).
-    public var version: String
+    package var version: String
     /// The id of the App User role.
-    public var roleID: String
+    package var roleID: String
     /// The id of the App User policy.
-    public var policyID: String
+    package var policyID: String
     /// The id of the Public policy used for registration.
-    public var publicPolicyID: String
+    package var publicPolicyID: String
     /// Every step, in order.
-    public var steps: [Step]
+    package var steps: [Step]
 
     /// True when any step created or updated something.
-    public var changed: Bool { steps.contains { $0.outcome != .unchanged } }
+    package var changed: Bool { steps.contains { $0.outcome != .unchanged } }
 
     /// One line: what changed, or that nothing did.
-    public var summary: String {
+    package var summary: String {
         let created = steps.filter { $0.outcome == .created }.count
         let updated = steps.filter { $0.outcome == .updated }.count
         let removed = steps.filter { $0.outcome == .removed }.count

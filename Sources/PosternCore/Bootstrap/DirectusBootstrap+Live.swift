@@ -2,7 +2,7 @@ import FoundationEssentials
 
 extension DirectusBootstrap {
     /// Runs the bootstrap against `config.directus.url` over a one-loop libevent transport (the CLI's path).
-    public static func runLive(config: PosternConfig, credentials: BootstrapCredentials,
+    package static func runLive(config: PosternConfig, credentials: BootstrapCredentials,
                                log: @escaping @Sendable (String) -> Void) async throws(BootstrapError) -> BootstrapReport {
         guard let endpoint = UpstreamEndpoint(url: config.directus.url) else {
             throw .step(name: "configuration", reason: "directus.url \"\(config.directus.url)\" is not an http(s) URL")

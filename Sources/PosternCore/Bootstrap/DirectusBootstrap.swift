@@ -6,11 +6,11 @@ import FoundationEssentials
 /// Follows docs/bootstrap.md: wait for health, log in, check the version, then for each
 /// piece (collection, relations, role, policy, access, permissions, Public registration, settings) look it
 /// up first and create or update it only when it is missing or different, so a second run sends no writes.
-public struct DirectusBootstrap: Sendable {
+package struct DirectusBootstrap: Sendable {
     /// How long to wait for `/server/health` to answer 200, in seconds.
-    public var readinessTimeout: Double = 60
+    package var readinessTimeout: Double = 60
     /// The pause between two readiness probes, in seconds.
-    public var retryInterval: Double = 1
+    package var retryInterval: Double = 1
 
     private let client: DirectusClient
     private let config: PosternConfig
@@ -19,7 +19,7 @@ public struct DirectusBootstrap: Sendable {
     private let context = CallFields(requestID: "postern-bootstrap", clientIP: "127.0.0.1")
 
     /// Prepares a bootstrap against `client` (whose transport points at `config.directus.url`).
-    public init(client: DirectusClient, config: PosternConfig, credentials: BootstrapCredentials,
+    package init(client: DirectusClient, config: PosternConfig, credentials: BootstrapCredentials,
                 log: @escaping @Sendable (String) -> Void) {
         self.client = client
         self.config = config
@@ -28,7 +28,7 @@ public struct DirectusBootstrap: Sendable {
     }
 
     /// Runs every step; throws the first problem with a one-line reason.
-    public func run() async throws(BootstrapError) -> BootstrapReport {
+    package func run() async throws(BootstrapError) -> BootstrapReport {
         var steps: [BootstrapReport.Step] = []
         func record(_ name: String, _ outcome: BootstrapOutcome, _ detail: String = "") {
             steps.append(BootstrapReport.Step(name: name, outcome: outcome))

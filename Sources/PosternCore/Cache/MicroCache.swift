@@ -10,12 +10,12 @@ import Synchronization
 /// (each its own LRU, lock and share of `maxEntries`; a small cache is one shard, an exact LRU), and the
 /// generations are atomics read without a lock. A shard's lock is held only for dictionary and list
 /// updates, never across an `await`; waiting continuations are resumed after it is released.
-public final class MicroCache: @unchecked Sendable {
+package final class MicroCache: @unchecked Sendable {
     /// A monotonic clock: the time elapsed since some fixed origin (injected in tests).
-    public typealias Clock = @Sendable () -> Duration
+    package typealias Clock = @Sendable () -> Duration
 
     /// How a request was answered.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// Served from the store.
         case hit
         /// Waited for another request's upstream call for the same key (answered `X-Cache: HIT`).
@@ -24,26 +24,26 @@ public final class MicroCache: @unchecked Sendable {
         case miss
 
         /// The `X-Cache` header value.
-        public var header: String { self == .miss ? "MISS" : "HIT" }
+        package var header: String { self == .miss ? "MISS" : "HIT" }
     }
 
     /// Counters since start, for `/metrics` and tests.
-    public struct Counts: Sendable, Equatable {
+    package struct Counts: Sendable, Equatable {
         /// Answers served from the store.
-        public var hits = 0
+        package var hits = 0
         /// Requests that called upstream.
-        public var misses = 0
+        package var misses = 0
         /// Requests that waited for another's upstream call.
-        public var coalesced = 0
+        package var coalesced = 0
         /// Answers dropped to stay within `maxEntries`.
-        public var evictions = 0
+        package var evictions = 0
         /// Answers held now (including ones a write made stale and that are not yet dropped).
-        public var entries = 0
+        package var entries = 0
     }
 
     /// The write counter of one collection: every write adds one; an answer is served and stored only
     /// under the value it started with. Read without a lock.
-    public final class Generation: Sendable {
+    package final class Generation: Sendable {
         private let value = Atomic<UInt64>(0)
 
         /// The number of writes announced so far.
@@ -54,14 +54,14 @@ public final class MicroCache: @unchecked Sendable {
     }
 
     /// The most answers kept (over all shards).
-    public let maxEntries: Int
+    package let maxEntries: Int
     private let shards: [Shard]
     private let shardMask: Int
     private let generations = LockedBox<[String: Generation]>([:])
 
     /// An empty cache holding at most `maxEntries` answers (at least 1), timed by `now`; `preparing` adds to a
     /// stored answer's headers what every hit would otherwise add the same way on its way out (the edge's fields).
-    public init(maxEntries: Int, now: @escaping Clock = MicroCache.monotonicClock(),
+    package init(maxEntries: Int, now: @escaping Clock = MicroCache.monotonicClock(),
                 preparing: @escaping @Sendable (inout HTTPHeaders) -> Void = { _ in }) {
         let maxEntries = max(1, maxEntries)
         let count = MicroCache.shardCount(maxEntries: maxEntries)
@@ -84,13 +84,13 @@ public final class MicroCache: @unchecked Sendable {
     /// quarter of the cost of the precise clock (no TSC read); its few milliseconds of resolution are well
     /// inside a TTL's precision (an answer may be served up to one tick after its TTL, never taken for expired
     /// early by more than one tick).
-    public static func monotonicClock() -> Clock {
+    package static func monotonicClock() -> Clock {
         let origin = MonotonicInstant.coarse.nanoseconds
         return { .nanoseconds(Int64(bitPattern: MonotonicInstant.coarse.nanoseconds &- origin)) }
     }
 
     /// The write counter of `collection` (made on first use; resources keep theirs from start).
-    public func generation(for collection: String) -> Generation {
+    package func generation(for collection: String) -> Generation {
         generations.withLock { table in
             if let generation = table[collection] { return generation }
             let generation = Generation()
@@ -103,13 +103,13 @@ public final class MicroCache: @unchecked Sendable {
     /// flight for it; else `produce()`'s, which is stored for `ttl` when it is a 200 and no write to
     /// `collection` landed since the call started. Errors reach every waiter and are never stored. The
     /// answer carries its `X-Cache` header.
-    public func answer(_ key: CacheKey, collection: String, ttl: Duration,
+    package func answer(_ key: CacheKey, collection: String, ttl: Duration,
                        produce: () async throws(GatewayError) -> HTTPResponse) async throws(GatewayError) -> (HTTPResponse, Outcome) {
         try await answer(key, generation: generation(for: collection), ttl: ttl, produce: produce)
     }
 
     /// `answer(_:collection:ttl:produce:)` with the collection's write counter already looked up.
-    public func answer(_ key: CacheKey, generation: Generation, ttl: Duration,
+    package func answer(_ key: CacheKey, generation: Generation, ttl: Duration,
                        produce: () async throws(GatewayError) -> HTTPResponse) async throws(GatewayError) -> (HTTPResponse, Outcome) {
         let shard = shards[key.digest & shardMask]
         while true {
@@ -144,13 +144,13 @@ public final class MicroCache: @unchecked Sendable {
 
     /// The stored answer for `key` while fresh under `generation`'s current value (counted as a hit), else
     /// nil: the first look of `answer`, without an `await` (a hit needs no async frame).
-    public func storedAnswer(_ key: CacheKey, generation: Generation) -> HTTPResponse? {
+    package func storedAnswer(_ key: CacheKey, generation: Generation) -> HTTPResponse? {
         shards[key.digest & shardMask].stored(key, generation: generation.current)
     }
 
     /// Drops every answer over `collection` (they are never served again) and stops reads already in flight
     /// from storing theirs.
-    public func invalidate(collection: String) {
+    package func invalidate(collection: String) {
         MicroCache.invalidate(collection: collection, in: generations)
     }
 
@@ -161,7 +161,7 @@ public final class MicroCache: @unchecked Sendable {
     }
 
     /// The counters so far (summed over the shards).
-    public var snapshot: Counts { MicroCache.counts(of: shards) }
+    package var snapshot: Counts { MicroCache.counts(of: shards) }
 
     /// `invalidate(collection:)` as a closure that holds the write counters, not the cache.
     ///

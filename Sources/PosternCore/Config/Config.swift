@@ -1,148 +1,148 @@
 /// The whole gateway configuration (docs/api.md, Configuration). Every key is optional; these are the defaults.
-public struct PosternConfig: Sendable, Equatable {
+package struct PosternConfig: Sendable, Equatable {
     /// `host:port` of the public listener.
-    public var listen = "0.0.0.0:8080"
+    package var listen = "0.0.0.0:8080"
     /// `host:port` of the admin listener (the dashboard, `/admin/…`, `/metrics`, `/healthz`, `/readyz`).
-    public var adminListen = "127.0.0.1:9180"
+    package var adminListen = "127.0.0.1:9180"
     /// The admin listener's operator API (`admin`).
-    public var admin = AdminConfig()
+    package var admin = AdminConfig()
     /// Event-loop threads; 0 means one per core.
-    public var workers = 0
+    package var workers = 0
     /// The Directus upstream.
-    public var directus = DirectusConfig()
+    package var directus = DirectusConfig()
     /// Session storage and lifetimes.
-    public var sessions = SessionsConfig()
+    package var sessions = SessionsConfig()
     /// Request limits and timeouts.
-    public var limits = LimitsConfig()
+    package var limits = LimitsConfig()
     /// Rate limits.
-    public var rateLimits = RateLimitsConfig()
+    package var rateLimits = RateLimitsConfig()
     /// CORS.
-    public var cors = CORSConfig()
+    package var cors = CORSConfig()
     /// Upstream circuit breaker.
-    public var circuitBreaker = CircuitBreakerConfig()
+    package var circuitBreaker = CircuitBreakerConfig()
     /// The resources served at `/api/v1/<name>`.
-    public var resources: [ResourceConfig] = ResourceConfig.shipped
+    package var resources: [ResourceConfig] = ResourceConfig.shipped
     /// The most answers the micro-cache keeps (least recently used evicted first).
-    public var cacheMaxEntries = 10_000
+    package var cacheMaxEntries = 10_000
     /// `debug`, `info`, `notice`, `warning` or `error` (from `POSTERN_LOG_LEVEL`; not a file key).
-    public var logLevel = "info"
+    package var logLevel = "info"
     /// Base64 32-byte key that encrypts Directus tokens at rest (from `POSTERN_SECRET_KEY` only).
-    public var secretKey: String?
+    package var secretKey: String?
 
     /// The defaults.
-    public init() {}
+    package init() {}
 }
 
 /// The operator API of the admin listener (`admin`): the bearer token every `/admin/…` call needs.
-public struct AdminConfig: Sendable, Equatable {
+package struct AdminConfig: Sendable, Equatable {
     /// The admin bearer token (`POSTERN_ADMIN_TOKEN`); empty: `/admin/…` answers 403 `admin_disabled`.
     /// A secret: never logged, redacted wherever the config is shown.
-    public var token = ""
+    package var token = ""
     /// The shortest token accepted (bytes).
-    public static let minTokenBytes = 16
+    package static let minTokenBytes = 16
     /// The defaults (no token: the operator API is off).
-    public init() {}
+    package init() {}
 }
 
 /// The Directus upstream (`directus`).
-public struct DirectusConfig: Sendable, Equatable {
+package struct DirectusConfig: Sendable, Equatable {
     /// Base URL, `http://` or `https://`.
-    public var url = "http://127.0.0.1:8055"
+    package var url = "http://127.0.0.1:8055"
     /// Upstream timeout in milliseconds (→ 504).
-    public var timeoutMs = 10_000
+    package var timeoutMs = 10_000
     /// Keep-alive connections per worker.
-    public var maxConnectionsPerWorker = 64
+    package var maxConnectionsPerWorker = 64
     /// `users` (public create on `/users`) or `register` (`/users/register`).
-    public var registration = "users"
+    package var registration = "users"
     /// Pooled connections idle longer than this many milliseconds are closed, under Node's 5 s keep-alive.
-    public var keepaliveIdleMs = 4000
+    package var keepaliveIdleMs = 4000
     /// Requests that may wait for a free pooled connection per worker; beyond it → 503.
-    public var maxWaitingPerWorker = 1024
+    package var maxWaitingPerWorker = 1024
     /// GETs sent in the same turn of a worker's loop that may share one connection, pipelined (1: none, the
     /// default: an answer is then only ever read on a connection that carries exactly one request).
-    public var pipelineDepth = 1
+    package var pipelineDepth = 1
     /// The largest answer body read from Directus, in bytes (chunk framing included); beyond it → 502.
-    public var maxResponseBytes = 16 << 20
+    package var maxResponseBytes = 16 << 20
     /// The defaults.
-    public init() {}
+    package init() {}
 }
 
 /// Session storage (`sessions`).
-public struct SessionsConfig: Sendable, Equatable {
+package struct SessionsConfig: Sendable, Equatable {
     /// `memory`, `sqlite:/path`, or `redis://host:port`.
-    public var store = "sqlite:data/sessions.db"
+    package var store = "sqlite:data/sessions.db"
     /// Idle expiry in seconds.
-    public var idleTTLSeconds = 604_800
+    package var idleTTLSeconds = 604_800
     /// Absolute expiry in seconds.
-    public var maxTTLSeconds = 2_592_000
+    package var maxTTLSeconds = 2_592_000
     /// Live sessions per user; a login beyond it ends that user's least recently used session.
-    public var maxPerUser = 20
+    package var maxPerUser = 20
     /// The defaults.
-    public init() {}
+    package init() {}
 }
 
 /// Request limits (`limits`).
-public struct LimitsConfig: Sendable, Equatable {
+package struct LimitsConfig: Sendable, Equatable {
     /// Largest accepted body (→ 413 JSON).
-    public var maxBodyBytes = 1_048_576
+    package var maxBodyBytes = 1_048_576
     /// Connection inactivity timeout in seconds.
-    public var inactivityTimeoutSeconds = 10
+    package var inactivityTimeoutSeconds = 10
     /// Seconds a request may take to arrive whole (headers and body), from its first byte.
-    public var requestTimeoutSeconds = 30
+    package var requestTimeoutSeconds = 30
     /// Grace period for in-flight requests on shutdown, in seconds.
-    public var shutdownGraceSeconds = 10
+    package var shutdownGraceSeconds = 10
     /// The defaults.
-    public init() {}
+    package init() {}
 }
 
 /// Rate limits (`rate_limits`).
-public struct RateLimitsConfig: Sendable, Equatable {
+package struct RateLimitsConfig: Sendable, Equatable {
     /// Failed logins per client IP per minute.
-    public var failedLoginsPerIPPerMinute = 10
+    package var failedLoginsPerIPPerMinute = 10
     /// Failed logins per email per minute.
-    public var failedLoginsPerEmailPerMinute = 5
+    package var failedLoginsPerEmailPerMinute = 5
     /// Failed logins per email per day.
-    public var failedLoginsPerEmailPerDay = 20
+    package var failedLoginsPerEmailPerDay = 20
     /// Registrations per client IP per minute.
-    public var registrationsPerIPPerMinute = 10
+    package var registrationsPerIPPerMinute = 10
     /// API requests per Postern token per minute (0: no limit).
-    public var requestsPerTokenPerMinute = 0
+    package var requestsPerTokenPerMinute = 0
     /// Peers whose `X-Forwarded-For` is trusted (IPs).
-    public var trustedProxies: [String] = []
+    package var trustedProxies: [String] = []
     /// Buckets each limit holds at most (least recently used dropped first), bounding the limiter's memory.
-    public var maxBuckets = RateLimitsConfig.defaultMaxBuckets
+    package var maxBuckets = RateLimitsConfig.defaultMaxBuckets
     /// The default of `maxBuckets`.
-    public static let defaultMaxBuckets = 100_000
+    package static let defaultMaxBuckets = 100_000
     /// The largest allowed `maxBuckets`.
-    public static let maxBucketsCeiling = 100_000_000
+    package static let maxBucketsCeiling = 100_000_000
     /// The defaults.
-    public init() {}
+    package init() {}
 }
 
 /// CORS (`cors`).
-public struct CORSConfig: Sendable, Equatable {
+package struct CORSConfig: Sendable, Equatable {
     /// Allowed origins; `*` for any.
-    public var allowedOrigins = ["*"]
+    package var allowedOrigins = ["*"]
     /// Whether credentials are allowed (never with `*`).
-    public var allowCredentials = false
+    package var allowCredentials = false
     /// Preflight cache lifetime in seconds.
-    public var maxAgeSeconds = 600
+    package var maxAgeSeconds = 600
     /// The defaults.
-    public init() {}
+    package init() {}
 }
 
 /// Circuit breaker (`circuit_breaker`).
-public struct CircuitBreakerConfig: Sendable, Equatable {
+package struct CircuitBreakerConfig: Sendable, Equatable {
     /// Consecutive connection failures or timeouts that open the circuit.
-    public var failures = 5
+    package var failures = 5
     /// Seconds the circuit stays open before one probe.
-    public var openSeconds = 5
+    package var openSeconds = 5
     /// The defaults.
-    public init() {}
+    package init() {}
 }
 
 /// What a resource's answers are cached under besides the resource and the upstream query (`cache.scope`).
-public enum CacheScope: String, Sendable, Equatable, CaseIterable {
+package enum CacheScope: String, Sendable, Equatable, CaseIterable {
     /// One cached answer per caller (user id).
     case user
     /// One cached answer per Directus role, for resources whose read permissions do not depend on the user.
@@ -150,28 +150,28 @@ public enum CacheScope: String, Sendable, Equatable, CaseIterable {
 }
 
 /// A resource's micro-cache settings (`resources[i].cache`); `ttlMs` 0 is off.
-public struct ResourceCacheConfig: Sendable, Equatable {
+package struct ResourceCacheConfig: Sendable, Equatable {
     /// How long a cached answer is served, in milliseconds (0: not cached).
-    public var ttlMs = 0
+    package var ttlMs = 0
     /// Who shares a cached answer.
-    public var scope: CacheScope = .user
+    package var scope: CacheScope = .user
     /// Off.
-    public init() {}
+    package init() {}
 }
 
 /// Which `{id}` values are valid keys of a collection.
-public enum IDType: String, Sendable, Equatable, CaseIterable {
+package enum IDType: String, Sendable, Equatable, CaseIterable {
     case integer, uuid, string
 }
 
 /// A permission rule (docs/api.md, Resources): a small closed set.
-public enum PermissionRule: Sendable, Equatable, CustomStringConvertible {
+package enum PermissionRule: Sendable, Equatable, CustomStringConvertible {
     case `public`, authenticated, owner, nobody
     /// Allowed when the caller's Directus role id equals this id.
     case role(String)
 
     /// Parses `public`, `authenticated`, `owner`, `nobody` or `role:<id>`.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         switch text {
         case "public": self = .public
         case "authenticated": self = .authenticated
@@ -184,7 +184,7 @@ public enum PermissionRule: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The config text of the rule.
-    public var description: String {
+    package var description: String {
         switch self {
         case .public: return "public"
         case .authenticated: return "authenticated"
@@ -196,48 +196,48 @@ public enum PermissionRule: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// The actions a resource route performs.
-public enum ResourceAction: String, Sendable, CaseIterable {
+package enum ResourceAction: String, Sendable, CaseIterable {
     case list, read, create, update, delete
 }
 
 /// One resource served at `/api/v1/<name>` over a Directus collection.
-public struct ResourceConfig: Sendable, Equatable {
+package struct ResourceConfig: Sendable, Equatable {
     /// The resource name (path segment and body key).
-    public var name: String
+    package var name: String
     /// The Directus collection.
-    public var collection: String
+    package var collection: String
     /// Which ids are valid keys.
-    public var idType: IDType = .integer
+    package var idType: IDType = .integer
     /// Resource field name → Directus field name, in output order. Must map `id`.
-    public var fields: [(String, String)]
+    package var fields: [(String, String)]
     /// Resource fields that are never null in output (`""` instead).
-    public var required: [String] = []
+    package var required: [String] = []
     /// Resource fields a client may write.
-    public var writable: [String] = []
+    package var writable: [String] = []
     /// The Directus field that holds the creator's user id (for `owner` rules).
-    public var owner: String?
+    package var owner: String?
     /// Resource fields that `search` looks in (`search_fields`); nil means the writable fields.
-    public var searchFields: [String]?
+    package var searchFields: [String]?
     /// Largest `limit`.
-    public var maxLimit = 100
+    package var maxLimit = 100
     /// `limit` when none is given.
-    public var defaultLimit = 20
+    package var defaultLimit = 20
     /// The micro-cache settings (off by default).
-    public var cache = ResourceCacheConfig()
+    package var cache = ResourceCacheConfig()
     /// The rule per action.
-    public var permissions: [ResourceAction: PermissionRule] = [
+    package var permissions: [ResourceAction: PermissionRule] = [
         .list: .authenticated, .read: .authenticated, .create: .authenticated, .update: .owner, .delete: .owner,
     ]
 
     /// Builds a resource.
-    public init(name: String, collection: String, fields: [(String, String)]) {
+    package init(name: String, collection: String, fields: [(String, String)]) {
         self.name = name
         self.collection = collection
         self.fields = fields
     }
 
     /// Equal when every setting is equal (fields compared in order).
-    public static func == (lhs: ResourceConfig, rhs: ResourceConfig) -> Bool {
+    package static func == (lhs: ResourceConfig, rhs: ResourceConfig) -> Bool {
         lhs.name == rhs.name && lhs.collection == rhs.collection && lhs.idType == rhs.idType
             && lhs.fields.map { "\($0.0)=\($0.1)" } == rhs.fields.map { "\($0.0)=\($0.1)" }
             && lhs.required == rhs.required && lhs.writable == rhs.writable && lhs.owner == rhs.owner
@@ -247,17 +247,17 @@ public struct ResourceConfig: Sendable, Equatable {
     }
 
     /// The Directus field of resource field `name`.
-    public func directusField(_ name: String) -> String? {
+    package func directusField(_ name: String) -> String? {
         fields.first { $0.0 == name }?.1
     }
 
     /// The resource field of Directus field `name`.
-    public func resourceField(_ directus: String) -> String? {
+    package func resourceField(_ directus: String) -> String? {
         fields.first { $0.1 == directus }?.0
     }
 
     /// The shipped resources: `books` (the SwiftUI tutorial's shape) and `posts` (the Directus tutorial's).
-    public static var shipped: [ResourceConfig] {
+    package static var shipped: [ResourceConfig] {
         var books = ResourceConfig(name: "books", collection: "posts",
                                    fields: [("id", "id"), ("title", "title"), ("subtitle", "content"), ("user", "user_created")])
         books.required = ["title"]

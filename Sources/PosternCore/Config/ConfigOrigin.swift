@@ -2,23 +2,23 @@ import FoundationEssentials
 
 /// A configuration value that came from the environment rather than the file (`postern check` prints one line
 /// each), and whether it replaced a value the file sets: an image's `ENV` must not silently win over a mounted file.
-public struct ConfigOrigin: Sendable, Equatable, CustomStringConvertible {
+package struct ConfigOrigin: Sendable, Equatable, CustomStringConvertible {
     /// The key path it sets (`listen`, `directus.url`, `resources[*].cache.ttl_ms`).
-    public var key: String
+    package var key: String
     /// The environment variable it came from (`POSTERN_LISTEN`).
-    public var variable: String
+    package var variable: String
     /// True when the config file sets the same key, so that the file's value is not used.
-    public var overridesFile: Bool
+    package var overridesFile: Bool
 
     /// Builds an origin.
-    public init(key: String, variable: String, overridesFile: Bool) {
+    package init(key: String, variable: String, overridesFile: Bool) {
         self.key = key
         self.variable = variable
         self.overridesFile = overridesFile
     }
 
     /// `listen: from POSTERN_LISTEN`, plus what it overrode; never the value (it may be a secret).
-    public var description: String {
+    package var description: String {
         "\(key): from \(variable)" + (overridesFile ? " (the file's value is not used)" : "")
     }
 }
@@ -26,7 +26,7 @@ public struct ConfigOrigin: Sendable, Equatable, CustomStringConvertible {
 extension PosternConfig {
     /// The values the environment sets (in `environmentOverrides` order), each with whether the file's `json` sets
     /// the same key. Counts a variable exactly as loading does: set and not blank, valid or not.
-    public static func environmentOrigins(json: Data?, environment: [String: String]) -> [ConfigOrigin] {
+    package static func environmentOrigins(json: Data?, environment: [String: String]) -> [ConfigOrigin] {
         let root = json.flatMap { try? JSONValue.parse($0) }
         return environmentOverrides.compactMap { variable, key in
             guard let raw = environment[variable], !raw.trimmedSpaces().isEmpty else { return nil }
@@ -35,7 +35,7 @@ extension PosternConfig {
     }
 
     /// `environmentOrigins(json:environment:)` for the file that `load(configPath:environment:)` reads, if any.
-    public static func environmentOrigins(configPath: String?, environment: [String: String]) -> [ConfigOrigin] {
+    package static func environmentOrigins(configPath: String?, environment: [String: String]) -> [ConfigOrigin] {
         let json = resolvedPath(configPath: configPath, environment: environment)
             .flatMap { FileManager.default.contents(atPath: $0) }
         return environmentOrigins(json: json, environment: environment)

@@ -1,31 +1,31 @@
 /// One thing wrong with the configuration, named by its key path (`directus.timeout_ms`,
 /// `resources[1].permissions.update`) or by the environment variable it came from.
-public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
+package struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
     /// Key path in the config file, an environment variable name, or `config` for the file itself.
-    public var path: String
+    package var path: String
     /// What is wrong, and what would be right.
-    public var message: String
+    package var message: String
 
     /// Builds a problem.
-    public init(path: String, message: String) {
+    package init(path: String, message: String) {
         self.path = path
         self.message = message
     }
 
     /// `path: message`, the form `postern check` prints.
-    public var description: String { "\(path): \(message)" }
+    package var description: String { "\(path): \(message)" }
 }
 
 /// Every problem found while loading a configuration (never just the first).
-public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The problems, in the order they were found.
-    public var problems: [ConfigProblem]
+    package var problems: [ConfigProblem]
 
     /// Builds an error from its problems.
-    public init(problems: [ConfigProblem]) {
+    package init(problems: [ConfigProblem]) {
         self.problems = problems
     }
 
     /// One problem per line.
-    public var description: String { problems.map(\.description).joined(separator: "\n") }
+    package var description: String { problems.map(\.description).joined(separator: "\n") }
 }

@@ -1,18 +1,18 @@
 /// A parsed `host:port` listen or connect address; IPv6 hosts are written `[::1]:8080`.
-public struct HostPort: Sendable, Equatable, CustomStringConvertible {
+package struct HostPort: Sendable, Equatable, CustomStringConvertible {
     /// The host name or IP address (IPv6 without brackets).
-    public var host: String
+    package var host: String
     /// The port; 0 asks the system for a free one.
-    public var port: UInt16
+    package var port: UInt16
 
     /// Builds an address from its parts.
-    public init(host: String, port: UInt16) {
+    package init(host: String, port: UInt16) {
         self.host = host
         self.port = port
     }
 
     /// Parses `host:port` or `[ipv6]:port`; nil when the host is empty or odd, or the port is not 0…65535.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let host: Substring
         let portText: Substring
         if text.hasPrefix("[") {
@@ -36,5 +36,5 @@ public struct HostPort: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `host:port`, with brackets around an IPv6 host.
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }

@@ -2,7 +2,7 @@ import FoundationEssentials
 
 extension PosternConfig {
     /// The environment variables that override config keys (docs/api.md, Configuration), with the key path each sets.
-    public static let environmentOverrides: [(variable: String, key: String)] = [
+    package static let environmentOverrides: [(variable: String, key: String)] = [
         ("POSTERN_LISTEN", "listen"),
         ("POSTERN_ADMIN_LISTEN", "admin_listen"),
         ("POSTERN_ADMIN_TOKEN", "admin.token"),
@@ -16,11 +16,11 @@ extension PosternConfig {
     ]
 
     /// The file used when neither `--config` nor `POSTERN_CONFIG` names one (if it exists).
-    public static let defaultPath = "config/postern.json"
+    package static let defaultPath = "config/postern.json"
 
     /// Decodes and validates; env is passed in so tests control it.
     /// `json` nil means no file: the built-in defaults, then the environment.
-    public static func load(json: Data?, environment: [String: String]) -> Result<PosternConfig, ConfigError> {
+    package static func load(json: Data?, environment: [String: String]) -> Result<PosternConfig, ConfigError> {
         var reader = ConfigReader()
         var config = PosternConfig()
         var resourcePaths = config.resources.indices.map { "resources[\($0)]" }
@@ -43,12 +43,12 @@ extension PosternConfig {
 
     /// Resolves the path (`--config` arg, else POSTERN_CONFIG, else config/postern.json if it exists,
     /// else built-in defaults) and loads with the real process environment.
-    public static func loadFromProcess(configPath: String?) -> Result<PosternConfig, ConfigError> {
+    package static func loadFromProcess(configPath: String?) -> Result<PosternConfig, ConfigError> {
         load(configPath: configPath, environment: ProcessInfo.processInfo.environment)
     }
 
     /// `loadFromProcess` with the environment passed in: reads the resolved file, then `load(json:environment:)`.
-    public static func load(configPath: String?, environment: [String: String]) -> Result<PosternConfig, ConfigError> {
+    package static func load(configPath: String?, environment: [String: String]) -> Result<PosternConfig, ConfigError> {
         guard let path = resolvedPath(configPath: configPath, environment: environment) else {
             return load(json: nil, environment: environment)
         }
@@ -62,12 +62,12 @@ extension PosternConfig {
     }
 
     /// The config file path that loadFromProcess would use (nil = defaults only).
-    public static func resolvedPath(configPath: String?) -> String? {
+    package static func resolvedPath(configPath: String?) -> String? {
         resolvedPath(configPath: configPath, environment: ProcessInfo.processInfo.environment)
     }
 
     /// `resolvedPath(configPath:)` with the environment passed in.
-    public static func resolvedPath(configPath: String?, environment: [String: String]) -> String? {
+    package static func resolvedPath(configPath: String?, environment: [String: String]) -> String? {
         if let configPath, !configPath.isEmpty { return configPath }
         if let path = environment["POSTERN_CONFIG"], !path.isEmpty { return path }
         return FileManager.default.fileExists(atPath: defaultPath) ? defaultPath : nil
@@ -139,30 +139,30 @@ extension PosternConfig {
 }
 
 /// The Directus admin credentials `postern bootstrap` uses: a static token, or an email and a password.
-public struct BootstrapCredentials: Sendable, Equatable, CustomStringConvertible {
+package struct BootstrapCredentials: Sendable, Equatable, CustomStringConvertible {
     /// `POSTERN_DIRECTUS_ADMIN_EMAIL`.
-    public var email: String?
+    package var email: String?
     /// `POSTERN_DIRECTUS_ADMIN_PASSWORD`.
-    public var password: String?
+    package var password: String?
     /// `POSTERN_DIRECTUS_ADMIN_TOKEN` (preferred when set).
-    public var token: String?
+    package var token: String?
 
     /// Builds credentials.
-    public init(email: String? = nil, password: String? = nil, token: String? = nil) {
+    package init(email: String? = nil, password: String? = nil, token: String? = nil) {
         self.email = email
         self.password = password
         self.token = token
     }
 
     /// Names which credentials are set, never their values.
-    public var description: String {
+    package var description: String {
         token != nil ? "BootstrapCredentials(token)" : "BootstrapCredentials(email: \(email ?? "-"), password: <redacted>)"
     }
 }
 
 extension PosternConfig {
     /// Reads the Directus admin credentials for `postern bootstrap`: the token, or else both email and password.
-    public static func bootstrapCredentials(
+    package static func bootstrapCredentials(
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> Result<BootstrapCredentials, ConfigError> {
         func value(_ variable: String) -> String? {

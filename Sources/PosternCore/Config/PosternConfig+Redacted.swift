@@ -2,13 +2,13 @@ import FoundationEssentials
 
 extension PosternConfig {
     /// What stands in for a secret wherever the config is shown.
-    public static let redacted = "<redacted>"
+    package static let redacted = "<redacted>"
 
     /// The effective configuration in the file's shape (docs/api.md, Configuration), with every secret replaced by
     /// `<redacted>`: `admin.token`, `secret_key`, a password in a `redis://` store URL, credentials in
     /// `directus.url`. An unset secret shows as `""` or null, so that an operator sees whether it is set.
     /// For the operator console (`GET /admin/stats`).
-    public func redactedJSON() -> JSONValue {
+    package func redactedJSON() -> JSONValue {
         func int(_ value: Int) -> JSONValue { .int(Int64(value)) }
         func strings(_ values: [String]) -> JSONValue { .array(values.map { .string($0) }) }
         return .object([

@@ -1,15 +1,15 @@
 /// A parsed `redis://[:password@]host:port[/db]` (docs/api.md, Several instances (Redis)).
-public struct RedisURL: Sendable, Equatable {
+package struct RedisURL: Sendable, Equatable {
     /// Where Redis listens.
-    public var address: HostPort
+    package var address: HostPort
     /// The `AUTH` password, if any (never logged).
-    public var password: String?
+    package var password: String?
     /// The database number (`SELECT`), 0 by default.
-    public var db: Int
+    package var db: Int
 
     /// Parses the URL; nil for another scheme (`rediss://` included), a missing port, a user name, or a
     /// database that is not a number from 0 to 15.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         guard text.hasPrefix("redis://") else { return nil }
         var rest = Substring(text.dropFirst("redis://".count))
         var db = 0

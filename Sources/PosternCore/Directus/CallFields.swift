@@ -5,20 +5,20 @@ import FoundationEssentials
 /// this order: `Accept: application/json`, `X-Request-Id`, `X-Forwarded-For`, `Authorization: Bearer <token>`
 /// (with a token), `Content-Type: application/json` (with a JSON body), `traceparent` and `tracestate` (with a
 /// trace; `tracestate` when the client sent one). A value holding CR, LF or NUL is not sent.
-public struct CallFields: UpstreamHeadFields, Equatable {
+package struct CallFields: UpstreamHeadFields, Equatable {
     /// Sent as `X-Request-Id`.
-    public var requestID: String
+    package var requestID: String
     /// Sent as `X-Forwarded-For` (set, not appended).
-    public var clientIP: String
+    package var clientIP: String
     /// Sent as `traceparent` (the gateway's span as the parent) and `tracestate` (nil: neither is sent).
-    public var trace: TraceContext?
+    package var trace: TraceContext?
     /// Sent as `Authorization: Bearer <token>` (nil: no such field); set by `DirectusClient` per call.
-    public var bearer: String?
+    package var bearer: String?
     /// True when the body is JSON (sent with `Content-Type: application/json`); set by `DirectusClient` per call.
-    public var jsonBody: Bool
+    package var jsonBody: Bool
 
     /// The fields of a call for the client request `requestID` from `clientIP`.
-    public init(requestID: String, clientIP: String, trace: TraceContext? = nil, bearer: String? = nil, jsonBody: Bool = false) {
+    package init(requestID: String, clientIP: String, trace: TraceContext? = nil, bearer: String? = nil, jsonBody: Bool = false) {
         self.requestID = requestID
         self.clientIP = clientIP
         self.trace = trace
@@ -27,7 +27,7 @@ public struct CallFields: UpstreamHeadFields, Equatable {
     }
 
     /// Writes the fields into the request head.
-    public func write(to head: HeadWriter) {
+    package func write(to head: HeadWriter) {
         head.line("Accept: application/json\r\n")
         head.field("X-Request-Id: ", requestID)
         head.field("X-Forwarded-For: ", clientIP)
@@ -37,7 +37,7 @@ public struct CallFields: UpstreamHeadFields, Equatable {
     }
 
     /// The fields as headers, in the order they go on the wire.
-    public var headers: HTTPHeaders {
+    package var headers: HTTPHeaders {
         var h = HTTPHeaders(capacity: 7)
         h.add("Accept", "application/json")
         h.add("X-Request-Id", requestID)

@@ -4,9 +4,9 @@ import Synchronization
 /// A process-wide circuit breaker (lock-free while closed and healthy) (docs/api.md, Limits and defaults): after `threshold` consecutive connection failures or
 /// timeouts it opens, and calls fail fast with 503 without reaching Directus; after `openSeconds` one
 /// probe is let through, and its success closes the circuit again.
-public final class CircuitBreaker: @unchecked Sendable {
+package final class CircuitBreaker: @unchecked Sendable {
     /// The breaker's state.
-    public enum State: Int, Sendable {
+    package enum State: Int, Sendable {
         case closed = 0, open = 1, halfOpen = 2
     }
 
@@ -22,7 +22,7 @@ public final class CircuitBreaker: @unchecked Sendable {
     private let healthy = Atomic<Bool>(true)
 
     /// Creates a closed breaker.
-    public init(threshold: Int, openSeconds: TimeInterval,
+    package init(threshold: Int, openSeconds: TimeInterval,
                 clock: @escaping @Sendable () -> TimeInterval = { ProcessInfo.processInfo.systemUptime }) {
         self.threshold = threshold
         self.openSeconds = openSeconds
@@ -30,7 +30,7 @@ public final class CircuitBreaker: @unchecked Sendable {
     }
 
     /// The current state.
-    public var state: State {
+    package var state: State {
         lock.withLock {
             guard let openedAt else { return .closed }
             return probing || clock() - openedAt >= openSeconds ? .halfOpen : .open

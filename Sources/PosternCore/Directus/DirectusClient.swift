@@ -1,26 +1,26 @@
 import FoundationEssentials
 
 /// The tokens Directus hands out on login and refresh.
-public struct DirectusTokens: Sendable, Equatable {
+package struct DirectusTokens: Sendable, Equatable {
     /// The access JWT.
-    public var accessToken: String
+    package var accessToken: String
     /// The refresh token (rotates on every refresh).
-    public var refreshToken: String
+    package var refreshToken: String
     /// Access-token lifetime in milliseconds.
-    public var expiresMs: Int64
+    package var expiresMs: Int64
 }
 
 /// Directus's REST API as typed calls: auth, users, items, ping.
-public struct DirectusClient: Sendable {
+package struct DirectusClient: Sendable {
     /// The transport with the circuit breaker and the upstream metrics (one object: a copy of the client retains
     /// one reference, not each of them).
     private let upstream: Upstream
     /// Upstream timeout in seconds.
-    public let timeout: Double
+    package let timeout: Double
 
     /// Creates a client over `transport`; its calls go through `breaker` and are counted in `metrics` (a breaker
     /// that never opens and metrics nobody reads when nil, as in tests of the client alone).
-    public init(transport: any UpstreamTransport, timeout: Double, breaker: CircuitBreaker? = nil, metrics: Metrics? = nil) {
+    package init(transport: any UpstreamTransport, timeout: Double, breaker: CircuitBreaker? = nil, metrics: Metrics? = nil) {
         upstream = Upstream(transport: transport, breaker: breaker ?? CircuitBreaker(threshold: .max, openSeconds: 0),
                             metrics: metrics ?? Metrics())
         self.timeout = timeout
@@ -42,19 +42,19 @@ public struct DirectusClient: Sendable {
     // MARK: Auth (never with an Authorization header: Directus checks it even on /auth/*)
 
     /// `POST /auth/login`.
-    public func login(email: String, password: String, context: CallFields) async throws(DirectusError) -> DirectusTokens {
+    package func login(email: String, password: String, context: CallFields) async throws(DirectusError) -> DirectusTokens {
         let body = JSONValue.object([("email", .string(email)), ("password", .string(password)), ("mode", .string("json"))])
         return try tokens(from: try await call(.post, "/auth/login", body: body, token: nil, context: context))
     }
 
     /// `POST /auth/refresh` (rotates the refresh token).
-    public func refresh(refreshToken: String, context: CallFields) async throws(DirectusError) -> DirectusTokens {
+    package func refresh(refreshToken: String, context: CallFields) async throws(DirectusError) -> DirectusTokens {
         let body = JSONValue.object([("refresh_token", .string(refreshToken)), ("mode", .string("json"))])
         return try tokens(from: try await call(.post, "/auth/refresh", body: body, token: nil, context: context))
     }
 
     /// `POST /auth/logout` with the refresh token in the body only.
-    public func logout(refreshToken: String, context: CallFields) async throws(DirectusError) {
+    package func logout(refreshToken: String, context: CallFields) async throws(DirectusError) {
         let body = JSONValue.object([("refresh_token", .string(refreshToken))])
         _ = try await call(.post, "/auth/logout", body: body, token: nil, context: context)
     }
@@ -62,13 +62,13 @@ public struct DirectusClient: Sendable {
     // MARK: Users
 
     /// Registers a user: `POST /users` (public create) or `POST /users/register`.
-    public func register(email: String, password: String, viaRegisterEndpoint: Bool, context: CallFields) async throws(DirectusError) {
+    package func register(email: String, password: String, viaRegisterEndpoint: Bool, context: CallFields) async throws(DirectusError) {
         let body = JSONValue.object([("email", .string(email)), ("password", .string(password))])
         _ = try await call(.post, viaRegisterEndpoint ? "/users/register" : "/users", body: body, token: nil, context: context)
     }
 
     /// `GET /users/me` → the `data` object.
-    public func me(token: String, context: CallFields) async throws(DirectusError) -> JSONValue {
+    package func me(token: String, context: CallFields) async throws(DirectusError) -> JSONValue {
         let response = try await call(.get, "/users/me?fields=id,email,role", body: nil, token: token, context: context)
         guard let data = (try? JSONValue.parse(response.body))?["data"], data.objectValue != nil else {
             throw .badAnswer("users/me without data object")
@@ -79,42 +79,42 @@ public struct DirectusClient: Sendable {
     // MARK: Items
 
     /// `GET /items/<c>?…` → the raw answer body.
-    public func listItems(path: String, query: [(String, String)], token: String?, context: CallFields) async throws(DirectusError) -> Data {
+    package func listItems(path: String, query: [(String, String)], token: String?, context: CallFields) async throws(DirectusError) -> Data {
         try await listItems(target: QueryString.target(path: path, query: query), token: token, context: context)
     }
 
     /// `GET <target>` for a list whose target (`/items/<c>?…`, as `QueryString.target` builds it) is already
     /// built → the raw answer body.
-    public func listItems(target: String, token: String?, context: CallFields) async throws(DirectusError) -> Data {
+    package func listItems(target: String, token: String?, context: CallFields) async throws(DirectusError) -> Data {
         try await call(.get, target, body: nil, token: token, context: context).body
     }
 
     /// `GET /items/<c>/<id>?fields=…` → the raw answer body.
-    public func getItem(path: String, fields: String, token: String?, context: CallFields) async throws(DirectusError) -> Data {
+    package func getItem(path: String, fields: String, token: String?, context: CallFields) async throws(DirectusError) -> Data {
         try await call(.get, path + "?fields=" + QueryString.encode(fields), body: nil, token: token, context: context).body
     }
 
     /// `POST /items/<c>` → the raw answer body, or nil when Directus answered 204 (no read-back).
-    public func createItem(path: String, payload: JSONValue, fields: String, token: String?, context: CallFields) async throws(DirectusError) -> Data? {
+    package func createItem(path: String, payload: JSONValue, fields: String, token: String?, context: CallFields) async throws(DirectusError) -> Data? {
         let response = try await call(.post, path + "?fields=" + QueryString.encode(fields), body: payload, token: token, context: context)
         return response.status == 204 || response.body.isEmpty ? nil : response.body
     }
 
     /// `PATCH /items/<c>/<id>` → the raw answer body, or nil when Directus answered 204.
-    public func updateItem(path: String, payload: JSONValue, fields: String, token: String?, context: CallFields) async throws(DirectusError) -> Data? {
+    package func updateItem(path: String, payload: JSONValue, fields: String, token: String?, context: CallFields) async throws(DirectusError) -> Data? {
         let response = try await call(.patch, path + "?fields=" + QueryString.encode(fields), body: payload, token: token, context: context)
         return response.status == 204 || response.body.isEmpty ? nil : response.body
     }
 
     /// `DELETE /items/<c>/<id>`.
-    public func deleteItem(path: String, token: String?, context: CallFields) async throws(DirectusError) {
+    package func deleteItem(path: String, token: String?, context: CallFields) async throws(DirectusError) {
         _ = try await call(.delete, path, body: nil, token: token, context: context)
     }
 
     // MARK: Server
 
     /// `GET /server/ping`: true when Directus answers 200.
-    public func ping(context: CallFields) async -> Bool {
+    package func ping(context: CallFields) async -> Bool {
         do {
             return try await send(UpstreamRequest(method: .get, target: "/server/ping", fields: context)).status == 200
         } catch {

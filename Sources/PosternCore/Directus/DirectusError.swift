@@ -1,19 +1,19 @@
 import FoundationEssentials
 
 /// One entry of Directus's error envelope `{"errors":[{"message","extensions":{"code",…}}]}`.
-public struct DirectusErrorEntry: Sendable, Equatable {
+package struct DirectusErrorEntry: Sendable, Equatable {
     /// `extensions.code`, e.g. `FORBIDDEN`.
-    public var code: DirectusErrorCode
+    package var code: DirectusErrorCode
     /// The message (logged, never matched on).
-    public var message: String
+    package var message: String
     /// `extensions.field`, when present.
-    public var field: String?
+    package var field: String?
     /// The answer's `Retry-After` header on a 429 or 503, as it came (passed on to the client).
-    public var retryAfter: String? = nil
+    package var retryAfter: String? = nil
 }
 
 /// Why a Directus call failed.
-public enum DirectusError: Error, Sendable, Equatable {
+package enum DirectusError: Error, Sendable, Equatable {
     /// Directus answered an error status with its envelope.
     case api(status: Int, errors: [DirectusErrorEntry])
     /// Directus could not be reached, timed out, or hung up.
@@ -22,19 +22,19 @@ public enum DirectusError: Error, Sendable, Equatable {
     case badAnswer(String)
 
     /// The first error code, if Directus sent an envelope.
-    public var code: DirectusErrorCode? {
+    package var code: DirectusErrorCode? {
         if case .api(_, let errors) = self { return errors.first?.code }
         return nil
     }
 
     /// The HTTP status Directus answered, if any.
-    public var status: Int? {
+    package var status: Int? {
         if case .api(let status, _) = self { return status }
         return nil
     }
 
     /// True for an expired or invalid Directus access token (refresh once and retry).
-    public var isStaleToken: Bool {
+    package var isStaleToken: Bool {
         code == .tokenExpired || code == .invalidToken
     }
 

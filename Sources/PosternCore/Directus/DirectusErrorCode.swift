@@ -1,5 +1,5 @@
 /// The `extensions.code` values of Directus error answers that Postern acts on; anything else is `.other`.
-public enum DirectusErrorCode: Sendable, Hashable, CustomStringConvertible {
+package enum DirectusErrorCode: Sendable, Hashable, CustomStringConvertible {
     /// `FORBIDDEN`: no permission, or (for an item) missing: Directus does not tell them apart.
     case forbidden
     /// `TOKEN_EXPIRED`: the access token has expired.
@@ -50,18 +50,18 @@ public enum DirectusErrorCode: Sendable, Hashable, CustomStringConvertible {
     ]
 
     /// The code for a wire value.
-    public init(_ raw: String) {
+    package init(_ raw: String) {
         self = DirectusErrorCode.known.first { $0.1 == raw }?.0 ?? .other(raw)
     }
 
     /// The wire value, e.g. `FORBIDDEN`.
-    public var rawValue: String {
+    package var rawValue: String {
         if case .other(let raw) = self { return raw }
         return DirectusErrorCode.known.first { $0.0 == self }?.1 ?? ""
     }
 
     /// The wire value.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// True for the codes that reject a field value or the body's shape (400 `invalid_request`).
     var rejectsInput: Bool {

@@ -18,12 +18,12 @@ import FoundationEssentials
 /// (including those whose escapes the reference writes alike: `\"`, `\\`, `\n`, `\r`, `\t`) and
 /// plain numbers are copied to the output sixteen bytes at a time, into room reserved once per item.
 /// Per render it allocates the output buffer and `Data`'s own storage object only.
-public struct JSONTranscoder: Sendable {
+package struct JSONTranscoder: Sendable {
     /// The resource's field tables, flattened for the byte scanner.
     let plan: TranscoderPlan
 
     /// A transcoder for `resource`, its tables built once.
-    public init(_ resource: ResourceConfig) {
+    package init(_ resource: ResourceConfig) {
         self.init(table: FieldTable(resource), name: resource.name)
     }
 
@@ -33,12 +33,12 @@ public struct JSONTranscoder: Sendable {
     }
 
     /// `{"<name>":[…],"total":N}` from `{"data":[…],"meta":{"filter_count":N}}`.
-    public func renderList(directusBody: Data) throws(GatewayError) -> Data {
+    package func renderList(directusBody: Data) throws(GatewayError) -> Data {
         try transcode(directusBody, list: true)
     }
 
     /// `{"<name>":[item],"total":1}` from `{"data":{…}}`.
-    public func renderItem(directusBody: Data) throws(GatewayError) -> Data {
+    package func renderItem(directusBody: Data) throws(GatewayError) -> Data {
         try transcode(directusBody, list: false)
     }
 

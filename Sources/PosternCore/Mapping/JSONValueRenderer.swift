@@ -2,13 +2,13 @@ import FoundationEssentials
 
 /// Renders Directus answers through `JSONValue` (docs/api.md, Resources): mapped fields only, in config order,
 /// renamed; ids as strings; required fields never null; optional fields without a value omitted.
-public struct JSONValueRenderer: Sendable {
+package struct JSONValueRenderer: Sendable {
     private let table: FieldTable
     /// `{"<name>":[` as UTF-8.
     private let prefix: [UInt8]
 
     /// A renderer for `resource`, its tables built once.
-    public init(_ resource: ResourceConfig) {
+    package init(_ resource: ResourceConfig) {
         self.init(table: FieldTable(resource), name: resource.name)
     }
 
@@ -22,7 +22,7 @@ public struct JSONValueRenderer: Sendable {
     }
 
     /// `{"<name>":[…],"total":N}` from `{"data":[…],"meta":{"filter_count":N}}`.
-    public func renderList(directusBody: Data) throws(GatewayError) -> Data {
+    package func renderList(directusBody: Data) throws(GatewayError) -> Data {
         let document = try Self.parse(directusBody)
         guard case .array(let items)? = document["data"] else {
             throw .upstreamError("list answer has no \"data\" array")
@@ -39,7 +39,7 @@ public struct JSONValueRenderer: Sendable {
     }
 
     /// `{"<name>":[item],"total":1}` from `{"data":{…}}`.
-    public func renderItem(directusBody: Data) throws(GatewayError) -> Data {
+    package func renderItem(directusBody: Data) throws(GatewayError) -> Data {
         let document = try Self.parse(directusBody)
         guard let item = document["data"], item.objectValue != nil else {
             throw .upstreamError("item answer has no \"data\" object")

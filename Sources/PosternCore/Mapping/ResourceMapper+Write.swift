@@ -3,7 +3,7 @@ import FoundationEssentials
 /// Write body translation (docs/api.md, Resources).
 extension ResourceMapper {
     /// What kind of write a body is for.
-    public enum WriteMode: Sendable, Equatable {
+    package enum WriteMode: Sendable, Equatable {
         /// `POST` without an `id`: required fields must be present.
         case create
         /// `PATCH`/`PUT`: a partial update; at least one writable field.
@@ -13,14 +13,14 @@ extension ResourceMapper {
     }
 
     /// A client body translated for Directus.
-    public struct WritePayload: Sendable, Equatable {
+    package struct WritePayload: Sendable, Equatable {
         /// The item to update, from the body's `id` (only in `createOrUpdate` mode), else nil.
-        public var id: String?
+        package var id: String?
         /// The Directus payload: an object keyed by Directus field names, in config order.
-        public var payload: JSONValue
+        package var payload: JSONValue
 
         /// Builds a payload.
-        public init(id: String?, payload: JSONValue) {
+        package init(id: String?, payload: JSONValue) {
             self.id = id
             self.payload = payload
         }
@@ -30,7 +30,7 @@ extension ResourceMapper {
     /// naming the field: not JSON, not an object, a duplicate, unknown or read-only field, `id` outside
     /// `createOrUpdate` (where it must be a valid key, as a string or an integer), a value that is not a
     /// string or null, a required field null (or missing on create), or an update with no writable field.
-    public func writePayload(_ body: Data, mode: WriteMode) throws(GatewayError) -> WritePayload {
+    package func writePayload(_ body: Data, mode: WriteMode) throws(GatewayError) -> WritePayload {
         let document: JSONValue
         do {
             document = try JSONValue.parse(body)

@@ -3,7 +3,7 @@ import FoundationEssentials
 /// Counters and histograms, rendered in the Prometheus text format on the admin port. Each event loop
 /// records into its own shard; a scrape sums the shards.
 /// Labels are route patterns and fixed words, never raw paths, so the label set cannot explode.
-public final class Metrics: @unchecked Sendable {
+package final class Metrics: @unchecked Sendable {
     /// Histogram bucket bounds in seconds.
     static let buckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
@@ -121,7 +121,7 @@ public final class Metrics: @unchecked Sendable {
     private var counters: [(name: String, help: String, read: @Sendable () -> Double)] = []
 
     /// An empty registry.
-    public init() {
+    package init() {
         shards.withLock { $0.append(offLoop) }
     }
 
@@ -237,7 +237,7 @@ public final class Metrics: @unchecked Sendable {
     }
 
     /// The Prometheus text exposition (version 0.0.4).
-    public func render() -> String {
+    package func render() -> String {
         let (requests, requestLatency, upstreamLatency, upstreamErrors, rateLimits) = summed()
         let (gauges, counters) = gaugeLock.withLock { (self.gauges, self.counters) }
         var out = ""

@@ -3,15 +3,15 @@ import FoundationEssentials
 /// The OpenAPI 3.1 description of the public API, generated from the loaded config (docs/api.md, OpenAPI):
 /// the user and operations routes, and every configured resource with its fields, writable fields, rules,
 /// list parameters, statuses and error shape. Built once at start-up; no I/O.
-public struct OpenAPIDocument: Sendable {
+package struct OpenAPIDocument: Sendable {
     /// The path the gateway serves the document at.
-    public static let path = "/api/v1/openapi.json"
+    package static let path = "/api/v1/openapi.json"
 
     /// The document as a JSON value (object keys in a stable order).
-    public let value: JSONValue
+    package let value: JSONValue
 
     /// Generates the document for `config`.
-    public init(config: PosternConfig) {
+    package init(config: PosternConfig) {
         var paths: [(String, JSONValue)] = OpenAPIDocument.userPaths() + OpenAPIDocument.operationsPaths()
         var schemas: [(String, JSONValue)] = OpenAPIDocument.commonSchemas()
         var tags: [JSONValue] = [
@@ -47,7 +47,7 @@ public struct OpenAPIDocument: Sendable {
     }
 
     /// The document as UTF-8 JSON bytes.
-    public func data() -> Data { value.serialized() }
+    package func data() -> Data { value.serialized() }
 
     private static func description(_ config: PosternConfig) -> String {
         let names = config.resources.map { "`/api/v1/\($0.name)`" }.joined(separator: ", ")

@@ -1,13 +1,13 @@
 import FoundationEssentials
 
 /// Reads the bearer token and attaches its session; `required` routes answer 401 without one.
-public final class AuthenticationMiddleware: Sendable {
+package final class AuthenticationMiddleware: Sendable {
     let sessions: SessionManager
     let required: Bool
     let rateLimits: RateLimits
 
     /// Creates the stage.
-    public init(sessions: SessionManager, required: Bool, rateLimits: RateLimits) {
+    package init(sessions: SessionManager, required: Bool, rateLimits: RateLimits) {
         self.sessions = sessions
         self.required = required
         self.rateLimits = rateLimits

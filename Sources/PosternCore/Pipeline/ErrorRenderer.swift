@@ -1,9 +1,9 @@
 import FoundationEssentials
 
 /// The one place that turns errors into responses (docs/api.md, Errors).
-public enum ErrorRenderer {
+package enum ErrorRenderer {
     /// `{"error","code","request_id"}` plus, on resource routes, `"<resource>":[]` and `"total":0`.
-    public static func render(_ error: GatewayError, context: RequestContext) -> HTTPResponse {
+    package static func render(_ error: GatewayError, context: RequestContext) -> HTTPResponse {
         var members: [(String, JSONValue)] = [
             ("error", .string(error.message)), ("code", .string(error.code.rawValue)), ("request_id", .string(context.requestID)),
         ]

@@ -1,12 +1,12 @@
 import FoundationEssentials
 
 /// Refuses bodies above the configured limit with a JSON 413 (the server's own ceiling sits above it).
-public struct BodyLimitMiddleware: Sendable {
+package struct BodyLimitMiddleware: Sendable {
     /// The largest accepted body in bytes.
-    public let maxBytes: Int
+    package let maxBytes: Int
 
     /// Creates the stage.
-    public init(maxBytes: Int) { self.maxBytes = maxBytes }
+    package init(maxBytes: Int) { self.maxBytes = maxBytes }
 
     /// Throws 413 for a body above the limit.
     func check(_ request: HTTPRequest) throws(GatewayError) {

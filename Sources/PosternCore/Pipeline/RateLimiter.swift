@@ -6,7 +6,7 @@ import FoundationEssentials
 /// shard (a dropped bucket reads as full again), so no input grows this beyond a fixed size.
 /// Process-wide, in shards by key, each behind its own lock: requests of different loops rarely meet on
 /// one lock (the per-token limit is taken on every request). No lock is held across an await.
-public final class TokenBuckets: @unchecked Sendable {
+package final class TokenBuckets: @unchecked Sendable {
     /// One key's bucket, linked into its shard's recency list.
     private struct Entry {
         var key: RateLimitKey
@@ -115,18 +115,18 @@ public final class TokenBuckets: @unchecked Sendable {
     }
 
     /// Tokens a full bucket holds (0 disables the limit).
-    public let capacity: Int
+    package let capacity: Int
     /// Seconds to refill a bucket from empty.
-    public let window: TimeInterval
+    package let window: TimeInterval
     /// Buckets held at most, over all shards.
-    public let maxBuckets: Int
+    package let maxBuckets: Int
     private let shards: [Shard]
     private let shardMask: Int
     private let clock: @Sendable () -> TimeInterval
 
     /// Creates buckets of `capacity` per `window` seconds, at most `maxBuckets` of them (at least 1), in
     /// `shardCount` shards (a power of two; by default 16, fewer when `maxBuckets` is smaller).
-    public init(capacity: Int, window: TimeInterval, maxBuckets: Int = RateLimitsConfig.defaultMaxBuckets,
+    package init(capacity: Int, window: TimeInterval, maxBuckets: Int = RateLimitsConfig.defaultMaxBuckets,
                 shardCount: Int? = nil,
                 clock: @escaping @Sendable () -> TimeInterval = { ProcessInfo.processInfo.systemUptime }) {
         self.capacity = capacity
@@ -149,13 +149,13 @@ public final class TokenBuckets: @unchecked Sendable {
     }
 
     /// Takes one token for `key`: nil when taken, else the seconds until one is available.
-    public func take(_ key: String) -> Int? {
+    package func take(_ key: String) -> Int? {
         guard capacity > 0 else { return nil }
         return take(RateLimitKey(key))
     }
 
     /// Takes one token for the key whose digest is `key` (see `take(_:)`).
-    public func take(_ key: RateLimitKey) -> Int? {
+    package func take(_ key: RateLimitKey) -> Int? {
         guard capacity > 0 else { return nil }
         let now = clock()
         let shard = shard(key)
@@ -177,13 +177,13 @@ public final class TokenBuckets: @unchecked Sendable {
     }
 
     /// Gives back a token taken for `key` (a successful login does not count).
-    public func giveBack(_ key: String) {
+    package func giveBack(_ key: String) {
         guard capacity > 0 else { return }
         giveBack(RateLimitKey(key))
     }
 
     /// Gives back a token taken for the key whose digest is `key`. A key without a bucket is full already.
-    public func giveBack(_ key: RateLimitKey) {
+    package func giveBack(_ key: RateLimitKey) {
         guard capacity > 0 else { return }
         let now = clock()
         let shard = shard(key)
@@ -195,7 +195,7 @@ public final class TokenBuckets: @unchecked Sendable {
     }
 
     /// Drops full buckets (they hold no information), and gives back the storage pruning left empty.
-    public func prune() {
+    package func prune() {
         let now = clock()
         for shard in shards {
             shard.lock.withLock {
@@ -212,7 +212,7 @@ public final class TokenBuckets: @unchecked Sendable {
     }
 
     /// Keys currently tracked.
-    public var trackedKeys: Int { shards.reduce(0) { total, shard in total + shard.lock.withLock { shard.slots.count } } }
+    package var trackedKeys: Int { shards.reduce(0) { total, shard in total + shard.lock.withLock { shard.slots.count } } }
 
     private func refill(_ entry: inout Entry, _ now: TimeInterval) {
         entry.tokens = min(Double(capacity), entry.tokens + (now - entry.updated) * rate)
@@ -222,7 +222,7 @@ public final class TokenBuckets: @unchecked Sendable {
 
 /// The gateway's rate limits (docs/api.md, Limits and defaults), each counted before the upstream call,
 /// through one `RateLimitCounter` per budget (in process, or shared between instances).
-public final class RateLimits: Sendable {
+package final class RateLimits: Sendable {
     let failedLoginsPerIP: any RateLimitCounter
     let failedLoginsPerEmail: any RateLimitCounter
     let failedLoginsPerEmailPerDay: any RateLimitCounter
@@ -234,7 +234,7 @@ public final class RateLimits: Sendable {
     let limitsRequestsPerToken: Bool
 
     /// Builds the limits from config, with in-process counters on `clock`.
-    public convenience init(_ config: RateLimitsConfig, metrics: Metrics,
+    package convenience init(_ config: RateLimitsConfig, metrics: Metrics,
                             clock: @escaping @Sendable () -> TimeInterval = { ProcessInfo.processInfo.systemUptime }) {
         self.init(config, metrics: metrics, counters: { budget in
             TokenBuckets(capacity: budget.capacity, window: budget.window, maxBuckets: budget.maxBuckets, clock: clock)
@@ -242,7 +242,7 @@ public final class RateLimits: Sendable {
     }
 
     /// Builds the limits from config, each budget counted by the counter `counters` makes for it.
-    public init(_ config: RateLimitsConfig, metrics: Metrics, counters: RateLimitCounterFactory) {
+    package init(_ config: RateLimitsConfig, metrics: Metrics, counters: RateLimitCounterFactory) {
         func budget(_ name: String, _ capacity: Int, _ window: TimeInterval) -> any RateLimitCounter {
             counters(RateLimitBudget(name: name, capacity: capacity, window: window, maxBuckets: config.maxBuckets))
         }
@@ -256,14 +256,14 @@ public final class RateLimits: Sendable {
     }
 
     /// A login attempt's claim on the failed-login budgets; give it back when the login succeeds.
-    public struct LoginClaim: Sendable {
+    package struct LoginClaim: Sendable {
         fileprivate let ip: String
         fileprivate let email: String
     }
 
     /// Takes a token from every failed-login budget of this IP and email (compared case-insensitively),
     /// or throws 429 without taking any when one of them is exhausted.
-    public func claimLogin(ip: String, email: String) async throws(GatewayError) -> LoginClaim {
+    package func claimLogin(ip: String, email: String) async throws(GatewayError) -> LoginClaim {
         let email = email.lowercased()
         let budgets: [(any RateLimitCounter, String, String)] = [
             (failedLoginsPerIP, ip, "login_ip"), (failedLoginsPerEmail, email, "login_email"),
@@ -282,14 +282,14 @@ public final class RateLimits: Sendable {
     }
 
     /// Returns a login's tokens: it succeeded, or failed for a reason that is not a wrong guess.
-    public func release(_ claim: LoginClaim) async {
+    package func release(_ claim: LoginClaim) async {
         await failedLoginsPerIP.giveBack(claim.ip)
         await failedLoginsPerEmail.giveBack(claim.email)
         await failedLoginsPerEmailPerDay.giveBack(claim.email)
     }
 
     /// Counts a registration attempt from `ip`, or throws 429.
-    public func claimRegistration(ip: String) async throws(GatewayError) {
+    package func claimRegistration(ip: String) async throws(GatewayError) {
         if let retryAfter = await registrationsPerIP.take(ip) {
             metrics.rateLimited("registration_ip")
             throw .rateLimited(retryAfter: retryAfter)
@@ -297,7 +297,7 @@ public final class RateLimits: Sendable {
     }
 
     /// Counts an API request for a session, or throws 429 (when the per-token limit is on).
-    public func claimRequest(sessionID: String) async throws(GatewayError) {
+    package func claimRequest(sessionID: String) async throws(GatewayError) {
         if let retryAfter = await requestsPerToken.take(sessionID) {
             metrics.rateLimited("token")
             throw .rateLimited(retryAfter: retryAfter)
@@ -305,7 +305,7 @@ public final class RateLimits: Sendable {
     }
 
     /// Drops idle buckets (from the maintenance timer).
-    public func prune() {
+    package func prune() {
         for counter in [failedLoginsPerIP, failedLoginsPerEmail, failedLoginsPerEmailPerDay, registrationsPerIP, requestsPerToken] {
             counter.prune()
         }

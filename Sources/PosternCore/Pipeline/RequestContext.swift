@@ -6,34 +6,34 @@ import FoundationEssentials
 /// what they found. As a struct of strings and optionals, each hand-over copied it (two copies and three
 /// destroys per request, about 30 reference-count operations). One request owns it and only its handler
 /// task touches it, one stage after another (`@unchecked Sendable`: never shared between threads at once).
-public final class RequestContext: @unchecked Sendable {
+package final class RequestContext: @unchecked Sendable {
     /// What every upstream call of the request carries (request id, client IP, trace), built once with the
     /// context and handed to each call as it is.
-    public let call: CallFields
+    package let call: CallFields
     /// The request id (echoed or generated), sent upstream and back.
-    public var requestID: String { call.requestID }
+    package var requestID: String { call.requestID }
     /// The request's W3C trace context (the client's trace or a new one, and the gateway's span in it).
-    public let traceContext: TraceContext
+    package let traceContext: TraceContext
     /// The client IP (socket peer, or `X-Forwarded-For` from a trusted proxy).
-    public var clientIP: String { call.clientIP }
+    package var clientIP: String { call.clientIP }
     /// The matched route pattern, e.g. `/api/v1/books/{id}` (for logs and metrics).
-    public var routePattern: String
+    package var routePattern: String
     /// The resource of a resource route (error bodies carry its empty collection).
-    public var resourceName: String?
+    package var resourceName: String?
     /// The decoded `{id}` path parameter.
-    public var itemID: String?
+    package var itemID: String?
     /// The authenticated session, once the authentication stage ran.
-    public var session: Session?
+    package var session: Session?
     /// What the policy stage decided (set by it; handlers act on it and never evaluate rules).
-    public var authorization: Authorization = .unrestricted
+    package var authorization: Authorization = .unrestricted
     /// The write body (POST/PATCH/PUT) when a stage before the handler already parsed it (`POST`, to
     /// choose between create and update); handlers parse it themselves otherwise.
-    public var parsedWriteBody: ResourceMapper.WritePayload?
+    package var parsedWriteBody: ResourceMapper.WritePayload?
     /// When the request started (monotonic clock).
     let startedAt: MonotonicInstant
 
     /// Builds a context for a new request (in a trace of its own).
-    public init(requestID: String, clientIP: String, routePattern: String = "unmatched", resourceName: String? = nil) {
+    package init(requestID: String, clientIP: String, routePattern: String = "unmatched", resourceName: String? = nil) {
         traceContext = RequestID.newTrace()
         call = CallFields(requestID: requestID, clientIP: clientIP, trace: traceContext)
         self.routePattern = routePattern

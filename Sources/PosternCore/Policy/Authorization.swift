@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// What the policy stage decided for one request; handlers act on it and never evaluate rules.
-public enum Authorization: Sendable {
+package enum Authorization: Sendable {
     /// The rule lets the caller act without looking at owners (public, authenticated, role, or an
     /// owner rule on create, where the creator owns what it creates).
     case unrestricted
@@ -12,9 +12,9 @@ public enum Authorization: Sendable {
 }
 
 /// An item the policy stage read and found owned by the caller.
-public struct OwnedItem: Sendable {
+package struct OwnedItem: Sendable {
     /// The Directus answer `{"data":{…}}`, as received (the read handler renders it without a second call).
-    public let directusBody: Data
+    package let directusBody: Data
     /// The owner's user id, parsed once from that answer.
-    public let owner: String
+    package let owner: String
 }

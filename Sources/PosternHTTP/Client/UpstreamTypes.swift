@@ -5,7 +5,7 @@ import PosternIO
 /// Head fields a caller keeps as values and writes into the request head itself (the gateway's Directus calls:
 /// request id, client address, token, trace), so that the pooled connection needs no header array, nor a value
 /// string built per call, for them. Written after `Host`, before the request's other headers.
-public protocol UpstreamHeadFields: Sendable {
+package protocol UpstreamHeadFields: Sendable {
     /// Appends the fields to `head`, as whole header lines.
     func write(to head: HeadWriter)
     /// The same fields as headers, in the order `write` puts them on the wire (for every other reader: in-process
@@ -14,7 +14,7 @@ public protocol UpstreamHeadFields: Sendable {
 }
 
 /// Where `UpstreamHeadFields` write their lines: the connection's output, while it serializes a request head.
-public struct HeadWriter {
+package struct HeadWriter {
     /// The request bytes being serialized.
     package let output: RawBytes
 
@@ -24,13 +24,13 @@ public struct HeadWriter {
     }
 
     /// Appends `line` as it is: a whole field line, its CRLF included.
-    public func line(_ line: StaticString) {
+    package func line(_ line: StaticString) {
         output.append(line)
     }
 
     /// Appends a field whose `prefix` is its name, `": "` and any fixed start of its value, then `value` and CRLF;
     /// nothing when `value` holds CR, LF or NUL (it would split the request).
-    public func field(_ prefix: StaticString, _ value: String) {
+    package func field(_ prefix: StaticString, _ value: String) {
         guard HeadWriter.safe(value) else { return }
         output.append(prefix)
         output.append(value)
@@ -48,13 +48,13 @@ public struct HeadWriter {
 ///
 /// A caller's usual fields may be carried as values (`headFields`), without a header array or a value built per
 /// call; `headers` still shows every field in its place to every other reader (in-process transports, test doubles).
-public struct UpstreamRequest: Sendable {
+package struct UpstreamRequest: Sendable {
     /// The parts, in one box shared by copies until one of them changes a part (a call is handed through
     /// several layers: a copy is one retain, not one per part).
     private var parts: Parts
 
     /// The method.
-    public var method: HTTPMethod {
+    package var method: HTTPMethod {
         _read { yield parts.method }
         _modify {
             makeUnique()
@@ -62,7 +62,7 @@ public struct UpstreamRequest: Sendable {
         }
     }
     /// Path plus optional `?query`, already percent-encoded.
-    public var target: String {
+    package var target: String {
         _read { yield parts.target }
         _modify {
             makeUnique()
@@ -70,11 +70,11 @@ public struct UpstreamRequest: Sendable {
         }
     }
     /// The fields written before `otherHeaders`, if carried as values.
-    public var headFields: (any UpstreamHeadFields)? { parts.headFields }
+    package var headFields: (any UpstreamHeadFields)? { parts.headFields }
     /// The headers to send after `headFields` (Host and Content-Length are added).
-    public var otherHeaders: HTTPHeaders { parts.otherHeaders }
+    package var otherHeaders: HTTPHeaders { parts.otherHeaders }
     /// The body (empty for none).
-    public var body: Data {
+    package var body: Data {
         _read { yield parts.body }
         _modify {
             makeUnique()
@@ -83,12 +83,12 @@ public struct UpstreamRequest: Sendable {
     }
 
     /// Builds a request.
-    public init(method: HTTPMethod, target: String, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
+    package init(method: HTTPMethod, target: String, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
         parts = Parts(method: method, target: target, headFields: nil, otherHeaders: headers, body: body)
     }
 
     /// Builds a request whose head fields are `fields`, carried as values.
-    public init(method: HTTPMethod, target: String, fields: any UpstreamHeadFields, body: Data = Data()) {
+    package init(method: HTTPMethod, target: String, fields: any UpstreamHeadFields, body: Data = Data()) {
         parts = Parts(method: method, target: target, headFields: fields, otherHeaders: HTTPHeaders(), body: body)
     }
 
@@ -120,7 +120,7 @@ public struct UpstreamRequest: Sendable {
 
     /// Every header to send, in the order they go on the wire (Host and Content-Length are added); setting it
     /// replaces them all.
-    public var headers: HTTPHeaders {
+    package var headers: HTTPHeaders {
         get {
             guard let headFields else { return otherHeaders }
             var all = headFields.headers
@@ -136,10 +136,10 @@ public struct UpstreamRequest: Sendable {
 }
 
 /// The upstream's answer: the same plain value as a response the gateway sends.
-public typealias UpstreamResponse = HTTPResponse
+package typealias UpstreamResponse = HTTPResponse
 
 /// How an upstream call failed at the transport level (docs/api.md, Errors).
-public enum UpstreamFailure: Error, Sendable, Equatable {
+package enum UpstreamFailure: Error, Sendable, Equatable {
     /// Could not connect (refused, DNS, TLS handshake): → 503.
     case unreachable(String)
     /// No answer within the timeout: → 504.
@@ -151,22 +151,22 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
 
     /// The reason of the `unreachable` failure given when too many calls already wait for a pooled connection
     /// (`directus.max_waiting_per_worker`): → 503, and not a sign that Directus is down.
-    public static let poolQueueFull = "too many requests waiting for a Directus connection"
+    package static let poolQueueFull = "too many requests waiting for a Directus connection"
 }
 
 /// Where the upstream lives.
-public struct UpstreamEndpoint: Sendable, Equatable {
+package struct UpstreamEndpoint: Sendable, Equatable {
     /// `http` or `https`.
-    public var tls: Bool
+    package var tls: Bool
     /// Host name or IP.
-    public var host: String
+    package var host: String
     /// Port.
-    public var port: UInt16
+    package var port: UInt16
     /// A path prefix (no trailing slash), e.g. `` or `/directus`.
-    public var basePath: String
+    package var basePath: String
 
     /// Parses `http://host[:port][/base]` or `https://…`.
-    public init?(url: String) {
+    package init?(url: String) {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
               scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else { return nil }
         tls = scheme == "https"
@@ -178,7 +178,7 @@ public struct UpstreamEndpoint: Sendable, Equatable {
     }
 
     /// The `Host` header value.
-    public var hostHeader: String {
+    package var hostHeader: String {
         let isDefault = (tls && port == 443) || (!tls && port == 80)
         let h = host.contains(":") ? "[\(host)]" : host
         return isDefault ? h : "\(h):\(port)"

@@ -6,12 +6,12 @@ import PosternIO
 import Synchronization
 
 /// What a server does with each request: a plain async function of values.
-public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
+package typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 
 /// What a server does with each request, as a type: the server's runner tasks call `handle` directly (their
 /// code is specialised for the type), where a call through an `HTTPHandler` closure is one more async frame,
 /// and a hop back to the caller's executor after it (a `swift_task_switch`, which takes the task's lock).
-public protocol HTTPRequestHandler: Sendable {
+package protocol HTTPRequestHandler: Sendable {
     /// The answer to `request`.
     func handle(_ request: HTTPRequest) async -> HTTPResponse
     /// The answer to `request`, given what the server's `immediate` hook prepared for it (opaque to the server).
@@ -20,7 +20,7 @@ public protocol HTTPRequestHandler: Sendable {
 
 extension HTTPRequestHandler {
     /// `handle(_:)`: a handler without an immediate hook has nothing prepared to go on from.
-    public func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse { await handle(request) }
+    package func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse { await handle(request) }
 }
 
 /// An `HTTPHandler` closure as an `HTTPRequestHandler`.
@@ -31,32 +31,32 @@ package struct ClosureRequestHandler: HTTPRequestHandler {
 
 /// An answer given at once, on the loop thread, without resuming a handler task; nil when the request needs the
 /// asynchronous handler, which is then given what this left in its second argument (`handle(_:prepared:)`).
-public typealias ImmediateHTTPHandler = @Sendable (HTTPRequest, inout AnyObject?) -> HTTPResponse?
+package typealias ImmediateHTTPHandler = @Sendable (HTTPRequest, inout AnyObject?) -> HTTPResponse?
 
 /// The answer to a request the server refuses itself (it closes the connection after it).
-public typealias RefusalRenderer = @Sendable (EdgeRefusal) -> HTTPResponse
+package typealias RefusalRenderer = @Sendable (EdgeRefusal) -> HTTPResponse
 
 /// Limits the server enforces on every connection, before any handler runs (the contract's own limits are
 /// checked by the pipeline).
-public struct ServerLimits: Sendable {
+package struct ServerLimits: Sendable {
     /// Largest body read at all (above it, the server refuses the request with `EdgeRefusal.bodyTooLarge`).
-    public var bodyCeiling = 8 * 1024 * 1024
+    package var bodyCeiling = 8 * 1024 * 1024
     /// Largest request head, request line included (above it, `EdgeRefusal.badFraming`: 400).
-    public var maxHeaderBytes = 16 * 1024
+    package var maxHeaderBytes = 16 * 1024
     /// Inactivity timeout in seconds (slow senders and idle keep-alive connections alike).
-    public var inactivityTimeoutSeconds = 10
+    package var inactivityTimeoutSeconds = 10
     /// Seconds a request may take to arrive whole from its first byte; then the connection is closed.
-    public var requestTimeoutSeconds = 30
+    package var requestTimeoutSeconds = 30
     /// The same timeout in milliseconds, replacing `inactivityTimeoutSeconds` when set (the Directus stand-in
     /// closes idle keep-alive connections after 5 s, like Node).
-    public var inactivityTimeoutMilliseconds: Int? = nil
+    package var inactivityTimeoutMilliseconds: Int? = nil
     /// Requests one worker hands to the handler at once; the next ones wait, first come first served, until one
     /// of those is answered (a parsed request in a queue, not a suspended handler task holding its frames). The
     /// gateway sets it to what its Directus pool and waiting queue can take (`Application.start`), so that a
     /// crowd of clients waits instead of overflowing that queue.
-    public var maxHandling = 1024
+    package var maxHandling = 1024
     /// The defaults.
-    public init() {}
+    package init() {}
 
     /// The inactivity timeout in milliseconds, whichever way it was given.
     package var inactivityMilliseconds: Int { inactivityTimeoutMilliseconds ?? inactivityTimeoutSeconds * 1000 }
@@ -68,7 +68,7 @@ public struct ServerLimits: Sendable {
 
 /// An HTTP/1.1 server: on each event loop its own `SO_REUSEPORT` listener on the same port, and its
 /// connections (`HTTPConnection`: nonblocking sockets parsed by llhttp).
-public final class HTTPServer: @unchecked Sendable {
+package final class HTTPServer: @unchecked Sendable {
     private let group: EventLoopGroup
     /// Starts a runner task for a request on a worker (made for the handler's type, see `HTTPRequestHandler`).
     private let startRunner: ServerWorker.RunnerStart
@@ -77,18 +77,18 @@ public final class HTTPServer: @unchecked Sendable {
     private let limits: ServerLimits
     private var workers: [ServerWorker] = []
     /// The bound port (useful with port 0).
-    public private(set) var port: UInt16 = 0
+    package private(set) var port: UInt16 = 0
 
     /// Creates a server over the loops of `group`; `refuse` renders the answers the server gives itself, and
     /// `immediate` (when given) is tried first on every request: its answer is sent without running `handler`.
-    public convenience init(group: EventLoopGroup, limits: ServerLimits = ServerLimits(),
+    package convenience init(group: EventLoopGroup, limits: ServerLimits = ServerLimits(),
                             refuse: @escaping RefusalRenderer = EdgeRefusal.plainAnswer, immediate: ImmediateHTTPHandler? = nil,
                             handler: @escaping HTTPHandler) {
         self.init(group: group, limits: limits, refuse: refuse, immediate: immediate, handling: ClosureRequestHandler(body: handler))
     }
 
     /// The same server with a handler type (`HTTPRequestHandler`): what the gateway uses.
-    public init<Handler: HTTPRequestHandler>(group: EventLoopGroup, limits: ServerLimits = ServerLimits(),
+    package init<Handler: HTTPRequestHandler>(group: EventLoopGroup, limits: ServerLimits = ServerLimits(),
                                              refuse: @escaping RefusalRenderer = EdgeRefusal.plainAnswer,
                                              immediate: ImmediateHTTPHandler? = nil, handling handler: Handler) {
         self.group = group
@@ -99,7 +99,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Binds `host:port` on every loop; port 0 picks a free port shared by all loops.
-    public func start(host: String, port requested: UInt16) throws(ServerStartError) {
+    package func start(host: String, port requested: UInt16) throws(ServerStartError) {
         var address = try SocketAddress(host: host, port: requested)
         try address.probeFree()
         for (i, loop) in group.loops.enumerated() {
@@ -114,7 +114,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Stops accepting, waits up to `grace` seconds for in-flight requests, then frees the servers.
-    public func shutdown(grace: Double) {
+    package func shutdown(grace: Double) {
         for worker in workers { worker.stopAccepting() }
         let deadline = Date().addingTimeInterval(grace)
         while workers.contains(where: { $0.inFlight > 0 }) && Date() < deadline {
@@ -125,13 +125,13 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Requests being handled right now, over all loops.
-    public var inFlight: Int { workers.reduce(0) { $0 + $1.inFlight } }
+    package var inFlight: Int { workers.reduce(0) { $0 + $1.inFlight } }
 
     /// Client connections that sent at least one request and are still open, over all loops.
-    public var openConnections: Int { workers.reduce(0) { $0 + $1.openConnections } }
+    package var openConnections: Int { workers.reduce(0) { $0 + $1.openConnections } }
 
     /// Client connections that sent at least one request since start, open or closed, over all loops.
-    public var connectionsSeen: Int { workers.reduce(0) { $0 + $1.connectionsSeen } }
+    package var connectionsSeen: Int { workers.reduce(0) { $0 + $1.connectionsSeen } }
 }
 
 /// The listener and the connections of one loop.

@@ -9,7 +9,7 @@ import PosternIO
 /// An answer sent many times (a stored micro-cache answer) has its fields rendered once (`render()`): they are
 /// kept, with their bytes, in a part shared by every copy, and fields added to a copy go into its own list after
 /// them, with no copy of the shared ones.
-public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
+package struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
     /// The fields as strings (empty while `block` holds them).
     private var list: [(name: String, value: String)] = []
     /// The received fields, until the first change (read only once handed out: see `HeaderBlock`).
@@ -19,7 +19,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     private var rendered: RenderedFields?
 
     /// The fields, in order.
-    public var fields: [(name: String, value: String)] {
+    package var fields: [(name: String, value: String)] {
         if let block { return block.fields() }
         if let rendered { return rendered.fields + list }
         return list
@@ -32,10 +32,10 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     /// An empty header list.
-    public init() {}
+    package init() {}
 
     /// An empty header list with room for `capacity` fields.
-    public init(capacity: Int) {
+    package init(capacity: Int) {
         list.reserveCapacity(capacity)
     }
 
@@ -45,12 +45,12 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     /// A header list from literal pairs.
-    public init(dictionaryLiteral elements: (String, String)...) {
+    package init(dictionaryLiteral elements: (String, String)...) {
         for (name, value) in elements { add(name, value) }
     }
 
     /// The first value of `name`, compared case-insensitively.
-    public subscript(name: String) -> String? {
+    package subscript(name: String) -> String? {
         if let block {
             guard let i = block.index(of: name) else { return nil }
             return block.value(i)
@@ -79,14 +79,14 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     /// Whether a field called `name` is present (no `String` made for its value).
-    public func contains(_ name: String) -> Bool {
+    package func contains(_ name: String) -> Bool {
         if let block { return block.index(of: name) != nil }
         return renderedContains(name) || listIndex(of: name) != nil
     }
 
     /// Calls `body` with the UTF-8 bytes of the first value of `name` (nil when there is none), without
     /// making a `String` of it when the fields are still the received bytes.
-    public func withFirstValueBytes<R>(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
+    package func withFirstValueBytes<R>(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
         if let block {
             guard let i = block.index(of: name) else { return nil }
             return try block.withValueBytes(i, body)
@@ -96,7 +96,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     /// Every value of `name` in order, compared case-insensitively (one per header line).
-    public func values(_ name: String) -> [String] {
+    package func values(_ name: String) -> [String] {
         if let block {
             var out: [String] = []
             var from = 0
@@ -150,14 +150,14 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     /// Appends a field.
-    public mutating func add(_ name: String, _ value: String) {
+    package mutating func add(_ name: String, _ value: String) {
         materialize()
         list.append((name, value))
     }
 
     /// Replaces every field called `name` with one field (nothing changes, and nothing shared is copied, when
     /// the only such field is a rendered one with this value).
-    public mutating func set(_ name: String, _ value: String) {
+    package mutating func set(_ name: String, _ value: String) {
         // The usual case, a name not there yet (e.g. the edge's `X-Request-Id` on a rendered answer): appended after
         // one search, without the replace path's.
         if block == nil, !contains(name) {
@@ -173,7 +173,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     /// Removes every field called `name` (a list without one is left untouched: no copy of a shared list).
-    public mutating func remove(_ name: String) {
+    package mutating func remove(_ name: String) {
         guard contains(name) else { return }
         materialize()
         if renderedContains(name) { unrender() }
@@ -184,7 +184,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// sent many times (a stored micro-cache answer): the server then writes them with one copy. The fields
     /// themselves do not change. Does nothing when a field is one the server writes or reads itself
     /// (`Content-Length`, `Connection`, `Transfer-Encoding`, `Date`) or holds a CR or LF.
-    public mutating func render() {
+    package mutating func render() {
         // Rendered already, nothing added since (a resource's answer, `HTTPResponse.apiJSON`): nothing to do.
         if block == nil, list.isEmpty, rendered != nil { return }
         materialize()
@@ -196,7 +196,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// Makes room for `more` fields beyond the current ones, so that adding them allocates at most once
     /// (here, and only when the list is shared or too small).
-    public mutating func reserve(_ more: Int) {
+    package mutating func reserve(_ more: Int) {
         if let block {
             var grown: [(name: String, value: String)] = []
             grown.reserveCapacity(block.count + more)
@@ -209,11 +209,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     /// Iterates the fields in order.
-    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
+    package func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
         fields.makeIterator()
     }
 
-    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+    package static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
         lhs.fields.map { "\($0.name.lowercased()):\($0.value)" } == rhs.fields.map { "\($0.name.lowercased()):\($0.value)" }
     }
 }

@@ -1,13 +1,13 @@
 import PosternIO
 
 /// An HTTP request method.
-public enum HTTPMethod: Hashable, Sendable, CustomStringConvertible {
+package enum HTTPMethod: Hashable, Sendable, CustomStringConvertible {
     case get, head, post, put, patch, delete, options
     /// Any other method, by its name.
     case other(String)
 
     /// Builds a method from its wire name.
-    public init(_ name: String) {
+    package init(_ name: String) {
         switch name.uppercased() {
         case "GET": self = .get
         case "HEAD": self = .head
@@ -21,7 +21,7 @@ public enum HTTPMethod: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The wire name.
-    public var description: String {
+    package var description: String {
         switch self {
         case .get: return "GET"
         case .head: return "HEAD"

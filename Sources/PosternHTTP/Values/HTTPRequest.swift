@@ -6,12 +6,12 @@ import PosternIO
 /// Its fields live in one shared box, copied on the first change (as `Array` is): a request is handed from stage
 /// to stage and into the handler's task, and a copy of the box is one retain where a copy of the fields was
 /// one per part (seven).
-public struct HTTPRequest: Sendable {
+package struct HTTPRequest: Sendable {
     /// The fields; shared by copies until one of them changes a field.
     private var fields: Fields
 
     /// The request method.
-    public var method: HTTPMethod {
+    package var method: HTTPMethod {
         _read { yield fields.method }
         _modify {
             makeUnique()
@@ -19,7 +19,7 @@ public struct HTTPRequest: Sendable {
         }
     }
     /// The path as received (still percent-encoded, no query), e.g. `/api/v1/books/12`; routing decodes each segment.
-    public var path: String {
+    package var path: String {
         _read { yield fields.path }
         _modify {
             makeUnique()
@@ -27,7 +27,7 @@ public struct HTTPRequest: Sendable {
         }
     }
     /// The raw query string without `?` (may be empty).
-    public var query: String {
+    package var query: String {
         _read { yield fields.query }
         _modify {
             makeUnique()
@@ -35,7 +35,7 @@ public struct HTTPRequest: Sendable {
         }
     }
     /// Request headers.
-    public var headers: HTTPHeaders {
+    package var headers: HTTPHeaders {
         _read { yield fields.headers }
         _modify {
             makeUnique()
@@ -43,7 +43,7 @@ public struct HTTPRequest: Sendable {
         }
     }
     /// The request body (empty when none).
-    public var body: Data {
+    package var body: Data {
         _read { yield fields.body }
         _modify {
             makeUnique()
@@ -51,7 +51,7 @@ public struct HTTPRequest: Sendable {
         }
     }
     /// The socket peer address (IP only).
-    public var remoteAddress: String {
+    package var remoteAddress: String {
         _read { yield fields.remoteAddress }
         _modify {
             makeUnique()
@@ -60,7 +60,7 @@ public struct HTTPRequest: Sendable {
     }
 
     /// Builds a request.
-    public init(method: HTTPMethod, path: String, query: String = "", headers: HTTPHeaders = HTTPHeaders(),
+    package init(method: HTTPMethod, path: String, query: String = "", headers: HTTPHeaders = HTTPHeaders(),
                 body: Data = Data(), remoteAddress: String = "127.0.0.1") {
         fields = Fields(method: method, path: path, query: query, headers: headers, body: body,
                         remoteAddress: remoteAddress)
@@ -95,7 +95,7 @@ public struct HTTPRequest: Sendable {
     }
 
     /// Splits a request target such as `/a/b?x=1` into path and query (at the first `?` byte).
-    public init(method: HTTPMethod, target: String, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data(),
+    package init(method: HTTPMethod, target: String, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data(),
                 remoteAddress: String = "127.0.0.1") {
         if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
             self.init(method: method, path: String(target[..<q]), query: String(target[target.index(after: q)...]),
@@ -106,7 +106,7 @@ public struct HTTPRequest: Sendable {
     }
 
     /// The query parameters, percent-decoded (`+` read as space), in order.
-    public var queryItems: [(name: String, value: String)] {
+    package var queryItems: [(name: String, value: String)] {
         QueryString.parse(query)
     }
 }

@@ -2,23 +2,23 @@ import FoundationEssentials
 import PosternIO
 
 /// A response as the gateway builds it: a plain value, sent once by the event loop.
-public struct HTTPResponse: Sendable {
+package struct HTTPResponse: Sendable {
     /// The status code.
-    public var status: Int
+    package var status: Int
     /// Response headers (the server adds none but `Content-Length`/`Date`).
-    public var headers: HTTPHeaders
+    package var headers: HTTPHeaders
     /// The body (empty for 204).
-    public var body: Data
+    package var body: Data
 
     /// Builds a response.
-    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
+    package init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
     /// A JSON response with `Content-Type: application/json; charset=utf-8`.
-    public static func json(_ status: Int, _ body: Data, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+    package static func json(_ status: Int, _ body: Data, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
         var h = headers
         h.reserve(4)  // this one and the three every answer gets on its way out: one allocation
         h.set("Content-Type", "application/json; charset=utf-8")
@@ -34,12 +34,12 @@ public struct HTTPResponse: Sendable {
     }
 
     /// A JSON response from a `JSONValue`.
-    public static func json(_ status: Int, _ value: JSONValue, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+    package static func json(_ status: Int, _ value: JSONValue, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
         json(status, value.serialized(), headers: headers)
     }
 
     /// The standard reason phrase for common statuses.
-    public static func reason(_ status: Int) -> String {
+    package static func reason(_ status: Int) -> String {
         switch status {
         case 200: return "OK"
         case 201: return "Created"

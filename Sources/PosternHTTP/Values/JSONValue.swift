@@ -2,7 +2,7 @@ import FoundationEssentials
 import PosternIO
 
 /// A JSON document as a value: objects keep their key order, integers stay integers.
-public enum JSONValue: Sendable, Equatable {
+package enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -11,7 +11,7 @@ public enum JSONValue: Sendable, Equatable {
     case array([JSONValue])
     case object([(String, JSONValue)])
 
-    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    package static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
         case let (.bool(a), .bool(b)): return a == b
@@ -36,19 +36,19 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     /// The member `key` of an object (first match), else nil.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         if case .object(let members) = self { return members.first { $0.0 == key }?.1 }
         return nil
     }
 
     /// The string payload, if this is a string.
-    public var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
     }
 
     /// The integer payload, if this is an integer (or a double with no fraction).
-    public var intValue: Int64? {
+    package var intValue: Int64? {
         switch self {
         case .int(let i): return i
         case .double(let d) where d == d.rounded() && abs(d) < 9e15: return Int64(d)
@@ -57,25 +57,25 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     /// The members, if this is an object.
-    public var objectValue: [(String, JSONValue)]? {
+    package var objectValue: [(String, JSONValue)]? {
         if case .object(let members) = self { return members }
         return nil
     }
 
     /// The elements, if this is an array.
-    public var arrayValue: [JSONValue]? {
+    package var arrayValue: [JSONValue]? {
         if case .array(let elements) = self { return elements }
         return nil
     }
 
     /// True for `null`.
-    public var isNull: Bool {
+    package var isNull: Bool {
         if case .null = self { return true }
         return false
     }
 
     /// A short name of the JSON type, for error messages.
-    public var typeName: String {
+    package var typeName: String {
         switch self {
         case .null: return "null"
         case .bool: return "boolean"
@@ -91,7 +91,7 @@ public enum JSONValue: Sendable, Equatable {
 
 extension JSONValue {
     /// The compact JSON text of this value, as UTF-8.
-    public func serialized() -> Data {
+    package func serialized() -> Data {
         var out: [UInt8] = []
         out.reserveCapacity(256)
         write(into: &out)
@@ -99,10 +99,10 @@ extension JSONValue {
     }
 
     /// The compact JSON text of this value.
-    public var text: String { String(decoding: serialized(), as: UTF8.self) }
+    package var text: String { String(decoding: serialized(), as: UTF8.self) }
 
     /// Appends the compact JSON text of this value to `out`.
-    public func write(into out: inout [UInt8]) {
+    package func write(into out: inout [UInt8]) {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
@@ -135,7 +135,7 @@ extension JSONValue {
     }
 
     /// Appends `s` as a JSON string literal.
-    public static func writeString(_ s: String, into out: inout [UInt8]) {
+    package static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for b in s.utf8 {
             switch b {
@@ -157,20 +157,20 @@ extension JSONValue {
 // MARK: - Parsing
 
 /// Why a JSON text could not be parsed.
-public struct JSONParseError: Error, Sendable, CustomStringConvertible {
+package struct JSONParseError: Error, Sendable, CustomStringConvertible {
     /// What went wrong and where.
-    public let description: String
+    package let description: String
 }
 
 extension JSONValue {
     /// Parses a complete JSON text (RFC 8259), nesting limited to `maxDepth`.
-    public static func parse(_ data: Data, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
+    package static func parse(_ data: Data, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
         var parser = JSONParser(bytes: [UInt8](data), maxDepth: maxDepth)
         return try parser.parseDocument()
     }
 
     /// Parses a complete JSON text from a string.
-    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
+    package static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
         try parse(Data(text.utf8))
     }
 }
