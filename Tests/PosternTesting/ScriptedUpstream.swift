@@ -18,70 +18,40 @@ package final class ScriptedUpstream: @unchecked Sendable {
     }
 
     /// The port it listens on.
-    package let port: UInt16
+    package var port: UInt16 { server.port }
     private let script: @Sendable (Int) -> [Step]
-    private let listenFD: Int32
     private let lock = NSLock()
-    private var stopped = false
+    /// The socket and its accept loop (set once in `init`, right after the other properties).
+    private var server: LoopbackThreadServer!
     private var requestTexts: [String] = []
-    private var connectionCount = 0
-    private var closeCount = 0
     private var expiredHoldCount = 0
-    private let finished = DispatchGroup()
 
     /// The base URL of the peer.
     package var url: String { "http://127.0.0.1:\(port)" }
     /// The requests received (head and body), in order.
     package var requests: [String] { lock.withLock { requestTexts } }
     /// The connections accepted.
-    package var connections: Int { lock.withLock { connectionCount } }
+    package var connections: Int { server.connections }
     /// Holds (`.hold`) that reached their `atMost` before they were released.
     package var expiredHolds: Int { lock.withLock { expiredHoldCount } }
     /// The connections the peer has closed.
-    package var closes: Int { lock.withLock { closeCount } }
+    package var closes: Int { server.closes }
 
     /// Starts listening; `script` gives the steps for each request by its number.
     package init(_ script: @escaping @Sendable (Int) -> [Step]) throws {
         self.script = script
-        let (fd, port) = try SocketTools.bindLoopback(listening: true)
-        listenFD = fd
-        self.port = port
-        finished.enter()
-        Thread { [self] in acceptLoop() }.start()
+        // The connection threads keep the peer alive until `stop()`, as a thread of its own did before.
+        server = try LoopbackThreadServer { [self] fd in serve(fd) }
     }
 
     deinit { stop() }
 
     /// Stops accepting and waits for the connection threads to end.
     package func stop() {
-        let was = lock.withLock { () -> Bool in
-            defer { stopped = true }
-            return stopped
-        }
-        if !was { _ = finished.wait(timeout: .now() + 5) }
+        server?.stop(waiting: 5)
     }
 
-    private var isStopped: Bool { lock.withLock { stopped } }
-
-    private func acceptLoop() {
-        defer {
-            close(listenFD)
-            finished.leave()
-        }
-        while !isStopped {
-            guard SocketTools.waitReadable(listenFD, milliseconds: 20) else { continue }
-            let client = accept(listenFD, nil, nil)
-            if client < 0 { continue }
-            lock.withLock { connectionCount += 1 }
-            finished.enter()
-            Thread { [self] in
-                serve(client)
-                close(client)
-                lock.withLock { closeCount += 1 }
-                finished.leave()
-            }.start()
-        }
-    }
+    private var isStopped: Bool { server.isStopped }
 
     private func serve(_ fd: Int32) {
         var one: Int32 = 1

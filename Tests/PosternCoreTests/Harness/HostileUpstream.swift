@@ -19,27 +19,26 @@ final class HostileUpstream: @unchecked Sendable {
         case close
     }
 
-    let port: UInt16
+    /// The port it listens on.
+    var port: UInt16 { server.port }
     private let script: @Sendable (String) -> [Step]
-    private let listenFD: Int32
     private let lock = NSLock()
-    private var stopped = false
+    /// The socket and its accept loop (set once in `init`, right after the other properties).
+    private var server: LoopbackThreadServer!
     private var requestTexts: [String] = []
-    private var connectionCount = 0
     private var streamedBytes = 0
     private var streamsEnded = 0
     private var longestWaitSeen = 0.0
     private var lateWaitCount = 0
     /// A `.wait` step that took this long or longer counts in `lateWaits`.
     var lateWait = Double.infinity
-    private let finished = DispatchGroup()
 
     /// The base URL to put into `config.directus.url`.
     var url: String { "http://127.0.0.1:\(port)" }
     /// The requests received (head and body), in order.
     var requests: [String] { lock.withLock { requestTexts } }
     /// The connections accepted.
-    var connections: Int { lock.withLock { connectionCount } }
+    var connections: Int { server.connections }
     /// The bytes written by `.stream` steps so far.
     var streamed: Int { lock.withLock { streamedBytes } }
     /// The longest time a `.wait` step took, in seconds (the thread may sleep longer than asked on a busy machine).
@@ -52,44 +51,18 @@ final class HostileUpstream: @unchecked Sendable {
     /// Starts listening; `script` gives the steps for each request's text.
     init(_ script: @escaping @Sendable (String) -> [Step]) throws {
         self.script = script
-        let (fd, port) = try SocketTools.bindLoopback(listening: true)
-        listenFD = fd
-        self.port = port
-        finished.enter()
-        Thread { [self] in acceptLoop() }.start()
+        // The connection threads keep the peer alive until `stop()`, as a thread of its own did before.
+        server = try LoopbackThreadServer { [self] fd in serve(fd) }
     }
 
     deinit { stop() }
 
     /// Stops accepting and waits for the connection threads to end.
     func stop() {
-        let was = lock.withLock { () -> Bool in
-            defer { stopped = true }
-            return stopped
-        }
-        if !was { _ = finished.wait(timeout: .now() + 10) }
+        server?.stop(waiting: 10)
     }
 
-    private var isStopped: Bool { lock.withLock { stopped } }
-
-    private func acceptLoop() {
-        defer {
-            close(listenFD)
-            finished.leave()
-        }
-        while !isStopped {
-            guard SocketTools.waitReadable(listenFD, milliseconds: 20) else { continue }
-            let client = accept(listenFD, nil, nil)
-            if client < 0 { continue }
-            lock.withLock { connectionCount += 1 }
-            finished.enter()
-            Thread { [self] in
-                serve(client)
-                close(client)
-                finished.leave()
-            }.start()
-        }
-    }
+    private var isStopped: Bool { server.isStopped }
 
     private func serve(_ fd: Int32) {
         var one: Int32 = 1
