@@ -54,7 +54,7 @@ struct RouteTable: Sendable {
         self.sampler = sampler
         adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)]
             + RouteTable.consoleRoutes(config: config, sampler: sampler, sessions: sessions, breaker: breaker)
-            + AdminSessions(sessions: sessions, log: log).routes)
+            + RouteTable.sessionRoutes(AdminSessions(sessions: sessions, log: log)))
         adminGuard = AdminGuard(config.admin)
         notFound = Endpoint(answering: .notFound("no such route"))
     }
