@@ -39,7 +39,7 @@ let package = Package(
         // jemalloc (Debian's libjemalloc, unprefixed) takes malloc/free from glibc for the whole process: the Swift
         // runtime allocates every object through them, and with glibc's allocator the gateway spent about 9 % more
         // CPU per request (`make bench`, A). Only the server binary: tests and the bench tools keep glibc's.
-        .executableTarget(name: "postern", dependencies: ["PosternCore", "DirectusStandIn"],
+        .executableTarget(name: "postern", dependencies: ["PosternCore", "PosternIO", "PosternHTTP", "DirectusStandIn"],
                           linkerSettings: [.linkedLibrary("jemalloc")]),
         .executableTarget(name: "postern-bench-sessions", dependencies: ["PosternCore"]),
         .executableTarget(name: "postern-bench-json", dependencies: ["PosternCore"]),

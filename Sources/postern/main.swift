@@ -94,7 +94,7 @@ enum CLI {
             return await bootstrap(configPath: configPath)
         case "healthcheck":
             guard let config = loadConfig(configPath, command: "healthcheck") else { return 1 }
-            return await Application.healthcheck(config: config) ? 0 : 1
+            return await Healthcheck.run(config: config) ? 0 : 1
         case "sessions":
             return await SessionsCommand.run(Array(arguments.dropFirst()), configPath: configPath)
         default:
