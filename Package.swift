@@ -21,18 +21,12 @@ let package = Package(
         .target(name: "CLLHTTP", path: "Sources/CLLHTTP", cSettings: [.unsafeFlags(["-gdwarf-4"])]),
         // Header only: the transcoder's SSE2/NEON string scanner as `static inline` C (no library to link).
         .systemLibrary(name: "CJSONScan", path: "Sources/CJSONScan"),
-        // The layers, lowest first; each knows only the ones below it (docs/architecture.md draws the graph).
-        // I/O: event loops and their task executor, the loop work queue, name resolution, socket addresses, the TLS
-        // client context, byte buffers, locks and the monotonic clock.
+        // The layers, lowest first; each knows only the ones below it. docs/architecture.md describes what each
+        // target and folder holds and which may use which.
         .target(name: "PosternIO", dependencies: ["CEvent", "COpenSSL"]),
-        // HTTP/1.1 on PosternIO: the values (request, response, headers, JSONValue), the server and the pooled
-        // upstream client, both on llhttp. Knows nothing of Directus, sessions or the gateway.
         .target(name: "PosternHTTP", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CLLHTTP"]),
-        // RESP over hiredis on the event loops: clients, the per-loop group, the subscriber.
         .target(name: "PosternRedis", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CHiredis"]),
-        // What a Directus must contain for the shipped resources (`postern bootstrap` writes it, the stand-in seeds it).
         .target(name: "DirectusPlan", dependencies: ["PosternHTTP"]),
-        // The gateway: config, routing, the pipeline stages, sessions, the Directus client, caching, the application.
         // The console's CSS and JavaScript are files of their own (Console/Resources), compiled in as strings by the
         // EmbedText plugin with the postern-embed tool (no resource bundle: that needs full Foundation).
         .target(name: "PosternCore", dependencies: ["PosternIO", "PosternHTTP", "PosternRedis", "DirectusPlan",

@@ -2,7 +2,7 @@ import PackagePlugin
 
 /// Compiles the operator console's style sheet and script into PosternCore: postern-embed turns
 /// `Console/Resources/dashboard.css` and `dashboard.js` into `DashboardPage.style` and `DashboardPage.script`
-/// on every build where either file changed (docs/architecture.md, The operator console).
+/// on every build where either file changed (docs/architecture.md, The folders of PosternCore: Console).
 @main struct EmbedText: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
         let folder = context.package.directoryURL.appending(path: "Sources/\(target.name)/Console/Resources")
