@@ -29,17 +29,6 @@ package final class DNSLookup: @unchecked Sendable {
         completion = nil
     }
 
-    /// A connect to `address`, one of `host`'s addresses, failed (refused, unreachable, timed out): new connections
-    /// leave it out for a while (`ResolverCache`). Does nothing for a numeric host.
-    package static func connectFailed(host: String, address: ResolvedAddress) {
-        HostResolver.shared.connectFailed(host: host, address: address)
-    }
-
-    /// A connect to `address` of `host`, tried again after it failed (`AddressPlan.retrying`), succeeded.
-    package static func connectSucceeded(host: String, address: ResolvedAddress) {
-        HostResolver.shared.connectSucceeded(host: host, address: address)
-    }
-
     /// Hands `result` to the completion on the loop's thread (from a resolver thread).
     package func deliver(_ result: Result<AddressPlan, HostResolver.LookupFailure>) {
         guard let loop else { return }

@@ -71,6 +71,8 @@ package final class RedisConnection: @unchecked Sendable {
 
     private var readyWaiters: [CheckedContinuation<Bool, Never>] = []
 
+    /// Resolves the host name (the process's shared resolver; tests give their own before `start()`).
+    package var resolver = HostResolver.shared
     /// Runs on the loop each time the connection becomes ready (after the login).
     package var onReady: (() -> Void)?
     /// Runs on the loop each time a ready or connecting context goes away.
@@ -285,7 +287,7 @@ package final class RedisConnection: @unchecked Sendable {
             self?.resolved(plan, attempt: attempt, error: error)
         }
         resolving = request
-        request.start(host: endpoint.host, loop: loop)
+        request.start(host: endpoint.host, loop: loop, resolver: resolver)
     }
 
     /// The resolver's answer for `attempt` (loop thread): the addresses to try, or nil when the name is unknown.
@@ -372,7 +374,7 @@ package final class RedisConnection: @unchecked Sendable {
             return
         }
         tcpConnected = true
-        if plan.retrying, let address { DNSLookup.connectSucceeded(host: endpoint.host, address: address) }
+        if plan.retrying, let address { resolver.connectSucceeded(host: endpoint.host, address: address) }
         if loginPending == 0 { becomeReady() }
     }
 
@@ -420,7 +422,7 @@ package final class RedisConnection: @unchecked Sendable {
         let connectFailed = !tcpConnected && state == .connecting
         if connectFailed, let address {
             // Refused, unreachable or timed out: new connections leave this address out a while.
-            DNSLookup.connectFailed(host: endpoint.host, address: address)
+            resolver.connectFailed(host: endpoint.host, address: address)
         }
         context = nil
         tcpConnected = false

@@ -123,3 +123,27 @@ struct ResolverAddressesLiveTests {
         #expect(output.statuses("circuit") == ["0"], "\(context)")
     }
 }
+
+extension ResolverAddressesLiveTests {
+    @Test func aRedisHostResolvingToADeadAddressFirstConnectsToTheLiveOne() throws {
+        guard Self.checkAvailable() else { return }
+        // Redis at `cache`: 127.0.0.2 refuses, 127.0.0.3 is the server. Each connection goes on to the second
+        // address at once instead of backing off on the first: the store is ready, and stays so.
+        let config = """
+            {"listen": "127.0.0.1:8080", "admin_listen": "127.0.0.1:9180", "workers": 2,
+             "directus": {"url": "http://directus:8055", "keepalive_idle_ms": 1},
+             "sessions": {"store": "redis://cache:6379"}}
+            """
+        let probes = """
+            probe_until first-ready 200
+            \((1...6).map { _ in "probe readyz" }.joined(separator: "\n"))
+            """
+        let output = try NamespaceRun.run(resolvConf: Self.resolvConf, hosts: Self.hosts,
+                                          zone: "directus.dns.podman 127.0.0.3\ncache.dns.podman 127.0.0.2 127.0.0.3\n",
+                                          first: .anyCase, config: config, probes: probes,
+                                          upstream: "127.0.0.3:8055:ok 127.0.0.3:6379:redis")
+        let context = Self.context(output)
+        #expect(output.statuses("first-ready") == ["200"], "\(context)")
+        #expect(output.statuses("readyz") == Array(repeating: "200", count: 6), "\(context)")
+    }
+}

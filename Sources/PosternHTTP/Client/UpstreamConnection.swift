@@ -360,7 +360,7 @@ package final class UpstreamConnection: @unchecked Sendable {
 
     private func connected() {
         event_add(readEvent, nil)
-        if plan.retrying, let address { DNSLookup.connectSucceeded(host: endpoint.host, address: address) }
+        if plan.retrying, let address { HostResolver.shared.connectSucceeded(host: endpoint.host, address: address) }
         guard let tls else {
             disarmConnectTimeout()
             state = .open
@@ -750,7 +750,7 @@ package final class UpstreamConnection: @unchecked Sendable {
         disarmConnectTimeout()
         if state == .connecting || state == .handshaking, let address {
             // Refused, unreachable, timed out, or the TLS handshake failed: new connections leave it out a while.
-            DNSLookup.connectFailed(host: endpoint.host, address: address)
+            HostResolver.shared.connectFailed(host: endpoint.host, address: address)
         }
         if state == .resolving {
             resolving?.cancel()

@@ -52,7 +52,8 @@ struct NamespaceRun {
     /// `probe_until LABEL STATUS` polls until that status, `set_zone TEXT` and `set_hosts TEXT` rewrite the zone
     /// and /etc/hosts; `attempt_fails` prints the namespace's count of TCP connects that failed, `AttemptFails` of
     /// /proc/net/snmp). `config` is the gateway's JSON config. With `upstream` ("ADDRESS:PORT:MODE …", modes of
-    /// `AddressesTestUpstream`), the scripted upstream runs instead of the stand-in and Redis.
+    /// `AddressesTestUpstream`, and `redis` for a redis-server), the scripted upstream runs instead of the stand-in
+    /// and Redis.
     static func run(resolvConf: String, hosts: String, zone: String, first: FirstServer, config: String,
                     probes: String, upstream: String = "") throws -> Output {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("postern-netns-\(UUID().uuidString)")
@@ -121,6 +122,16 @@ wait_for grep -q ready "$D/ns2.out"
 if [ -n "$4" ]; then
     python3 "$D/upstream.py" "$D/upstream.log" $4 > "$D/upstream.out" 2>&1 & pids="$pids $!"
     wait_for grep -q ready "$D/upstream.out"
+    # ADDRESS:PORT:redis starts a redis-server there.
+    for spec in $4; do
+        case "$spec" in
+        *:redis)
+            a=${spec%%:*}; rest=${spec#*:}; p=${rest%%:*}
+            redis-server --port "$p" --bind "$a" --save '' --appendonly no --dir "$D" > "$D/redis-$a.out" 2>&1 & pids="$pids $!"
+            wait_for redis-cli -h "$a" -p "$p" ping
+            ;;
+        esac
+    done
 else
     "$POSTERN" standin 8055 > "$D/standin.out" 2>&1 & pids="$pids $!"
     redis-server --port 6379 --bind 127.0.0.1 --save '' --appendonly no --dir "$D" > "$D/redis.out" 2>&1 & pids="$pids $!"
@@ -256,7 +267,8 @@ enum AddressesTestUpstream {
 Listens on each ADDRESS:PORT. MODE:
   ok         answers every request 200 with a small JSON body, keeping the connection open;
   hangup     reads a request's head and closes the connection without answering;
-  blackhole  never accepts, and its accept queue is full, so that new SYNs are dropped (a connect that hangs).
+  blackhole  never accepts, and its accept queue is full, so that new SYNs are dropped (a connect that hangs);
+  redis      nothing here (the namespace script starts a redis-server there).
 Appends "conn ADDRESS" per accepted connection and "req ADDRESS METHOD TARGET" per request read to LOG_FILE.
 Prints "ready" once every listener is bound.
 """
@@ -325,6 +337,8 @@ def accept_loop(listener, address, mode):
 
 for spec in sys.argv[2:]:
     address, port, mode = spec.rsplit(":", 2)
+    if mode == "redis":
+        continue
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((address, int(port)))
