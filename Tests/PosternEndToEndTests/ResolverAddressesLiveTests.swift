@@ -102,13 +102,21 @@ struct ResolverAddressesLiveTests {
         // The first address refuses; the two others read the request and close without answering. The dead one
         // moves each request on (nothing of it was written), the hang-up does not: each ping reaches the upstream
         // exactly once, and the client gets the failure (503 from /readyz; 502 `upstream_error` on an API route).
+        let login = """
+            echo "login $(curl -s -o /dev/null -w '%{http_code}' --max-time 15 -H 'Content-Type: application/json' \
+                -d '{"email":"reader@example.com","password":"secret"}' http://127.0.0.1:8080/api/v1/user/login)"
+            """
         let output = try Self.run(zone: "directus.dns.podman 127.0.0.4 127.0.0.5 127.0.0.6\n",
-                                  upstream: "127.0.0.5:8055:hangup 127.0.0.6:8055:hangup", probes: Self.probes(8))
+                                  upstream: "127.0.0.5:8055:hangup 127.0.0.6:8055:hangup",
+                                  probes: Self.probes(8) + "\n" + Array(repeating: login, count: 4).joined(separator: "\n"))
         let context = Self.context(output)
         #expect(output.statuses("readyz") == Array(repeating: "503", count: 8), "\(context)")
+        #expect(output.statuses("login") == Array(repeating: "502", count: 4), "\(context)")
         let pings = Self.pings(output)
         #expect(pings.values.reduce(0, +) == 8, "\(pings)\n\(context)")
         #expect(pings["127.0.0.4"] == nil)
+        let logins = output.upstreamLog.filter { $0.hasPrefix("req ") && $0.hasSuffix(" POST /auth/login") }
+        #expect(logins.count == 4, "\(context)")
     }
 
     @Test func anAddressThatDropsSYNsIsLeftAfterTheConnectTimeoutAndTheRequestAnswered() throws {
