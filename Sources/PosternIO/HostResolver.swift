@@ -137,11 +137,13 @@ package final class HostResolver: @unchecked Sendable {
         let now = clock()
         cache.answered(host, try? result.get(), now: now)
         let requests = waiting.removeValue(forKey: host) ?? []
-        // One plan per waiting connect, so that they too start at different addresses.
+        // One plan per waiting connect, so that they too start at different addresses. A lookup that failed leaves
+        // the addresses known before (all of which failed lately, or the connect would not have waited): they are
+        // tried again rather than none.
         let plans: [Result<AddressPlan, LookupFailure>] = requests.map { _ in
+            if let plan = cache.plan(host, now: now) { return .success(plan) }
             if case .failure(let failure) = result { return .failure(failure) }
-            guard let plan = cache.plan(host, now: now) else { return .failure(LookupFailure(reason: "no address")) }
-            return .success(plan)
+            return .failure(LookupFailure(reason: "no address"))
         }
         lock.unlock()
         for (request, plan) in zip(requests, plans) { request.deliver(plan) }

@@ -12,8 +12,8 @@
 /// robin: each plan starts one further along), which it tries in order until one connects. An address whose
 /// connect failed (refused, unreachable, timed out) is left out of the plans for `skipFailedFor`; a connect to it
 /// that succeeds takes it back at once. When every address has failed lately the name may have moved: the next
-/// connect waits for a fresh lookup, and its plan is every address again, rather than none (nothing is ever
-/// refused without a try). Marks are kept by address across refreshes.
+/// connect waits for a fresh lookup, and its plan is every address again (those known before when the lookup
+/// fails), rather than none: nothing is ever refused without a try. Marks are kept by address across refreshes.
 package struct ResolverCache {
     /// How long an answer is used before the name is looked up again: 30 s, so that a restarted container's
     /// new address is seen.

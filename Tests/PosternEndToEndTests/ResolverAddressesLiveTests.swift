@@ -12,13 +12,17 @@ import PosternTesting
 /// bits with the source address 127.0.0.1, as do 127.0.0.4 to .7.
 @Suite(.serialized)
 struct ResolverAddressesLiveTests {
+    /// resolv.conf: the test DNS server alone, short timeouts.
     static let resolvConf = """
         nameserver 127.0.0.53
         search dns.podman
         options ndots:1 timeout:1 attempts:1
 
         """
+    /// /etc/hosts in the namespace: localhost only (directus and cache come from the DNS server).
     static let hosts = "127.0.0.1 localhost\n"
+    /// The gateway's config: Directus at `directus`, a memory session store; pooled upstream connections idle 1 ms
+    /// at most, so that each probe connects afresh.
     static let config = """
         {"listen": "127.0.0.1:8080", "admin_listen": "127.0.0.1:9180", "workers": 2,
          "directus": {"url": "http://directus:8055", "keepalive_idle_ms": 1},

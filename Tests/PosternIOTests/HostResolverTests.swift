@@ -124,8 +124,11 @@ import PosternTesting
         init(_ addresses: [String]) { left = addresses }
 
         func next() -> ResolvedAddress {
-            let text = lock.withLock { left.count > 1 ? left.removeFirst() : left[0] }
-            return ResolvedAddress(numeric: text)!  // the test's literal numeric addresses
+            ResolvedAddress(numeric: nextText())!  // the test's literal numeric addresses
+        }
+
+        func nextText() -> String {
+            lock.withLock { left.count > 1 ? left.removeFirst() : left[0] }
         }
     }
 
@@ -173,6 +176,32 @@ import PosternTesting
         for _ in 0..<2 { start("directus", on: loop, resolver, answers) }
         #expect(answers.wait(for: 7))
         #expect(answers.all.suffix(2).compactMap { $0.address?.split(separator: ",").first }.sorted() == ["10.0.0.1", "10.0.0.2"])
+    }
+
+    @Test func whenEveryAddressFailedAndTheFreshLookupFailsTooTheKnownAddressesAreTriedAgain() {
+        let group = EventLoopGroup(count: 1, name: "resolver-test")
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let a = ResolvedAddress(numeric: "10.0.0.1")!  // a literal numeric address
+        let b = ResolvedAddress(numeric: "10.0.0.2")!  // a literal numeric address
+        let lookups = LockedAddresses(["ok", "down"])
+        let resolver = HostResolver(clock: { 0 }, lookup: { _ in
+            lookups.nextText() == "ok" ? .success([a, b]) : .failure(.init(reason: "Temporary failure in name resolution"))
+        })
+        let answers = Answers()
+        start("directus", on: loop, resolver, answers)
+        #expect(answers.wait(for: 1))
+        resolver.connectFailed(host: "directus", address: a)
+        resolver.connectFailed(host: "directus", address: b)
+        // Every address failed: the next connect waits for a lookup, which fails; it still gets both addresses.
+        start("directus", on: loop, resolver, answers)
+        #expect(answers.wait(for: 2))
+        #expect(answers.all.last?.address == "10.0.0.2,10.0.0.1")
+        // A name never resolved has nothing to try: the failure is the resolver's.
+        start("other", on: loop, resolver, answers)
+        #expect(answers.wait(for: 3))
+        #expect(answers.all.last?.address == nil)
+        #expect(answers.all.last?.error == "Temporary failure in name resolution")
     }
 
     @Test func theSystemLookupReadsEtcHostsAndPrefersIPv4() throws {
