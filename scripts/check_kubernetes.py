@@ -55,6 +55,11 @@ CONFIG_CHANGES = {
     ("sessions", "store"): "redis://postern-redis:6379/0",
 }
 
+# Names the manifests set that another change of issue 32 adds to the config reader (Config/ConfigSource.swift of
+# the reload work reads POSTERN_CONFIG_WATCH): accepted while the reader does not read them yet, and said so.
+# Once the reader reads a name, its entry here has no effect and can go.
+PENDING_ENVIRONMENT_NAMES = {"POSTERN_CONFIG_WATCH": "issue 32 §1, config reload"}
+
 # The kustomization fields this script renders; any other makes it fail rather than check something else.
 KUSTOMIZATION_FIELDS = {"apiVersion", "kind", "resources", "configMapGenerator"}
 
@@ -263,9 +268,11 @@ def check_environment_names(m):
             for name in m.environment(container):
                 expect(name.startswith("POSTERN_"), f"{obj['metadata']['name']}: {name} is not a POSTERN_ variable")
                 used.add(name)
-    unknown = sorted(used - accepted)
+    unknown = sorted(used - accepted - set(PENDING_ENVIRONMENT_NAMES))
     expect(not unknown, f"not read by Sources/PosternCore/Config: {unknown}")
-    return ", ".join(sorted(used))
+    pending = sorted((used - accepted) & set(PENDING_ENVIRONMENT_NAMES))
+    note = "".join(f"; {name} not read yet ({PENDING_ENVIRONMENT_NAMES[name]})" for name in pending)
+    return ", ".join(sorted(used)) + note
 
 
 def check_ports_and_probes(m):
