@@ -23,6 +23,9 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
     /// Drains run by the wake event since the start (loop thread writes; tests read it once the loop is idle).
     package private(set) var drainCount = 0
     private var wake: OpaquePointer?
+    /// Activated by other threads (and `stop()`); its callback asks for a drain like a libevent callback does, so
+    /// that the drain comes after every socket callback of the turn (see `requestDrain`).
+    private var remoteWake: OpaquePointer?
     private var thread: pthread_t?
     private let name: String
     private let started = DispatchSemaphore(value: 0)
@@ -54,10 +57,15 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
             loop.drainCount += 1
             loop.drain()
         }, arg)
+        remoteWake = event_new(base, -1, Int16(EV_PERSIST), { _, _, arg in
+            guard let arg else { return }
+            Unmanaged<EventLoop>.fromOpaque(arg).takeUnretainedValue().requestDrain()
+        }, arg)
     }
 
     deinit {
         if let wake { event_free(wake) }
+        if let remoteWake { event_free(remoteWake) }
         event_base_free(base)
     }
 
@@ -117,7 +125,7 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
     package func stop() {
         guard thread != nil else { return }
         stopRequested.store(true, ordering: .sequentiallyConsistent)
-        event_active(wake, 0, 0)
+        event_active(remoteWake, 0, 0)
         // Thread-safe: libevent locks the base and wakes its loop (evthread_use_pthreads is on).
         event_base_loopbreak(base)
         finished.wait()
@@ -144,12 +152,17 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
             requestDrain()
         } else if work.pushRemote(item) {
             // Thread-safe: libevent locks the base and wakes its loop (evthread_use_pthreads is on).
-            event_active(wake, 0, 0)
+            event_active(remoteWake, 0, 0)
         }
     }
 
     /// Makes sure a drain runs before the loop sleeps (loop thread only): nothing to do inside a drain, which
     /// runs until the queue is empty; otherwise (a libevent callback) the wake event is activated once per turn.
+    ///
+    /// Activated from a callback, the wake event joins the end of the turn's active queue, behind the socket events
+    /// the turn's `epoll_wait` found ready: so the drain, and the end-of-turn hooks, run after every socket callback
+    /// of the turn. The upstream pool relies on it: bytes that reached an idle pooled connection before the turn
+    /// closed it (its read callback) before a request of the turn can take it, without a `recv(MSG_PEEK)`.
     private func requestDrain() {
         guard !draining, !drainRequested else { return }
         drainRequested = true

@@ -230,16 +230,11 @@ package final class UpstreamConnection: @unchecked Sendable {
 
     /// Writes what the calls queued (the pool's end-of-turn flush); a full socket finishes it when writable.
     ///
-    /// Before the first byte of a request goes out on a connection that already carried answers, a nonblocking
-    /// peek checks that nothing arrived since (the end-of-turn flush can run before the read event of the same
-    /// turn): stray bytes or a close then drop the socket and the requests go out on a fresh one. Plain sockets
-    /// only (on TLS, records that are not data, such as session tickets, may wait there).
+    /// No system call checks a reused connection first: its read event stays armed while it idles, and the loop
+    /// runs every socket callback of a turn before the turn's end (`EventLoop.requestDrain`), so stray bytes or a
+    /// close that reached it before this turn already closed it and took it out of the pool (`closedIdle`).
     package func flush() {
         guard state == .open && hasUnwritten else { return }
-        if ssl == nil, completed > 0, inFlight > 0, sentBytes <= calls[first].start, peerHasClosedOrWritten() {
-            resendOrFail(.closed)
-            return
-        }
         writeOutput()
     }
 
