@@ -63,6 +63,13 @@ package final class RedisClient: Sendable {
         }
     }
 
+    /// Waits for how the connection attempt in progress ends (at once when connected): ready, refused by TLS or
+    /// the login, or unreachable. `body` runs on the client's loop.
+    package func whenAttemptEnds(_ body: @escaping @Sendable (RedisAttemptOutcome) -> Void) {
+        let connection = self.connection
+        loop.executeOrRunIfStopped { connection.whenAttemptEnds(body) }
+    }
+
     /// The endpoint (its `description` masks the password).
     package var endpoint: RedisEndpoint { connection.endpoint }
 

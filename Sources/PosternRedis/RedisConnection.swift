@@ -71,6 +71,10 @@ package final class RedisConnection: @unchecked Sendable {
     #endif
 
     private var readyWaiters: [CheckedContinuation<Bool, Never>] = []
+    /// Who waits for the end of the current (or next) attempt.
+    private var attemptWaiters: [(RedisAttemptOutcome) -> Void] = []
+    /// The current attempt was refused by TLS or the login (not merely unreachable).
+    private var refused = false
 
     /// Runs on the loop each time the connection becomes ready (after the login).
     package var onReady: (() -> Void)?
@@ -118,6 +122,7 @@ package final class RedisConnection: @unchecked Sendable {
         drop(.closed)
         ready.store(false, ordering: .releasing)
         resumeReadyWaiters(false)
+        endAttempt(.closed)
         onReady = nil
         onDown = nil
         subscription = nil
@@ -130,6 +135,22 @@ package final class RedisConnection: @unchecked Sendable {
         case .closed: continuation.resume(returning: false)
         default: readyWaiters.append(continuation)
         }
+    }
+
+    /// Runs `body` (loop thread) with how the current attempt ends: at once when ready or closed, else when the
+    /// attempt in progress (or the next one, while waiting to retry) succeeds or fails.
+    package func whenAttemptEnds(_ body: @escaping (RedisAttemptOutcome) -> Void) {
+        switch state {
+        case .ready: body(.ready)
+        case .closed: body(.closed)
+        default: attemptWaiters.append(body)
+        }
+    }
+
+    private func endAttempt(_ outcome: RedisAttemptOutcome) {
+        let waiters = attemptWaiters
+        attemptWaiters.removeAll()
+        for waiter in waiters { waiter(outcome) }
     }
 
     private func resumeReadyWaiters(_ value: Bool) {
@@ -264,6 +285,7 @@ package final class RedisConnection: @unchecked Sendable {
         guard state != .closed else { return }
         attempt += 1
         failure = nil
+        refused = false
         let thisAttempt = attempt
         connectTimer = EventLoop.Timer(loop: loop, seconds: options.connectTimeout) { [weak self] in
             guard let self, attempt == thisAttempt else { return }
@@ -339,6 +361,11 @@ package final class RedisConnection: @unchecked Sendable {
         if endpoint.database != 0 {
             login(["SELECT", .integer(endpoint.database)], what: "SELECT \(endpoint.database)")
         }
+        if endpoint.tls != nil && loginPending == 0 {
+            // TLS 1.3 servers check a client certificate after the client's side of the handshake ended, and
+            // refuse it with an alert then: be ready only once Redis has answered.
+            login(["PING"], what: "PING")
+        }
     }
 
     private func login(_ arguments: [RedisArgument], what: String) {
@@ -353,6 +380,7 @@ package final class RedisConnection: @unchecked Sendable {
             case .failure(.server(let message)):
                 // Redis refused the login (wrong password, unknown user, no such database): retry with
                 // back-off, and say why. The message is Redis's (WRONGPASS, ...), never the password.
+                refused = true
                 drop(.unavailable("Redis refused \(what.hasPrefix("AUTH") ? "AUTH" : what): \(message)"))
             case .failure:
                 break  // the socket is going away: `ended()` handles it
@@ -369,6 +397,7 @@ package final class RedisConnection: @unchecked Sendable {
         readyCount.add(1, ordering: .relaxed)
         onReady?()
         resumeReadyWaiters(true)
+        endAttempt(.ready)
     }
 
     /// Drops the current connection (its commands fail with `reason`) and reconnects after the back-off.
@@ -416,6 +445,8 @@ package final class RedisConnection: @unchecked Sendable {
         ready.store(false, ordering: .releasing)
         onDown?()
         guard state != .closed else { return }
+        let why = (failure ?? .connectionLost).description
+        endAttempt(refused ? .refused(why) : .unreachable(why))
         state = .waiting
         let delay = backoff
         backoff = min(backoff * 2, options.reconnectMaximum)
@@ -456,12 +487,28 @@ extension RedisConnection: RedisSocketDelegate {
         }
     }
 
-    func socket(_ socket: RedisSocket, failed reason: RedisError) {
+    func socket(_ socket: RedisSocket, failed reason: RedisError, refused: Bool) {
         guard socket === self.socket else { return }
+        if refused { self.refused = true }
         // Before the socket opened (refused, TLS refused): later commands say why until the next attempt.
         if case .unavailable = reason { failure = reason }
         lost(failure ?? reason)
     }
+}
+
+/// How a connection attempt ended (`RedisConnection.whenAttemptEnds`).
+package enum RedisAttemptOutcome: Sendable, Equatable {
+    /// Connected and logged in.
+    case ready
+    /// TLS or the login refused this client: the server's certificate failed the check (a wrong CA, a wrong
+    /// host name), a client certificate was required or refused, or Redis refused AUTH (a wrong password, an
+    /// unknown ACL user) or SELECT. A configuration problem that retrying does not fix. The text says why,
+    /// without secrets.
+    case refused(String)
+    /// Redis could not be reached or did not answer in time (down, unknown host, timed out): it may come.
+    case unreachable(String)
+    /// The connection was closed.
+    case closed
 }
 
 /// One command sent on a connection: completed exactly once, by its reply, the connection's failure, or at once.

@@ -10,8 +10,10 @@ protocol RedisSocketDelegate: AnyObject {
     func socketOpened(_ socket: RedisSocket)
     /// Bytes read (valid during the call only).
     func socket(_ socket: RedisSocket, read bytes: UnsafeRawBufferPointer)
-    /// The socket failed or the peer closed it; it is closed already and calls nothing more.
-    func socket(_ socket: RedisSocket, failed reason: RedisError)
+    /// The socket failed or the peer closed it; it is closed already and calls nothing more. `refused`: TLS
+    /// refused this client (the server's certificate failed the check, or the server sent an alert, such as a
+    /// client certificate required or refused), which no retry fixes.
+    func socket(_ socket: RedisSocket, failed reason: RedisError, refused: Bool)
 }
 
 /// One TCP connection to Redis on one loop: a nonblocking socket, TLS through OpenSSL on it for `rediss://`
@@ -45,6 +47,8 @@ final class RedisSocket {
     private var readWantsWrite = false
     /// `SSL_write` wanted to read first: retried when the socket is readable.
     private var writeWantsRead = false
+    /// OpenSSL's reason when a read failed on a TLS error (an alert from the server).
+    private var tlsFailure: String?
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
 
     /// A socket to `address` (for `peer`, a `host:port` text used in errors); TLS with `tls`, checking the
@@ -186,7 +190,11 @@ final class RedisSocket {
                 return
             } else {
                 if errno == EAGAIN || errno == EWOULDBLOCK { return }
-                fail(.connectionLost)
+                if let tlsFailure {
+                    fail(.unavailable("TLS connection to \(peer) failed: \(tlsFailure)"), refused: true)
+                } else {
+                    fail(.connectionLost)
+                }
                 return
             }
         }
@@ -205,7 +213,11 @@ final class RedisSocket {
             break  // the read event is armed
         case SSL_ERROR_WANT_WRITE:
             event_add(writeEvent, nil)
+        case SSL_ERROR_SSL:
+            // Refused: the certificate check failed, or the server sent an alert.
+            fail(.unavailable("TLS handshake with \(peer) failed: \(RedisSocket.handshakeError(ssl))"), refused: true)
         default:
+            // The connection closed or reset under the handshake: an outage, not a refusal.
             fail(.unavailable("TLS handshake with \(peer) failed: \(RedisSocket.handshakeError(ssl))"))
         }
     }
@@ -235,6 +247,11 @@ final class RedisSocket {
             return -1
         case SSL_ERROR_ZERO_RETURN:
             return 0
+        case SSL_ERROR_SSL:
+            // An alert from the server (TLS 1.3 checks a client certificate after the client's handshake ended).
+            tlsFailure = RedisSocket.handshakeError(ssl)
+            errno = ECONNRESET
+            return -1
         default:
             errno = ECONNRESET
             return -1
@@ -280,9 +297,9 @@ final class RedisSocket {
         }
     }
 
-    private func fail(_ reason: RedisError) {
+    private func fail(_ reason: RedisError, refused: Bool = false) {
         close()
-        delegate?.socket(self, failed: reason)
+        delegate?.socket(self, failed: reason, refused: refused)
     }
 
     // MARK: Helpers
