@@ -445,7 +445,8 @@ package final class RedisConnection: @unchecked Sendable {
         ready.store(false, ordering: .releasing)
         onDown?()
         guard state != .closed else { return }
-        let why = (failure ?? .connectionLost).description
+        var why = (failure ?? .connectionLost).description
+        if case .unavailable(let text) = failure { why = text }
         endAttempt(refused ? .refused(why) : .unreachable(why))
         state = .waiting
         let delay = backoff

@@ -68,11 +68,14 @@ enum CLI {
             let environment = ProcessInfo.processInfo.environment
             let origins = PosternConfig.environmentOrigins(configPath: configPath, environment: environment)
             switch PosternConfig.load(configPath: configPath, environment: environment) {
-            case .success:
+            case .success(let config):
                 let path = PosternConfig.resolvedPath(configPath: configPath, environment: environment)
-                print("config OK (\(path ?? "built-in defaults"))")
+                // A Redis store is connected to once: a refused TLS or login is a problem (docs/api.md).
+                let redis = Application.checkRedisStore(config)
+                if redis?.problem != true { print("config OK (\(path ?? "built-in defaults"))") }
+                if let redis { print(redis.line) }
                 for origin in origins { print(origin.description) }
-                return 0
+                return redis?.problem == true ? 1 : 0
             case .failure(let error):
                 for problem in error.problems { print(problem.description) }
                 for origin in origins { print(origin.description) }

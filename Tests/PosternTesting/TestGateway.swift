@@ -144,6 +144,9 @@ package final class LogCapture: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [String] = []
 
+    /// An empty capture.
+    package init() {}
+
     /// Adds one line.
     package func append(_ line: String) { lock.withLock { lines.append(line) } }
     /// Every line so far.
