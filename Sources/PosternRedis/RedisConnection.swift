@@ -49,6 +49,8 @@ package final class RedisConnection: @unchecked Sendable {
     private var attempt = 0
     /// The socket is open (TCP connected, TLS established).
     private var socketOpen = false
+    /// A reply came on the current socket.
+    private var answered = false
     private var loginPending = 0
     /// Why the current or last connection failed: the error of the commands it completes without a reply.
     private var failure: RedisError?
@@ -351,6 +353,7 @@ package final class RedisConnection: @unchecked Sendable {
         reader = redisReaderCreate()
         state = .connecting
         socketOpen = false
+        answered = false
         loginPending = 0
         // The login is pipelined: it goes out first once the socket is open, and commands sent meanwhile
         // queue behind it in order.
@@ -482,6 +485,7 @@ extension RedisConnection: RedisSocketDelegate {
                 return
             }
             guard let raw else { return }  // needs more bytes
+            answered = true
             let value = RedisReply(raw.assumingMemoryBound(to: redisReply.self))
             freeReplyObject(raw)
             dispatch(value)  // may drop the socket: then `generation` moved on and the old reader is not read
@@ -490,8 +494,17 @@ extension RedisConnection: RedisSocketDelegate {
 
     func socket(_ socket: RedisSocket, failed reason: RedisError, refused: Bool) {
         guard socket === self.socket else { return }
-        if refused { self.refused = true }
-        // Before the socket opened (refused, TLS refused): later commands say why until the next attempt.
+        var reason = reason
+        if refused {
+            self.refused = true
+        } else if endpoint.tls != nil && socketOpen && !answered && state == .connecting {
+            // Closed right after the handshake, before any answer: how a TLS 1.3 server refuses a client
+            // certificate when its alert is lost to the reset (TLS 1.2 refuses in the handshake itself).
+            self.refused = true
+            reason = .unavailable("Redis closed the TLS connection to \(endpoint.host):\(endpoint.port) before answering: "
+                + "it may require a client certificate, or refuse this one")
+        }
+        // Before any answer (refused, TLS refused): later commands say why until the next attempt.
         if case .unavailable = reason { failure = reason }
         lost(failure ?? reason)
     }

@@ -81,7 +81,7 @@ import PosternTesting
             let status = p.waitForExit(seconds: 60)  // a hang detector
             #expect(status == 1, "\(p.stdout)\(p.stderr)")
             let message = p.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
-            #expect(message.hasPrefix("cannot start: sessions.store: Redis at rediss://app:***@localhost:"), "\(message)")
+            #expect(message.hasPrefix("postern: cannot start: sessions.store: Redis at rediss://app:***@localhost:"), "\(message)")
             #expect(message.contains("certificate verify failed") || message.contains("WRONGPASS"), "\(message)")
             #expect(!message.contains("\n"), "one line: \(message)")
             #expect(!(p.stdout + p.stderr).contains(Self.password) && !(p.stdout + p.stderr).contains("Not-it-4567"))

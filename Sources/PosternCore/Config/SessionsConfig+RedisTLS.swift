@@ -32,7 +32,8 @@ extension SessionsConfig {
         if (redisCertFile == nil) != (redisKeyFile == nil) {
             let (key, other) = redisCertFile == nil ? ("sessions.redis_key_file", "sessions.redis_cert_file")
                 : ("sessions.redis_cert_file", "sessions.redis_key_file")
-            problems.append(ConfigProblem(path: key, message: "needs \(other) too (a client certificate and its key)"))
+            let variable = PosternConfig.environmentOverrides.first { $0.key == other }?.variable ?? other
+            problems.append(ConfigProblem(path: key, message: "needs \(other) (\(variable)) too (a client certificate and its key)"))
         }
         guard tls, problems.isEmpty else { return problems }
         // The files are there: can OpenSSL use them?

@@ -10,13 +10,15 @@ import PosternTesting
     static let password = "gw-tls-Secret-99"
     static let adminToken = "tls-admin-token-0123456789"
 
-    static func server(_ certificates: TestCertificates) throws -> RedisServer {
-        try RedisServer(tls: RedisServer.TLS(certificates: certificates), users: ["app on >\(password) ~* &* +@all"])
+    /// Persistent when the test restarts it: sessions written before an outage are there after it.
+    static func server(_ certificates: TestCertificates, persistent: Bool = false) throws -> RedisServer {
+        try RedisServer(persistent: persistent, tls: RedisServer.TLS(certificates: certificates),
+                        users: ["app on >\(password) ~* &* +@all"])
     }
 
     @Test func twoGatewaysShareSessionsOverTLSAnOutageIs503AndServiceComesBack() throws {
         let certificates = try TestCertificates()
-        let server = try Self.server(certificates)
+        let server = try Self.server(certificates, persistent: true)
         let gw = try TwoGateways(server: server) {
             $0.sessions.store = server.tlsURL(user: "app", password: Self.password)
             $0.sessions.redisCAFile = certificates.caFile
