@@ -5,8 +5,11 @@ import PosternIO
 import Synchronization
 
 /// One Redis connection on one loop that keeps itself connected: resolve, connect (TLS for `rediss://`), AUTH
-/// and SELECT, back-off and retry after any failure. `RedisClient` sends commands through it, `RedisSubscriber`
-/// subscribes on it. Design notes (threading, ownership, reconnect) are at the top of RedisClient.swift.
+/// and SELECT, back-off and retry after any failure. A host name's addresses are tried in the order of the
+/// resolver's plan (`AddressPlan`): a connect that fails (refused, unreachable, timed out) goes on to the next
+/// address at once, and the back-off starts only when none is left. `RedisClient` sends commands through it,
+/// `RedisSubscriber` subscribes on it. Design notes (threading, ownership, reconnect) are at the top of
+/// RedisClient.swift.
 ///
 /// The socket is Postern's own (`RedisSocket`, TLS through OpenSSL); hiredis only parses the replies (its
 /// `redisReader`). Commands are written in RESP as they are sent; Redis answers in order, so each reply goes
@@ -65,6 +68,11 @@ package final class RedisConnection: @unchecked Sendable {
     /// After `subscribe`: where the replies no call waits for go (the subscription's confirmation, messages).
     private var subscription: ((RedisReply) -> Void)?
     private var resolving: DNSLookup?
+    /// The host name's addresses for this round of attempts (empty for a numeric host), the next one to try, and
+    /// the one being connected to.
+    private var plan = AddressPlan(addresses: [])
+    private var nextAddress = 0
+    private var address: ResolvedAddress?
     private let ready = Atomic<Bool>(false)
     private let readyCount = Atomic<Int>(0)
     #if DEBUG
@@ -78,6 +86,8 @@ package final class RedisConnection: @unchecked Sendable {
     /// The current attempt was refused by TLS or the login (not merely unreachable).
     private var refused = false
 
+    /// Resolves the host name (the process's shared resolver; tests give their own before `start()`).
+    package var resolver = HostResolver.shared
     /// Runs on the loop each time the connection becomes ready (after the login).
     package var onReady: (() -> Void)?
     /// Runs on the loop each time a ready or connecting socket goes away.
@@ -285,6 +295,18 @@ package final class RedisConnection: @unchecked Sendable {
 
     private func connect() {
         guard state != .closed else { return }
+        startAttempt()
+        plan = AddressPlan(addresses: [])
+        address = nil
+        if let numeric = SocketAddressValue(numericHost: endpoint.host, port: UInt16(endpoint.port)) {
+            open(numeric)
+        } else {
+            resolve()
+        }
+    }
+
+    /// Counts a new attempt and arms its connect timeout.
+    private func startAttempt() {
         attempt += 1
         failure = nil
         refused = false
@@ -293,11 +315,6 @@ package final class RedisConnection: @unchecked Sendable {
             guard let self, attempt == thisAttempt else { return }
             connectTimer = nil
             connectTimedOut()
-        }
-        if let address = SocketAddressValue(numericHost: endpoint.host, port: UInt16(endpoint.port)) {
-            open(address)
-        } else {
-            resolve()
         }
     }
 
@@ -309,7 +326,7 @@ package final class RedisConnection: @unchecked Sendable {
             resolving?.cancel()
             resolving = nil
             failure = why
-            ended()
+            ended(connectFailed: false)
         case .connecting:
             drop(why)
         default:
@@ -320,31 +337,35 @@ package final class RedisConnection: @unchecked Sendable {
     private func resolve() {
         state = .resolving
         let attempt = self.attempt
-        let port = UInt16(endpoint.port)
-        let request = DNSLookup { [weak self] address, error in
-            self?.resolved(address?.socketAddress(port: port), attempt: attempt, error: error)
+        let request = DNSLookup { [weak self] plan, error in
+            self?.resolved(plan, attempt: attempt, error: error)
         }
         resolving = request
-        request.start(host: endpoint.host, loop: loop)
+        request.start(host: endpoint.host, loop: loop, resolver: resolver)
     }
 
-    /// The resolver's answer for `attempt` (loop thread): an address, or nil when the name is unknown.
-    private func resolved(_ address: SocketAddressValue?, attempt: Int, error: String) {
+    /// The resolver's answer for `attempt` (loop thread): the addresses to try, or nil when the name is unknown.
+    private func resolved(_ plan: AddressPlan?, attempt: Int, error: String) {
         guard state == .resolving, attempt == self.attempt else { return }
         resolving = nil
-        guard let address else {
+        guard let plan, let first = plan.addresses.first else {
             failure = .unavailable("cannot resolve \(endpoint.host): \(error)")
-            ended()
+            ended(connectFailed: false)
             return
         }
-        open(address)
+        self.plan = plan
+        nextAddress = 1
+        address = first
+        open(first.socketAddress(port: UInt16(endpoint.port)))
     }
 
-    private func open(_ address: SocketAddressValue) {
+    private func open(_ socketAddress: SocketAddressValue) {
+        state = .connecting  // a connect that fails here (refused at once on loopback) is a failed connect too
+        socketOpen = false
         let made = RedisSocket(loop: loop, peer: "\(endpoint.host):\(endpoint.port)", delegate: self)
-        if let error = made.open(address, tls: endpoint.tls, serverName: endpoint.host) {
+        if let error = made.open(socketAddress, tls: endpoint.tls, serverName: endpoint.host) {
             failure = error
-            ended()
+            ended(connectFailed: true)
             return
         }
         generation += 1
@@ -412,7 +433,7 @@ package final class RedisConnection: @unchecked Sendable {
     /// Closes the current socket on this side's initiative: its pending commands fail with `reason`.
     private func drop(_ reason: RedisError) {
         guard socket != nil else {
-            ended()
+            ended(connectFailed: false)
             return
         }
         failure = reason
@@ -421,6 +442,8 @@ package final class RedisConnection: @unchecked Sendable {
 
     /// Forgets the socket and fails every command sent on it with `reason`, then `ended()`.
     private func lost(_ reason: RedisError) {
+        // Refused, unreachable or timed out before the socket opened (TLS refusals aside): the next address.
+        let connectFailed = !socketOpen && !refused && state == .connecting
         socket?.close()
         socket = nil
         generation += 1
@@ -430,12 +453,16 @@ package final class RedisConnection: @unchecked Sendable {
         inFlight = []
         inFlightHead = 0
         for call in calls { call.complete(.failure(reason)) }
-        ended()
+        ended(connectFailed: connectFailed)
     }
 
-    /// The socket is gone (or never came): schedule the next attempt.
-    private func ended() {
-        if !socketOpen { DNSLookup.connectFailed(host: endpoint.host) }  // refused, unreachable or timed out
+    /// The socket is gone (or never came): try the plan's next address when the connect failed, else schedule
+    /// the next attempt.
+    private func ended(connectFailed: Bool) {
+        if connectFailed, let address {
+            // Refused, unreachable or timed out: new connections leave this address out a while.
+            resolver.connectFailed(host: endpoint.host, address: address)
+        }
         socket = nil
         socketOpen = false
         loginPending = 0
@@ -448,6 +475,15 @@ package final class RedisConnection: @unchecked Sendable {
         ready.store(false, ordering: .releasing)
         onDown?()
         guard state != .closed else { return }
+        if connectFailed && nextAddress < plan.addresses.count {
+            // The plan's next address, at once: the back-off is for when none is left.
+            let next = plan.addresses[nextAddress]
+            nextAddress += 1
+            address = next
+            startAttempt()
+            open(next.socketAddress(port: UInt16(endpoint.port)))
+            return
+        }
         var why = (failure ?? .connectionLost).description
         if case .unavailable(let text) = failure { why = text }
         endAttempt(refused ? .refused(why) : .unreachable(why))
@@ -467,6 +503,7 @@ extension RedisConnection: RedisSocketDelegate {
     func socketOpened(_ socket: RedisSocket) {
         guard socket === self.socket else { return }
         socketOpen = true
+        if plan.retrying, let address { resolver.connectSucceeded(host: endpoint.host, address: address) }
         if loginPending == 0 && state == .connecting { becomeReady() }
     }
 

@@ -142,6 +142,23 @@ package final class RedisServer: @unchecked Sendable {
         lock.withLock { process = started }
     }
 
+    /// Runs one command with `redis-cli` on the plain port (as the default user) and returns what it printed.
+    @discardableResult
+    package func cli(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+        process.arguments = ["-h", "127.0.0.1", "-p", String(port)] + (password.map { ["-a", $0, "--no-auth-warning"] } ?? [])
+            + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw Failure(description: "redis-cli \(arguments): \(text)") }
+        return text
+    }
+
     /// Freezes the server (SIGSTOP): connections stay open but nothing is answered.
     package func pause() { if let pid { kill(pid, SIGSTOP) } }
 

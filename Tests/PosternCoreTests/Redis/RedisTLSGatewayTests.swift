@@ -51,6 +51,20 @@ import PosternTesting
         #expect(try gw.me(gw.b, second.token) == 200)
         #expect(try gw.login(gw.b).token.isEmpty == false)
 
+        // Refused at run time (the ACL password rotated under the gateways): 503 and /readyz 503 like an
+        // outage, and service comes back once Redis accepts them again.
+        try server.cli(["ACL", "SETUSER", "app", "resetpass", ">rotated-Secret-55"])
+        try server.cli(["CLIENT", "KILL", "USER", "app"])
+        _ = try eventually("B is not ready while Redis refuses it", timeout: 10) {
+            try gw.client(gw.b).json("GET", "/readyz").status == 503
+        }
+        let refusedLogin = try gw.client(gw.b).json("POST", "/api/v1/user/login", #"{"email":"x@y.com","password":"123456"}"#)
+        #expect(refusedLogin.status == 503 && refusedLogin.text.contains("session_store_unavailable"), "\(refusedLogin.text)")
+        try server.cli(["ACL", "SETUSER", "app", "resetpass", ">\(Self.password)"])
+        try gw.waitUntilReady(gw.a)
+        try gw.waitUntilReady(gw.b)
+        #expect(try gw.me(gw.b, second.token) == 200)
+
         // The password is nowhere: not in the pages (either listener), /admin/stats, /metrics, nor the log.
         var shown: [String] = []
         for app in [gw.a, gw.b] {
@@ -65,6 +79,7 @@ import PosternTesting
         }
         shown.append(ready.text)
         shown.append(login.text)
+        shown.append(refusedLogin.text)
         let log = gw.logLines.all.joined(separator: "\n")
         #expect(log.contains("rediss://app:***@localhost:\(server.tlsPort ?? 0)/0"), "the store is named in the log")
         for text in shown + [log] {
