@@ -111,9 +111,6 @@ package final class RedisConnection: @unchecked Sendable {
     /// How many times the connection became ready (any thread; for tests and metrics).
     package var readyTransitions: Int { readyCount.load(ordering: .relaxed) }
 
-    /// Why the last attempt failed, without secrets (loop thread); nil while connected or before any failure.
-    package var lastFailure: RedisError? { failure }
-
     /// Makes the first attempt (loop thread).
     package func start() {
         guard state == .idle else { return }
@@ -151,7 +148,7 @@ package final class RedisConnection: @unchecked Sendable {
 
     /// Runs `body` (loop thread) with how the current attempt ends: at once when ready or closed, else when the
     /// attempt in progress (or the next one, while waiting to retry) succeeds or fails.
-    package func whenAttemptEnds(_ body: @escaping (RedisAttemptOutcome) -> Void) {
+    func whenAttemptEnds(_ body: @escaping (RedisAttemptOutcome) -> Void) {
         switch state {
         case .ready: body(.ready)
         case .closed: body(.closed)
@@ -203,7 +200,7 @@ package final class RedisConnection: @unchecked Sendable {
     /// Sends a `SUBSCRIBE` (loop thread): from then on, every reply no call waits for (the confirmation, the
     /// messages) goes to `handler`, until the socket goes away. A subscribed connection sends nothing else.
     /// False when there is no socket to send it on.
-    package func subscribe(_ arguments: [RedisArgument], handler: @escaping (RedisReply) -> Void) -> Bool {
+    func subscribe(_ arguments: [RedisArgument], handler: @escaping (RedisReply) -> Void) -> Bool {
         guard state == .ready || state == .connecting, let socket, !arguments.isEmpty else { return false }
         subscription = handler
         socket.write(RedisConnection.format(arguments))
