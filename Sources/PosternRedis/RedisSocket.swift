@@ -51,8 +51,7 @@ final class RedisSocket {
     private var tlsFailure: String?
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
 
-    /// A socket to `address` (for `peer`, a `host:port` text used in errors); TLS with `tls`, checking the
-    /// certificate against `serverName` and sending it as SNI. Nothing happens before `open()`.
+    /// A socket for `peer` (a `host:port` text used in errors) telling `delegate`; nothing happens before `open`.
     init(loop: EventLoop, peer: String, delegate: RedisSocketDelegate) {
         self.loop = loop
         self.peer = peer
@@ -64,8 +63,9 @@ final class RedisSocket {
         buffer.deallocate()
     }
 
-    /// Starts connecting to `address`; TLS with `tls` for `serverName` once connected. A failure to even start
-    /// is returned (the delegate is not called for it).
+    /// Starts connecting to `address`; once connected, TLS with `tls`, checking the certificate against
+    /// `serverName` and sending it as SNI (`TLSClientContext.makeSSL`). A failure to even start is returned (the
+    /// delegate is not called for it).
     func open(_ address: SocketAddressValue, tls: TLSClientContext?, serverName: String) -> RedisError? {
         let socketFD = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard socketFD >= 0 else { return .unavailable("socket: \(String(cString: strerror(errno)))") }
