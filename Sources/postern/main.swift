@@ -68,9 +68,10 @@ enum CLI {
             let environment = ProcessInfo.processInfo.environment
             let origins = PosternConfig.environmentOrigins(configPath: configPath, environment: environment)
             switch PosternConfig.load(configPath: configPath, environment: environment) {
-            case .success:
+            case .success(let config):
                 let path = PosternConfig.resolvedPath(configPath: configPath, environment: environment)
                 print("config OK (\(path ?? "built-in defaults"))")
+                for warning in config.warnings() { print(warning) }
                 for origin in origins { print(origin.description) }
                 return 0
             case .failure(let error):

@@ -13,8 +13,11 @@ struct RouteTable: Sendable {
     let sampler: StatsSampler
     /// The 404 answer for a path no route matches (behind the edge stages too).
     let notFound: Endpoint
-    /// The stages around every answer of both listeners.
+    /// The stages around every answer of the public listener.
     let edge: EdgeStages
+    /// The stages around every answer of the admin listener: the same, but no CORS (docs/api.md, Operator console):
+    /// no origin is allowed, so no answer carries `Access-Control-*` and every preflight is 403.
+    let adminEdge: EdgeStages
 
     /// The stages shared by the routes of one table.
     struct Stages: Sendable {
@@ -37,8 +40,9 @@ struct RouteTable: Sendable {
     /// Builds every route. `metrics` and `rateLimits` are process-wide (shared by every loop).
     init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog, metrics: Metrics,
          rateLimits: RateLimits, breaker: CircuitBreaker?, schema: SchemaWatch, cache: MicroCache,
-         invalidations: any CacheInvalidationBus) {
+         invalidations: any CacheInvalidationBus, clock: GatewayClock = .system) {
         edge = EdgeStages(metrics: metrics, log: log, cors: CORSPolicy(config.cors))
+        adminEdge = EdgeStages(metrics: metrics, log: log, cors: CORSPolicy.noOrigin)
         let stages = Stages(limit: BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes),
                             optionalAuth: AuthenticationMiddleware(sessions: sessions, required: false, rateLimits: rateLimits),
                             requiredAuth: AuthenticationMiddleware(sessions: sessions, required: true, rateLimits: rateLimits),
@@ -55,7 +59,7 @@ struct RouteTable: Sendable {
         adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)]
             + RouteTable.consoleRoutes(config: config, sampler: sampler, sessions: sessions, breaker: breaker)
             + AdminSessions(sessions: sessions, log: log).routes)
-        adminGuard = AdminGuard(config.admin)
+        adminGuard = AdminGuard(config.admin, failures: AdminAuthFailures(log: log, metrics: metrics, clock: clock.seconds))
         notFound = Endpoint(answering: .notFound("no such route"))
     }
 
