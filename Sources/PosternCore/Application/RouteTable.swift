@@ -50,7 +50,8 @@ struct RouteTable: Sendable {
                             cache: cache, invalidations: invalidations)
         let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
                                  registerEndpoint: config.directus.registration == "register")
-        let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker, schema: schema, sessions: sessions)
+        let operations = RouteTable.operationsRoutes(ping: ReadinessPing(directus: directus, clock: clock.seconds), breaker: breaker,
+                                                     schema: schema, sessions: sessions)
         let publicRoutes = operations + [RouteTable.openAPIRoute(config)] + RouteTable.userRoutes(users, stages)
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
         router = Router(routes: publicRoutes)
@@ -63,8 +64,8 @@ struct RouteTable: Sendable {
         notFound = Endpoint(answering: .notFound("no such route"))
     }
 
-    /// `/healthz` and `/readyz` (on both listeners).
-    static func operationsRoutes(directus: DirectusClient, breaker: CircuitBreaker?, schema: SchemaWatch,
+    /// `/healthz` and `/readyz` (on both listeners; `/readyz`'s ping coalesced per loop by `ping`).
+    static func operationsRoutes(ping: ReadinessPing, breaker: CircuitBreaker?, schema: SchemaWatch,
                                  sessions: SessionManager) -> [Route] {
         [
             Route("/healthz", methods: [(.get, Endpoint { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
@@ -80,7 +81,7 @@ struct RouteTable: Sendable {
                     throw .sessionStoreUnavailable("the session store reports itself unavailable")
                 }
                 // Ready when Directus answers its ping and the circuit is closed (the ping is the probe when half-open).
-                guard await directus.ping(context: context.call), breaker?.state ?? .closed == .closed else {
+                guard await ping.ping(context: context.call), breaker?.state ?? .closed == .closed else {
                     throw .upstreamUnavailable("/server/ping failed or circuit open")
                 }
                 return .json(200, .object([("status", .string("ready"))]))

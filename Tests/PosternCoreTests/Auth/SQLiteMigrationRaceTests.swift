@@ -39,7 +39,7 @@ import PosternTesting
     @Test func twoStoresOpeningAnOldFileAtOnceBothOpenAndItIsMigratedOnce() throws {
         let dir = try sessionTestDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        for round in 0..<25 {
+        for round in 0..<20 {
             let path = dir.appendingPathComponent("old-\(round).db").path
             try SessionListingStoreTests.writeVersion3File(path, rows: [("old-id", Crypto.sha256Hex("old-token"), "u1", "o@x.com")])
             let errors = Self.openTwoAtOnce(path)
@@ -54,7 +54,7 @@ import PosternTesting
     @Test func twoStoresCreatingANewFileAtOnceBothOpen() throws {
         let dir = try sessionTestDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        for round in 0..<25 {
+        for round in 0..<20 {
             let path = dir.appendingPathComponent("new-\(round).db").path
             let errors = Self.openTwoAtOnce(path)
             #expect(errors.isEmpty, "round \(round): \(errors)")
