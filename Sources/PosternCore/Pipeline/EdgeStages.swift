@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Synchronization
 
 // The edge stages at the head of every chain, outermost first: observation (metrics, access log),
 // response headers, CORS decoration, the request-target limit, CORS preflight, error rendering.
@@ -181,29 +180,11 @@ enum RequestID {
         return TraceContext(traceHigh: draw.high, traceLow: draw.low, spanID: draw.span, flags: 1, fromClient: false, state: nil)
     }
 
-    /// Random start and odd step of the id sequence, drawn once from the system's secure generator.
-    private static let seed: (start: UInt64, step: UInt64) = {
-        let bytes = Crypto.randomBytes(16)
-        var start: UInt64 = 0
-        var step: UInt64 = 0
-        for i in 0..<8 {
-            start = start << 8 | UInt64(bytes[i])
-            step = step << 8 | UInt64(bytes[8 + i])
-        }
-        return (start, step | 1)
-    }()
-    /// How many ids were drawn (one atomic add per request: no lock, no system call, no OpenSSL call).
-    private static let counter = Atomic<UInt64>(0)
-
-    /// A new trace id (two words, never both zero) and span id (never zero): a counter taken through a bijective
-    /// mix (so trace ids never repeat within a process) keyed by a random seed (so they do not repeat across
-    /// restarts and are not guessable by counting). They correlate log lines and traces; they are not secrets.
+    /// A new trace id (two words, never both zero) and span id (never zero), from the kernel's CSPRNG through the
+    /// loop's buffer (`KernelRandom`): no id says anything about another one, nor how many requests came between.
     @inline(__always)
     private static func next() -> (high: UInt64, low: UInt64, span: UInt64) {
-        let n = counter.add(1, ordering: .relaxed).newValue
-        let high = mix(seed.start &+ n &* seed.step)
-        let low = mix(high ^ seed.step)
-        let span = mix(low ^ seed.start)
+        let (high, low, span) = KernelRandom.threeWords()
         return (high, high | low == 0 ? 1 : low, span == 0 ? 1 : span)
     }
 
@@ -216,13 +197,5 @@ enum RequestID {
             TraceContext.writeHex(low, base + 16)
             return 32
         }
-    }
-
-    /// The splitmix64 finaliser: a bijection on 64 bits that spreads every input bit.
-    private static func mix(_ value: UInt64) -> UInt64 {
-        var z = value
-        z = (z ^ (z >> 30)) &* 0xbf58476d1ce4e5b9
-        z = (z ^ (z >> 27)) &* 0x94d049bb133111eb
-        return z ^ (z >> 31)
     }
 }
