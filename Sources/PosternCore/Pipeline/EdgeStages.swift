@@ -151,7 +151,7 @@ enum RequestID {
     }
 
     /// The request id and trace context of a request with `headers`: its `X-Request-Id` when safe, else the trace
-    /// id; its `traceparent` (with `tracestate`) when valid, else a new trace. `traceparent` is parsed only when
+    /// id; its `traceparent` (with its `tracestate` lines combined: `traceState`) when valid, else a new trace. `traceparent` is parsed only when
     /// present, and one draw gives a new trace id and the gateway's span id.
     static func start(_ headers: HTTPHeaders) -> (id: String, trace: TraceContext) {
         let given = headers["X-Request-Id"]
@@ -159,7 +159,7 @@ enum RequestID {
         let draw = next()
         var trace: TraceContext?
         if let parent = headers["traceparent"] {
-            trace = TraceContext.parse(parent, state: headers["tracestate"], spanID: draw.span)
+            trace = TraceContext.parse(parent, state: traceState(headers), spanID: draw.span)
         }
         let context = trace ?? TraceContext(traceHigh: draw.high, traceLow: draw.low, spanID: draw.span, flags: 1,
                                             fromClient: false, state: nil)
