@@ -46,7 +46,7 @@ package final class Gateway: HTTPRequestHandler {
         clientAddress = ClientAddress(trustedProxies: Set(config.rateLimits.trustedProxies))
         routes = RouteTable(config: config, directus: directus, sessions: sessions, log: log, metrics: metrics,
                             rateLimits: rateLimits ?? RateLimits(config.rateLimits, metrics: metrics), breaker: breaker,
-                            schema: schema, cache: cache, invalidations: invalidations, clock: clock)
+                            schema: schema, cache: cache, invalidations: invalidations, clock: clock.seconds)
     }
 
     /// Answers one request on the public listener; never throws, every error is rendered.

@@ -32,7 +32,7 @@ struct AdminGuard: Sendable {
             throw GatewayError(status: 403, code: .adminDisabled,
                                message: "the operator API is off: set admin.token (POSTERN_ADMIN_TOKEN) to turn it on")
         }
-        guard let presented = AuthenticationMiddleware.bearer(request.headers["Authorization"]) else {
+        guard let presented = AuthenticationStage.bearer(request.headers["Authorization"]) else {
             throw GatewayError(status: 401, code: .unauthorized, message: "missing admin bearer token",
                                headers: ["WWW-Authenticate": "Bearer realm=\"postern-admin\""])
         }
@@ -51,7 +51,7 @@ struct AdminGuard: Sendable {
         do throws(GatewayError) {
             try check(request)
         } catch {
-            let missing = AuthenticationMiddleware.bearer(request.headers["Authorization"]) == nil
+            let missing = AuthenticationStage.bearer(request.headers["Authorization"]) == nil
             failures.failed(ip: ip, path: request.path, reason: missing ? "missing_token" : "wrong_token",
                             requestID: context.requestID)
             throw error
