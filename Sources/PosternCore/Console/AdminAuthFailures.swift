@@ -37,11 +37,16 @@ struct AdminAuthFailures: Sendable {
         buckets.giveBack(ip)
     }
 
+    /// The longest path a failure's log line shows, in UTF-8 bytes.
+    static let loggedPathBytes = 256
+
     /// The authentication failed (`reason`: `missing_token` or `wrong_token`): the token stays taken, and a
-    /// `notice` line says who and where.
+    /// `notice` line says who and where (the path cut to `loggedPathBytes`).
     func failed(ip: String, path: String, reason: String, requestID: String) {
+        let shown = path.utf8.count > AdminAuthFailures.loggedPathBytes
+            ? String(decoding: path.utf8.prefix(AdminAuthFailures.loggedPathBytes), as: UTF8.self) : path
         log.event(.notice, "admin authentication failed", [
-            ("client_ip", .string(ip)), ("path", .string(path)), ("reason", .string(reason)),
+            ("client_ip", .string(ip)), ("path", .string(shown)), ("reason", .string(reason)),
             ("request_id", .string(requestID)),
         ])
     }

@@ -1,9 +1,9 @@
 import FoundationEssentials
 
-/// `/readyz`'s `GET /server/ping`, coalesced (docs/api.md, Operations): at most one ping in flight per worker
-/// loop, and its result reused by that loop's `/readyz` requests for `reuseSeconds` after it came back, so that a
-/// crowd of probes (or a prober gone wild) costs Directus one ping per loop per second. A request off every loop
-/// (in-process tests) pings on its own.
+/// The public listener's `/readyz`'s `GET /server/ping`, coalesced (docs/api.md, Operations): at most one ping in
+/// flight per worker loop, and its result reused by that loop's `/readyz` requests for `reuseSeconds` after it came
+/// back, so that a crowd of probes (or a prober gone wild) costs Directus one ping per loop per second. A request off
+/// every loop (in-process tests) pings on its own.
 final class ReadinessPing: Sendable {
     /// How long a ping's result answers `/readyz` after it came back, in seconds.
     static let reuseSeconds: TimeInterval = 1

@@ -52,22 +52,27 @@ struct RouteTable: Sendable {
                             cache: cache, invalidations: invalidations)
         let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
                                  registerEndpoint: config.directus.registration == "register")
-        let operations = RouteTable.operationsRoutes(ping: ReadinessPing(directus: directus, clock: clock), breaker: breaker,
+        // The public listener's /readyz shares a ping per worker (anyone may call it); the admin listener's pings on
+        // every probe (private: the orchestrator's probe and the operator see Directus's health as of now).
+        let coalesced = ReadinessPing(directus: directus, clock: clock)
+        let operations = RouteTable.operationsRoutes(ping: { await coalesced.ping(context: $0) }, breaker: breaker,
                                                      schema: schema, sessions: sessions)
+        let adminOperations = RouteTable.operationsRoutes(ping: { await directus.ping(context: $0) }, breaker: breaker,
+                                                          schema: schema, sessions: sessions)
         let publicRoutes = operations + [RouteTable.openAPIRoute(config)] + RouteTable.userRoutes(users, stages)
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
         router = Router(routes: publicRoutes)
         let sampler = StatsSampler(metrics: metrics, counted: RouteTable.countedInStats)
         self.sampler = sampler
-        adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)]
+        adminRouter = Router(routes: adminOperations + [RouteTable.metricsRoute(metrics, sessions: sessions)]
             + RouteTable.consoleRoutes(config: config, sampler: sampler, sessions: sessions, breaker: breaker)
             + RouteTable.sessionRoutes(AdminSessions(sessions: sessions, log: log)))
         adminGuard = AdminGuard(config.admin, failures: AdminAuthFailures(log: log, metrics: metrics, clock: clock))
         notFound = Endpoint(answering: .notFound("no such route"))
     }
 
-    /// `/healthz` and `/readyz` (on both listeners; `/readyz`'s ping coalesced per loop by `ping`).
-    static func operationsRoutes(ping: ReadinessPing, breaker: CircuitBreaker?, schema: SchemaWatch,
+    /// `/healthz` and `/readyz` (on both listeners; `/readyz` asks Directus whether it answers through `ping`).
+    static func operationsRoutes(ping: @escaping @Sendable (CallFields) async -> Bool, breaker: CircuitBreaker?, schema: SchemaWatch,
                                  sessions: SessionManager) -> [Route] {
         [
             Route("/healthz", methods: [(.get, Endpoint { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
@@ -83,7 +88,7 @@ struct RouteTable: Sendable {
                     throw .sessionStoreUnavailable("the session store reports itself unavailable")
                 }
                 // Ready when Directus answers its ping and the circuit is closed (the ping is the probe when half-open).
-                guard await ping.ping(context: context.call), breaker?.state ?? .closed == .closed else {
+                guard await ping(context.call), breaker?.state ?? .closed == .closed else {
                     throw .upstreamUnavailable("/server/ping failed or circuit open")
                 }
                 return .json(200, .object([("status", .string("ready"))]))

@@ -43,4 +43,14 @@ import PosternTesting
         #expect(try gw.client().request("GET", "/readyz").status == 200)
         #expect(Self.pings(gw) == base + 2)
     }
+
+    @Test func theAdminListenersReadyzPingsOnEveryProbe() throws {
+        let clock = TestClock()
+        let gw = try TestGateway(clock: clock.gatewayClock) { $0.workers = 1 }
+        defer { gw.stop() }
+        let base = Self.pings(gw)
+        let admin = RawHTTPClient(port: gw.app.adminPort)
+        for _ in 0..<3 { #expect(try admin.request("GET", "/readyz").status == 200) }
+        #expect(Self.pings(gw) == base + 3)
+    }
 }
