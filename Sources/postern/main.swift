@@ -107,8 +107,9 @@ enum CLI {
         return 2
     }
 
-    /// `postern check`: every problem, then every value the environment set, so that an image's ENV cannot
-    /// silently win over a mounted file (docs/docker.md, Configuration).
+    /// `postern check`: every problem (or the warnings of a valid config: `PosternConfig.warnings`), then every value
+    /// the environment set, so that an image's ENV cannot silently win over a mounted file (docs/docker.md,
+    /// Configuration).
     static func check(configPath: String?) -> Int32 {
         let environment = ProcessInfo.processInfo.environment
         let origins = PosternConfig.environmentOrigins(configPath: configPath, environment: environment)
@@ -119,6 +120,7 @@ enum CLI {
             let redis = Application.checkRedisStore(config)
             if redis?.problem != true { print("config OK (\(path ?? "built-in defaults"))") }
             if let redis { print(redis.line) }
+            for warning in config.warnings() { print(warning) }
             for origin in origins { print(origin.description) }
             return redis?.problem == true ? 1 : 0
         case .failure(let error):
