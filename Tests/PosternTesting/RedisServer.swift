@@ -96,12 +96,11 @@ package final class RedisServer: @unchecked Sendable {
         return "redis://\(credentials)127.0.0.1:\(port)/\(database)"
     }
 
-    /// `rediss://[user:password@]localhost:tlsPort/db` (percent-encoded credentials); the server's certificate is
-    /// for `localhost` and 127.0.0.1.
+    /// `rediss://[user:password@]localhost:tlsPort/db`, the credentials as written (no `/` in them); the server's
+    /// certificate is for `localhost` and 127.0.0.1.
     package func tlsURL(user: String? = nil, password: String? = nil, host: String = "localhost", database: Int = 0) -> String {
-        func encoded(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text }
         var credentials = ""
-        if let password { credentials = "\(user.map(encoded) ?? ""):\(encoded(password))@" }
+        if let password { credentials = "\(user ?? ""):\(password)@" }
         return "rediss://\(credentials)\(host):\(tlsPort ?? 0)/\(database)"
     }
 
