@@ -5,7 +5,7 @@ import PosternCore
 /// The command line (docs/api.md, Configuration): thin; everything lives in PosternCore.
 enum CLI {
     static let usage = """
-        usage: postern [serve|check|demo|openapi|bootstrap|healthcheck|sessions|version] [--config FILE]
+        usage: postern [serve|check|demo|openapi|bootstrap|healthcheck|sessions|reload|version] [--config FILE]
 
           serve        run the gateway (default)
           check        validate the config, print every problem, exit non-zero on any
@@ -23,6 +23,8 @@ enum CLI {
                        a table by default, --json for the answer as it came; --admin http://host:port
                        overrides admin_listen (POSTERN_ADMIN_LISTEN); the token is POSTERN_ADMIN_TOKEN
                        (admin.token). Exit 0 done, 1 refused or not found, 2 usage or configuration
+          reload       ask the running gateway to read its config file again (POST /admin/reload); --admin and
+                       the token as for sessions. Exit 0 reloaded or unchanged, 1 refused, 2 usage or configuration
           version      print the version
         """
 
@@ -51,7 +53,7 @@ enum CLI {
             arguments.removeSubrange(i...(i + 1))
         }
         let command = arguments.first ?? "serve"
-        if arguments.count > 1 && command != "standin" && command != "sessions" {
+        if arguments.count > 1 && command != "standin" && command != "sessions" && command != "reload" {
             fail("unexpected argument \(arguments[1])\n\(usage)")
             return 2
         }
@@ -97,6 +99,8 @@ enum CLI {
             return await Application.healthcheck(config: config) ? 0 : 1
         case "sessions":
             return await SessionsCommand.run(Array(arguments.dropFirst()), configPath: configPath)
+        case "reload":
+            return await ReloadCommand.run(Array(arguments.dropFirst()), configPath: configPath)
         default:
             fail("unknown command \(command)\n\(usage)")
             return 2
@@ -115,10 +119,13 @@ enum CLI {
     }
 
     static func serve(configPath: String?) -> Int32 {
+        // Before anything else: SIGHUP reloads the config once serving, and must not end the process before.
+        Application.ignoreHangUp()
         guard let config = loadConfig(configPath, command: "serve") else { return 1 }
         Application.ignoreSIGPIPE()
         do {
-            let app = try Application.build(config: config)
+            let source = ConfigSource.file(configPath: configPath, environment: ProcessInfo.processInfo.environment)
+            let app = try Application.build(config: config, source: source)
             try app.start()
             app.runUntilSignal()
             return 0

@@ -9,7 +9,7 @@ extension RouteTable {
 
     /// The operator console's routes on the admin listener (docs/api.md, Operator console): the page at `/` and
     /// `GET /admin/stats` (behind the admin guard, as every path under `/admin/`).
-    static func consoleRoutes(config: PosternConfig, sampler: StatsSampler, sessions: SessionManager,
+    static func consoleRoutes(config: PosternConfig, generation: Int, sampler: StatsSampler, sessions: SessionManager,
                               breaker: CircuitBreaker?) -> [Route] {
         let page = DashboardPage.response()
         let redactedConfig = config.redactedJSON()
@@ -19,7 +19,7 @@ extension RouteTable {
             Route("/admin/stats", methods: [(.get, Endpoint { _, _ in
                 let live = await sessions.activeSessions()
                 let redisConnected: Bool? = redis ? await sessions.storeIsAvailable() : nil
-                let body = AdminStats.json(sampler.report(), config: redactedConfig, liveSessions: live,
+                let body = AdminStats.json(sampler.report(), config: redactedConfig, generation: generation, liveSessions: live,
                                            redisConnected: redisConnected, circuit: breaker?.state ?? .closed)
                 var response = HTTPResponse.json(200, body)
                 response.headers.set("Cache-Control", "no-store")
@@ -33,8 +33,8 @@ extension RouteTable {
 /// latencies, with the live sessions, Redis, the breaker, the version and the redacted config.
 enum AdminStats {
     /// The JSON of one report.
-    static func json(_ report: StatsSampler.Report, config: JSONValue, liveSessions: Int, redisConnected: Bool?,
-                     circuit: CircuitBreaker.State) -> JSONValue {
+    static func json(_ report: StatsSampler.Report, config: JSONValue, generation: Int = 1, liveSessions: Int,
+                     redisConnected: Bool?, circuit: CircuitBreaker.State) -> JSONValue {
         func number(_ value: Double, _ places: Double = 1000) -> JSONValue { .double((value * places).rounded() / places) }
         func ms(_ seconds: Double?) -> JSONValue { seconds.map { number($0 * 1000) } ?? .null }
         func int(_ value: Int) -> JSONValue { .int(Int64(value)) }
@@ -57,6 +57,7 @@ enum AdminStats {
         }
         return .object([
             ("version", .string(PosternVersion.current)),
+            ("generation", int(generation)),
             ("uptime_s", number(report.uptime, 10)),
             ("window_s", number(window, 10)),
             ("requests", .object([

@@ -32,29 +32,32 @@ struct RouteTable: Sendable {
         let cache: MicroCache
         /// Where writes announce that a collection changed.
         let invalidations: any CacheInvalidationBus
+        /// The generation these routes belong to (its cached answers are its own).
+        let generation: Int
     }
 
-    /// Builds every route. `metrics` and `rateLimits` are process-wide (shared by every loop).
-    init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog, metrics: Metrics,
-         rateLimits: RateLimits, breaker: CircuitBreaker?, schema: SchemaWatch, cache: MicroCache,
-         invalidations: any CacheInvalidationBus) {
-        edge = EdgeStages(metrics: metrics, log: log, cors: CORSPolicy(config.cors))
+    /// Builds every route of generation `generation` of `config` over the parts every generation shares.
+    init(config: PosternConfig, generation: Int, directus: DirectusClient, shared: GatewayGeneration.Shared,
+         rateLimits: RateLimits, breaker: CircuitBreaker?) {
+        let sessions = shared.sessions
+        edge = EdgeStages(metrics: shared.metrics, log: shared.log, cors: CORSPolicy(config.cors))
         let stages = Stages(limit: BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes),
                             optionalAuth: AuthenticationMiddleware(sessions: sessions, required: false, rateLimits: rateLimits),
                             requiredAuth: AuthenticationMiddleware(sessions: sessions, required: true, rateLimits: rateLimits),
-                            items: DirectusItems(directus: directus, sessions: sessions), schema: schema,
-                            cache: cache, invalidations: invalidations)
+                            items: DirectusItems(directus: directus, sessions: sessions), schema: shared.schema,
+                            cache: shared.cache, invalidations: shared.invalidations, generation: generation)
         let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
                                  registerEndpoint: config.directus.registration == "register")
-        let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker, schema: schema, sessions: sessions)
+        let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker, schema: shared.schema, sessions: sessions)
         let publicRoutes = operations + [RouteTable.openAPIRoute(config)] + RouteTable.userRoutes(users, stages)
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
         router = Router(routes: publicRoutes)
-        let sampler = StatsSampler(metrics: metrics, counted: RouteTable.countedInStats)
-        self.sampler = sampler
-        adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)]
-            + RouteTable.consoleRoutes(config: config, sampler: sampler, sessions: sessions, breaker: breaker)
-            + AdminSessions(sessions: sessions, log: log).routes)
+        sampler = shared.sampler
+        adminRouter = Router(routes: operations + [RouteTable.metricsRoute(shared.metrics, sessions: sessions)]
+            + RouteTable.consoleRoutes(config: config, generation: generation, sampler: shared.sampler, sessions: sessions,
+                                       breaker: breaker)
+            + AdminSessions(sessions: sessions, log: shared.log).routes
+            + [AdminReload(trigger: shared.reload, log: shared.log).route])
         adminGuard = AdminGuard(config.admin)
         notFound = Endpoint(answering: .notFound("no such route"))
     }
@@ -116,7 +119,8 @@ struct RouteTable: Sendable {
         let mapper = ResourceMapper(resource)
         let handlers = ResourceHandlers(mapper: mapper, items: stages.items, schema: stages.schema,
                                         cache: ResourceCache(resource, cache: stages.cache, invalidations: stages.invalidations,
-                                                             plainList: (mapper.upstreamCollectionPath, mapper.defaultListQuery)))
+                                                             plainList: (mapper.upstreamCollectionPath, mapper.defaultListQuery),
+                                                             generation: stages.generation))
         func rule(_ action: ResourceAction) -> PermissionRule { resource.permissions[action] ?? .nobody }
         func policy(_ action: ResourceAction) -> PolicyMiddleware {
             PolicyMiddleware(action: action, rule: rule(action), mapper: mapper, items: stages.items)

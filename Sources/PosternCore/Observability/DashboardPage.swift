@@ -120,6 +120,7 @@ pre { margin: 12px 0 0; font: 12px/1.5 ui-monospace, SFMono-Regular, Menlo, Cons
   <div class="brand">Postern<small>operator console</small></div>
   <div class="chips">
     <span class="chip">version <b id="version">–</b></span>
+    <span class="chip">config generation <b id="generation">–</b></span>
     <span class="chip">uptime <b id="uptime">–</b></span>
     <span class="chip"><i class="dot" id="redis-dot"></i>Redis <b id="redis">–</b></span>
     <span class="chip"><i class="dot" id="circuit-dot"></i>circuit <b id="circuit">–</b></span>
@@ -264,6 +265,7 @@ pre { margin: 12px 0 0; font: 12px/1.5 ui-monospace, SFMono-Regular, Menlo, Cons
 
   function render(s) {
     text('version', s.version);
+    text('generation', s.generation);
     text('uptime', duration(s.uptime_s));
     if (s.redis === null || s.redis === undefined) { text('redis', 'not used'); dot('redis-dot', ''); }
     else { text('redis', s.redis.connected ? 'connected' : 'down'); dot('redis-dot', s.redis.connected ? 'ok' : 'bad'); }
