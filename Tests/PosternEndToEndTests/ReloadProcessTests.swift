@@ -15,8 +15,8 @@ struct ReloadProcessTests {
         """
         {\(extra)"resources": [
           {"name": "books", "collection": "posts",
-           "fields": {"id": "id", "\(titleKey)": "title", "subtitle": "content"},
-           "required": ["\(titleKey)"], "writable": ["\(titleKey)", "subtitle"]}]}
+           "fields": {"id": "id", "\(titleKey)": "title", "subtitle": "content", "user": "user_created"},
+           "required": ["\(titleKey)"], "writable": ["\(titleKey)", "subtitle"], "owner": "user_created"}]}
         """
     }
 
@@ -54,11 +54,16 @@ struct ReloadProcessTests {
         /// `/metrics` of the admin listener.
         func metrics() throws -> String { try RawHTTPClient(port: adminPort).request("GET", "/metrics").text }
 
+        /// What the process wrote to standard output, kept by `stop`.
+        private(set) var output = ""
+
         /// Stops with SIGTERM; the exit status.
         func stop() -> Int32? {
             process.send(SIGTERM)
             defer { process.cleanUp() }
-            return process.waitForExit(seconds: 15)
+            let status = process.waitForExit(seconds: 15)
+            output = process.stdout
+            return status
         }
     }
 
@@ -84,7 +89,7 @@ struct ReloadProcessTests {
         let metrics = try server.metrics()
         #expect(metrics.contains(#"postern_config_reloads_total{result="invalid"} 0"#), "\(metrics)")
         #expect(server.stop() == 0)
-        #expect(server.process.stdout.contains(#""msg":"config reloaded""#) && server.process.stdout.contains(#""trigger":"SIGHUP""#))
+        #expect(server.output.contains(#""msg":"config reloaded""#) && server.output.contains(#""trigger":"SIGHUP""#))
     }
 
     @Test func theWatchFollowsAConfigMapSymlinkSwapAndAnInPlaceEdit() throws {
@@ -117,7 +122,7 @@ struct ReloadProcessTests {
         try eventually("the watch reloads the edited file", timeout: 15) { try server.titleKey() == "title" }
         #expect(try server.metrics().contains("postern_config_generation 3"))
         #expect(server.stop() == 0)
-        #expect(server.process.stdout.contains(#""trigger":"watch""#))
+        #expect(server.output.contains(#""trigger":"watch""#))
     }
 
     /// Runs `postern reload <arguments>` to its end.
