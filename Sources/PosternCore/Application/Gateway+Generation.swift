@@ -25,21 +25,9 @@ package final class GatewayGeneration: Sendable {
     /// The circuit breaker (kept unless `circuit_breaker` changes).
     package let breaker: CircuitBreaker?
 
-    /// What every generation shares: built once, kept across reloads.
-    struct Shared: Sendable {
-        let sessions: SessionManager
-        let log: AccessLog
-        let metrics: Metrics
-        let schema: SchemaWatch
-        let cache: MicroCache
-        let sampler: StatsSampler
-        let invalidations: any CacheInvalidationBus
-        let reload: ReloadTrigger
-    }
-
     /// Builds generation `number` of `config` over the kept parts.
     init(number: Int, config: PosternConfig, directus: DirectusClient, rateLimits: RateLimits, breaker: CircuitBreaker?,
-         shared: Shared) {
+         shared: RouteTable.Shared) {
         self.number = number
         self.config = config
         self.directus = directus
@@ -50,42 +38,6 @@ package final class GatewayGeneration: Sendable {
         clientAddress = ClientAddress(trustedProxies: Set(config.rateLimits.trustedProxies))
         routes = RouteTable(config: config, generation: number, directus: directus, shared: shared, rateLimits: rateLimits,
                             breaker: breaker)
-    }
-}
-
-/// The hook of `POST /admin/reload`: the application attaches its reloader once built (a gateway built without
-/// one answers with its current generation, unchanged).
-final class ReloadTrigger: Sendable {
-    private let action = LockedBox<(@Sendable () async -> ConfigReloadOutcome)?>(nil)
-
-    /// Sets what a reload runs.
-    func attach(_ body: @escaping @Sendable () async -> ConfigReloadOutcome) {
-        action.withLock { $0 = body }
-    }
-
-    /// Runs the reload, or nil when none is attached.
-    func run() async -> ConfigReloadOutcome? {
-        guard let body = action.withLock({ $0 }) else { return nil }
-        return await body()
-    }
-}
-
-/// What a reload did (`POST /admin/reload`, SIGHUP, the watch, `postern reload`).
-package enum ConfigReloadOutcome: Sendable, Equatable {
-    /// The config was read and is serving: generation `generation`, `changed` false when the file held nothing new.
-    case reloaded(generation: Int, changed: Bool)
-    /// The file is invalid: the old config keeps serving. The problems as `postern check` words them.
-    case invalid([ConfigProblem])
-    /// A restart-only key changed: the whole reload is refused; the keys.
-    case restartRequired([String])
-
-    /// The `result` label of `postern_config_reloads_total`.
-    package var result: String {
-        switch self {
-        case .reloaded: return "ok"
-        case .invalid: return "invalid"
-        case .restartRequired: return "restart_required"
-        }
     }
 }
 

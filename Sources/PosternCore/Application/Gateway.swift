@@ -5,7 +5,7 @@ import FoundationEssentials
 /// No sockets: tests call `handle`.
 package final class Gateway: HTTPRequestHandler {
     /// What every generation shares (sessions, metrics, the log, the cache, the sampler).
-    let shared: GatewayGeneration.Shared
+    let shared: RouteTable.Shared
     /// Each loop's reference to the current generation.
     private let slots: GenerationSlots
     /// Guards the numbering of new generations.
@@ -36,7 +36,7 @@ package final class Gateway: HTTPRequestHandler {
                                preparing: { EdgeStages.decorateAlike(&$0, underAPI: true) })
         let invalidations = invalidations ?? LocalInvalidationBus()
         cache.attach(to: invalidations, metrics: metrics)
-        shared = GatewayGeneration.Shared(sessions: sessions, log: log, metrics: metrics, schema: SchemaWatch(log: log),
+        shared = RouteTable.Shared(sessions: sessions, log: log, metrics: metrics, schema: SchemaWatch(log: log),
                                           cache: cache, sampler: StatsSampler(metrics: metrics, counted: RouteTable.countedInStats),
                                           invalidations: invalidations, reload: ReloadTrigger())
         slots = GenerationSlots(GatewayGeneration(number: 1, config: config, directus: directus,

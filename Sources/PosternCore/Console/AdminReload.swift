@@ -8,11 +8,6 @@ struct AdminReload: Sendable {
     /// Where the request's admin IP is noted.
     let log: AccessLog
 
-    /// The route.
-    var route: Route {
-        Route("/admin/reload", methods: [(.post, Endpoint(handler: reload))])
-    }
-
     /// 200 `{"generation": N, "changed": bool}`, 400 `invalid_config` with `problems`, or 409 `restart_required`
     /// with `keys`.
     func reload(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {

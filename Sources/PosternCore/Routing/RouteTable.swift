@@ -19,11 +19,11 @@ struct RouteTable: Sendable {
     /// The stages shared by the routes of one table.
     struct Stages: Sendable {
         /// The body-size limit.
-        let limit: BodyLimitMiddleware
+        let limit: BodyLimitStage
         /// Authentication that lets anonymous callers through (public rules).
-        let optionalAuth: AuthenticationMiddleware
+        let optionalAuth: AuthenticationStage
         /// Authentication that demands a valid token.
-        let requiredAuth: AuthenticationMiddleware
+        let requiredAuth: AuthenticationStage
         /// Directus item calls on behalf of the caller.
         let items: DirectusItems
         /// Learns from list answers whether a collection exists (for `/readyz`).
@@ -32,18 +32,39 @@ struct RouteTable: Sendable {
         let cache: MicroCache
         /// Where writes announce that a collection changed.
         let invalidations: any CacheInvalidationBus
-        /// The generation these routes belong to (its cached answers are its own).
+        /// The config generation these routes belong to (its cached answers are its own).
         let generation: Int
     }
 
-    /// Builds every route of generation `generation` of `config` over the parts every generation shares.
-    init(config: PosternConfig, generation: Int, directus: DirectusClient, shared: GatewayGeneration.Shared,
-         rateLimits: RateLimits, breaker: CircuitBreaker?) {
+    /// What the route tables of every config generation share: built once, kept across reloads (docs/api.md,
+    /// Reloading the config).
+    struct Shared: Sendable {
+        /// The sessions.
+        let sessions: SessionManager
+        /// The access and event log.
+        let log: AccessLog
+        /// The process-wide metrics.
+        let metrics: Metrics
+        /// What Directus's answers said about its schema.
+        let schema: SchemaWatch
+        /// The process-wide micro-cache.
+        let cache: MicroCache
+        /// The operator console's sampler of `metrics`.
+        let sampler: StatsSampler
+        /// Where writes announce that a collection changed.
+        let invalidations: any CacheInvalidationBus
+        /// What `POST /admin/reload` runs.
+        let reload: ReloadTrigger
+    }
+
+    /// Builds every route of config generation `generation` of `config` over the parts every generation shares.
+    init(config: PosternConfig, generation: Int, directus: DirectusClient, shared: Shared, rateLimits: RateLimits,
+         breaker: CircuitBreaker?) {
         let sessions = shared.sessions
         edge = EdgeStages(metrics: shared.metrics, log: shared.log, cors: CORSPolicy(config.cors))
-        let stages = Stages(limit: BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes),
-                            optionalAuth: AuthenticationMiddleware(sessions: sessions, required: false, rateLimits: rateLimits),
-                            requiredAuth: AuthenticationMiddleware(sessions: sessions, required: true, rateLimits: rateLimits),
+        let stages = Stages(limit: BodyLimitStage(maxBytes: config.limits.maxBodyBytes),
+                            optionalAuth: AuthenticationStage(sessions: sessions, required: false, rateLimits: rateLimits),
+                            requiredAuth: AuthenticationStage(sessions: sessions, required: true, rateLimits: rateLimits),
                             items: DirectusItems(directus: directus, sessions: sessions), schema: shared.schema,
                             cache: shared.cache, invalidations: shared.invalidations, generation: generation)
         let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
@@ -56,8 +77,8 @@ struct RouteTable: Sendable {
         adminRouter = Router(routes: operations + [RouteTable.metricsRoute(shared.metrics, sessions: sessions)]
             + RouteTable.consoleRoutes(config: config, generation: generation, sampler: shared.sampler, sessions: sessions,
                                        breaker: breaker)
-            + AdminSessions(sessions: sessions, log: shared.log).routes
-            + [AdminReload(trigger: shared.reload, log: shared.log).route])
+            + RouteTable.sessionRoutes(AdminSessions(sessions: sessions, log: shared.log))
+            + [RouteTable.reloadRoute(AdminReload(trigger: shared.reload, log: shared.log))])
         adminGuard = AdminGuard(config.admin)
         notFound = Endpoint(answering: .notFound("no such route"))
     }
@@ -122,19 +143,19 @@ struct RouteTable: Sendable {
                                                              plainList: (mapper.upstreamCollectionPath, mapper.defaultListQuery),
                                                              generation: stages.generation))
         func rule(_ action: ResourceAction) -> PermissionRule { resource.permissions[action] ?? .nobody }
-        func policy(_ action: ResourceAction) -> PolicyMiddleware {
-            PolicyMiddleware(action: action, rule: rule(action), mapper: mapper, items: stages.items)
+        func policy(_ action: ResourceAction) -> PolicyStage {
+            PolicyStage(action: action, rule: rule(action), mapper: mapper, items: stages.items)
         }
         func guarded(_ action: ResourceAction, item: Bool, _ handler: @escaping Endpoint.Handler) -> Endpoint {
             Endpoint(limit: stages.limit, authentication: rule(action) == .public ? stages.optionalAuth : stages.requiredAuth,
-                     itemID: item ? ItemIDMiddleware(mapper: mapper) : nil, policy: policy(action), handler: handler)
+                     itemID: item ? ItemIDStage(mapper: mapper) : nil, policy: policy(action), handler: handler)
         }
         // List and read look up the micro-cache without an `await`: a cached resource's hits are answered on the
         // loop thread, without a task (docs/api.md, Micro-cache).
         func lookedUp(_ action: ResourceAction, item: Bool, _ lookup: @escaping Endpoint.Lookup,
                       _ fetch: @escaping Endpoint.Fetch) -> Endpoint {
             Endpoint(limit: stages.limit, authentication: rule(action) == .public ? stages.optionalAuth : stages.requiredAuth,
-                     itemID: item ? ItemIDMiddleware(mapper: mapper) : nil, policy: policy(action), lookup: lookup, fetch: fetch)
+                     itemID: item ? ItemIDStage(mapper: mapper) : nil, policy: policy(action), lookup: lookup, fetch: fetch)
         }
         let update = guarded(.update, item: true, handlers.update)
         // POST: authenticate (demanded up front unless create or update is public), parse the body once,
@@ -144,7 +165,7 @@ struct RouteTable: Sendable {
             mapper: mapper,
             create: Endpoint(requirement: AuthenticationRequirement(rule: rule(.create)), policy: policy(.create),
                              handler: handlers.create),
-            update: Endpoint(requirement: AuthenticationRequirement(rule: rule(.update)), itemID: ItemIDMiddleware(mapper: mapper),
+            update: Endpoint(requirement: AuthenticationRequirement(rule: rule(.update)), itemID: ItemIDStage(mapper: mapper),
                              policy: policy(.update), handler: handlers.update))
         let name = resource.name
         return [
