@@ -179,6 +179,50 @@ struct ConfigReloadLiveTests {
         #expect(metrics.contains(#"postern_config_reloads_total{result="restart_required"} 1"#))
     }
 
+    @Test func sessionsAndRateLimitBucketsAreKeptAndCachedAnswersDropped() throws {
+        let fixture = try ReloadFixture(workers: 2, file: ReloadFixture.file(titleKey: "title", cacheTTLMs: 60_000))
+        defer { fixture.stop() }
+        let gw = fixture.gateway
+        let token = try gw.login()
+        #expect(try gw.client().json("GET", "/api/v1/books", token: token).headers["X-Cache"] == "MISS")
+        #expect(try gw.client().json("GET", "/api/v1/books", token: token).headers["X-Cache"] == "HIT")
+        // Five failed logins for one e-mail fill its per-minute budget (docs/api.md, Limits and defaults).
+        for _ in 0..<5 {
+            #expect(try gw.client().json("POST", "/api/v1/user/login", #"{"email":"x@y.com","password":"wrong-password"}"#).status == 401)
+        }
+        try fixture.write(ReloadFixture.file(titleKey: "name", cacheTTLMs: 60_000))
+        #expect(try Self.reload(gw).json?["generation"]?.intValue == 2)
+        // The bucket is the same one: the next attempt, right password or not, is limited.
+        #expect(try gw.client().json("POST", "/api/v1/user/login", #"{"email":"x@y.com","password":"123456"}"#).status == 429)
+        // The session is the same one; the cached answer is not served again (it has the old shape anyway).
+        let first = try gw.client().json("GET", "/api/v1/books", token: token)
+        #expect(first.status == 200 && first.headers["X-Cache"] == "MISS" && Self.shape(first) == "B", "\(first.text)")
+        let second = try gw.client().json("GET", "/api/v1/books", token: token)
+        #expect(second.headers["X-Cache"] == "HIT" && Self.shape(second) == "B")
+    }
+
+    @Test func aChangedPoolKeyGetsANewPoolAndTheOldOneDrains() throws {
+        let fixture = try ReloadFixture(workers: 2, file: Self.shapeA)
+        defer { fixture.stop() }
+        let gw = fixture.gateway
+        let token = try gw.login()
+        let clients = (0..<8).map { _ in gw.client() }
+        for client in clients { #expect(try client.json("GET", "/api/v1/books", token: token).status == 200) }
+        #expect(gw.standInServer.openConnections > 0)
+        let seenBefore = gw.standInServer.connectionsSeen
+        try fixture.write(Self.shapeB.replacingOccurrences(of: #"{"limits""#, with: #"{"directus": {"max_connections_per_worker": 8}, "limits""#))
+        #expect(try Self.reload(gw).json?["generation"]?.intValue == 2)
+        // Every loop (the admin listener's too) routes a request with the new generation and lets the old one go.
+        _ = try RawHTTPClient(port: gw.app.adminPort).request("GET", "/healthz")
+        for client in clients { #expect(Self.shape(try client.json("GET", "/api/v1/books", token: token)) == "B") }
+        #expect(gw.standInServer.connectionsSeen > seenBefore, "the new pool opened its own connections")
+        // The old pool's connections are closed: every connection open now was opened after the reload.
+        try eventually("the old pool drained") {
+            gw.standInServer.openConnections <= gw.standInServer.connectionsSeen - seenBefore
+        }
+        #expect(try gw.client().json("GET", "/api/v1/user/me", token: token).status == 200)
+    }
+
     @Test func theReloadEndpointNeedsTheAdminTokenAndAnUnchangedFileIsNotAGeneration() throws {
         let fixture = try ReloadFixture(workers: 2, file: Self.shapeA)
         defer { fixture.stop() }
@@ -250,12 +294,12 @@ final class ReloadFixture: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: path)
     }
 
-    /// A config file whose only resource is `books` with its title under `titleKey`.
-    static func file(titleKey: String) -> String {
+    /// A config file whose only resource is `books` with its title under `titleKey` (micro-cached for `cacheTTLMs`).
+    static func file(titleKey: String, cacheTTLMs: Int = 0) -> String {
         """
         {"limits": {"shutdown_grace_s": 2},
          "resources": [
-          {"name": "books", "collection": "posts", "id_type": "integer",
+          {"name": "books", "collection": "posts", "id_type": "integer", "cache": {"ttl_ms": \(cacheTTLMs)},
            "fields": {"id": "id", "\(titleKey)": "title", "subtitle": "content", "user": "user_created"},
            "required": ["\(titleKey)"], "writable": ["\(titleKey)", "subtitle"], "owner": "user_created",
            "max_limit": 100, "default_limit": 20,
