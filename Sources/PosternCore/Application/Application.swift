@@ -193,6 +193,8 @@ package final class Application: @unchecked Sendable {
             watch.start()
             self.watch = watch
             log.event(.info, "watching the config file", [("path", .string(path)), ("every_s", .int(2))])
+        } else if let reloader, reloader.source.watch {
+            log.event(.warning, "POSTERN_CONFIG_WATCH is set but no config file is in use: nothing to watch")
         }
         log.event(.info, "postern started", [("listen", .string("\(listen.host):\(port)")),
                                               ("admin_listen", .string("\(adminListen.host):\(adminPort)")),

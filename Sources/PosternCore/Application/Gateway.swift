@@ -1,8 +1,9 @@
 import FoundationEssentials
 
-/// The whole request pipeline, built once from config: route → edge stages (metrics and log, headers,
-/// CORS, limits, error rendering) → the route's chain (limits → authentication → policy) → handler.
-/// No sockets: tests call `handle`.
+/// The whole request pipeline: route → edge stages (metrics and log, headers, CORS, limits, error rendering) →
+/// the route's chain (limits → authentication → policy) → handler, built from config as one immutable
+/// `GatewayGeneration`; a config reload installs the next one (docs/api.md, Reloading the config), and each
+/// request is answered by the generation it was routed with. No sockets: tests call `handle`.
 package final class Gateway: HTTPRequestHandler {
     /// What every generation shares (sessions, metrics, the log, the cache, the sampler).
     let shared: RouteTable.Shared
@@ -37,8 +38,8 @@ package final class Gateway: HTTPRequestHandler {
         let invalidations = invalidations ?? LocalInvalidationBus()
         cache.attach(to: invalidations, metrics: metrics)
         shared = RouteTable.Shared(sessions: sessions, log: log, metrics: metrics, schema: SchemaWatch(log: log),
-                                          cache: cache, sampler: StatsSampler(metrics: metrics, counted: RouteTable.countedInStats),
-                                          invalidations: invalidations, reload: ReloadTrigger())
+                                   cache: cache, sampler: StatsSampler(metrics: metrics, counted: RouteTable.countedInStats),
+                                   invalidations: invalidations, reload: ReloadTrigger())
         slots = GenerationSlots(GatewayGeneration(number: 1, config: config, directus: directus,
                                                   rateLimits: rateLimits ?? RateLimits(config.rateLimits, metrics: metrics),
                                                   breaker: breaker, shared: shared))
