@@ -238,6 +238,8 @@ struct ConfigReloadLiveTests {
         #expect(try Self.reload(gw).json?["generation"]?.intValue == 2)
         let stats = try admin.request("GET", "/admin/stats", headers: ["Authorization": "Bearer \(Self.adminToken)"])
         #expect(stats.json?["generation"]?.intValue == 2, "\(stats.text)")
+        let page = try admin.request("GET", "/").text
+        #expect(page.contains(#"config generation <b id="generation">"#) && page.contains("text('generation', s.generation)"))
         // OpenAPI follows too.
         let document = try gw.client().request("GET", "/api/v1/openapi.json").json
         let properties = document?["components"]?["schemas"]?["Books"]?["properties"]
