@@ -94,7 +94,11 @@ package final class Application: @unchecked Sendable {
         app.backend = backend
         let reloader = ConfigReloader(source: source ?? .fixed(config), gateway: gateway, log: log, transport: upstream,
                                       makeTransport: makeTransport, counters: backend.counters, clock: clock)
-        gateway.attachReload { await reloader.reload(trigger: "admin") }
+        // Weakly: the application owns the reloader, which holds the gateway (no cycle through the gateway's route).
+        gateway.attachReload { [weak reloader, weak gateway] in
+            guard let reloader else { return .reloaded(generation: gateway?.generation.number ?? 0, changed: false) }
+            return await reloader.reload(trigger: "admin")
+        }
         app.reloader = reloader
         // Counted by `/metrics` just before it renders (the store may answer asynchronously).
         metrics.gauge("postern_active_sessions", help: "Sessions in the session store.") { Double(sessions.lastKnownActiveSessions) }
