@@ -216,9 +216,11 @@ struct ConfigReloadLiveTests {
         _ = try RawHTTPClient(port: gw.app.adminPort).request("GET", "/healthz")
         for client in clients { #expect(Self.shape(try client.json("GET", "/api/v1/books", token: token)) == "B") }
         #expect(gw.standInServer.connectionsSeen > seenBefore, "the new pool opened its own connections")
-        // The old pool's connections are closed: every connection open now was opened after the reload.
-        try eventually("the old pool drained") {
-            gw.standInServer.openConnections <= gw.standInServer.connectionsSeen - seenBefore
+        // The old pool's connections are closed: every connection open now was opened after the reload. (A loop lets
+        // its old generation go at its next request: requests on new connections until every loop has had one.)
+        try eventually("the old pool drained") { () throws -> Bool in
+            let status = try gw.client().json("GET", "/api/v1/books", token: token).status
+            return status == 200 && gw.standInServer.openConnections <= gw.standInServer.connectionsSeen - seenBefore
         }
         #expect(try gw.client().json("GET", "/api/v1/user/me", token: token).status == 200)
     }
