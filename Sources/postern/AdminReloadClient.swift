@@ -1,12 +1,15 @@
 import FoundationEssentials
+import PosternCore
+import PosternHTTP
+import PosternIO
 
 /// `postern reload`: asks a running gateway's admin listener to read its config again (`POST /admin/reload`,
 /// docs/api.md, Reloading the config) and says what it did. The command line is parsed by `main`.
-package enum AdminReloadClient {
+enum AdminReloadClient {
     /// Makes the call on `endpoint` with the admin `token` and renders the answer: a line (the problems, one per
     /// line, for an invalid file) by default, the body as it came with `json`. Exit status 0 reloaded (changed or
     /// not), 1 refused (invalid, restart required, another error, or the listener unreachable).
-    package static func run(endpoint: UpstreamEndpoint, token: String, json: Bool) async -> AdminSessionsClient.Outcome {
+    static func run(endpoint: UpstreamEndpoint, token: String, json: Bool) async -> AdminSessionsClient.Outcome {
         let group = EventLoopGroup(count: 1, name: "postern-reload")
         defer { group.shutdown() }
         let transport = LoopTransport(group: group, endpoint: endpoint, maxConnections: 1)
