@@ -88,7 +88,7 @@ package final class Application: @unchecked Sendable {
                                       revocations: backend.revocations, clock: clock.date)
         let rateLimits = RateLimits(config.rateLimits, metrics: metrics, counters: backend.counters)
         let gateway = Gateway(config: config, directus: directus, sessions: sessions, log: log, metrics: metrics,
-                              rateLimits: rateLimits, breaker: breaker, invalidations: backend.invalidations)
+                              rateLimits: rateLimits, breaker: breaker, invalidations: backend.invalidations, clock: clock)
         let app = Application(gateway: gateway, group: group, log: log)
         app.closeStore = backend.close
         app.backend = backend
@@ -192,6 +192,7 @@ package final class Application: @unchecked Sendable {
         self.admin = admin
         gateway.statsSampler.start()
         startMaintenance()
+        for warning in config.warnings() { log.event(.warning, warning) }
         if let reloader, reloader.source.watch, let path = reloader.source.path {
             let watch = ConfigWatch(path: path, reloader: reloader)
             watch.start()

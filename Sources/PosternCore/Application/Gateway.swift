@@ -30,7 +30,8 @@ package final class Gateway: HTTPRequestHandler {
     /// `invalidations` carries cache invalidations (in-process unless given).
     package init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog,
                 metrics: Metrics = Metrics(), rateLimits: RateLimits? = nil, breaker: CircuitBreaker? = nil,
-                invalidations: (any CacheInvalidationBus)? = nil, cacheClock: MicroCache.Clock? = nil) {
+                invalidations: (any CacheInvalidationBus)? = nil, cacheClock: MicroCache.Clock? = nil,
+                clock: GatewayClock = .system) {
         // A stored answer carries the edge's fields alike on every answer under /api/ (every cached answer is a
         // resource's), so that a hit only adds its request id.
         let cache = MicroCache(maxEntries: config.cacheMaxEntries, now: cacheClock ?? MicroCache.monotonicClock(),
@@ -39,7 +40,9 @@ package final class Gateway: HTTPRequestHandler {
         cache.attach(to: invalidations, metrics: metrics)
         shared = RouteTable.Shared(sessions: sessions, log: log, metrics: metrics, schema: SchemaWatch(log: log),
                                    cache: cache, sampler: StatsSampler(metrics: metrics, counted: RouteTable.countedInStats),
-                                   invalidations: invalidations, reload: ReloadTrigger())
+                                   invalidations: invalidations, reload: ReloadTrigger(),
+                                   adminFailures: AdminAuthFailures(log: log, metrics: metrics, clock: clock.seconds),
+                                   clock: clock.seconds)
         slots = GenerationSlots(GatewayGeneration(number: 1, config: config, directus: directus,
                                                   rateLimits: rateLimits ?? RateLimits(config.rateLimits, metrics: metrics),
                                                   breaker: breaker, shared: shared))
@@ -80,9 +83,9 @@ package final class Gateway: HTTPRequestHandler {
         await handle(request, prepared: prepared, admin: false)
     }
 
-    /// Answers one request on the admin listener (operations, `/metrics`, the operator console). A path under
-    /// `/admin/` passes the admin guard first, routed or not (`AdminGuard`); handlers read the caller's address
-    /// in `context.clientIP`.
+    /// Answers one request on the admin listener (operations, `/metrics`, the operator console), behind the admin
+    /// edge (no CORS: `RouteTable.adminEdge`). A path under `/admin/` passes the admin guard first, routed or not
+    /// (`AdminGuard`); handlers read the caller's address in `context.clientIP`.
     package func handleAdmin(_ request: HTTPRequest) async -> HTTPResponse {
         await handle(request, prepared: nil, admin: true)
     }
@@ -109,8 +112,9 @@ package final class Gateway: HTTPRequestHandler {
     @inline(__always)  // one async frame per request, not two
     private func handle(_ request: HTTPRequest, prepared: AnyObject?, admin: Bool) async -> HTTPResponse {
         let start = (prepared as? PreparedRequest)?.start ?? prepare(request, slots.current, admin: admin)
-        return await start.generation.routes.edge.respond(to: request, context: start.context, endpoint: start.endpoint,
-                                                          from: start.progress, trace: start.trace)
+        let routes = start.generation.routes
+        return await (admin ? routes.adminEdge : routes.edge).respond(to: request, context: start.context, endpoint: start.endpoint,
+                                                                      from: start.progress, trace: start.trace)
     }
 
     /// What the first, synchronous step of a request found: its context, its endpoint, its access-log trace and
@@ -151,9 +155,10 @@ package final class Gateway: HTTPRequestHandler {
             endpoint = routes.notFound
         }
         if admin && AdminGuard.covers(request.path) { endpoint = routes.adminGuard.guarding(endpoint) }
-        let trace = routes.edge.trace()
+        let edge = admin ? routes.adminEdge : routes.edge
+        let trace = edge.trace()
         return Start(generation: generation, context: context, endpoint: endpoint, trace: trace,
-                     progress: routes.edge.prepare(request, context, endpoint, trace: trace))
+                     progress: edge.prepare(request, context, endpoint, trace: trace))
     }
 
     /// A new request's context: its id, the client's address, and what routing found.
