@@ -21,7 +21,7 @@ enum AdminReloadClient {
         do {
             response = try await transport.send(request, timeout: AdminSessionsClient.timeout)
         } catch {
-            return .init(status: 1, output: "", error: "cannot reach the admin listener at \(endpoint.hostHeader): \(error)")
+            return .init(status: 1, output: "", error: "cannot reach the admin listener at \(endpoint.hostHeader): \(AdminSessionsClient.describe(error))")
         }
         return render(status: response.status, body: response.body, json: json)
     }
