@@ -1,7 +1,9 @@
 /// What a reload compares (docs/api.md, Reloading the config).
 extension PosternConfig {
-    /// The keys a reload cannot change: the listeners, the worker threads and the session store are made once.
-    package static let restartOnlyKeys = ["listen", "admin_listen", "workers", "sessions.store"]
+    /// The keys a reload cannot change: the listeners, the worker threads and the session store (with the TLS
+    /// files of its Redis connections) are made once.
+    package static let restartOnlyKeys = ["listen", "admin_listen", "workers", "sessions.store", "sessions.redis_ca_file",
+                                          "sessions.redis_cert_file", "sessions.redis_key_file"]
 
     /// The restart-only keys whose values differ in `next` (a reload that changes one is refused whole).
     package func restartOnlyChanges(to next: PosternConfig) -> [String] {
@@ -10,6 +12,9 @@ extension PosternConfig {
         if adminListen != next.adminListen { keys.append("admin_listen") }
         if workers != next.workers { keys.append("workers") }
         if sessions.store != next.sessions.store { keys.append("sessions.store") }
+        if sessions.redisCAFile != next.sessions.redisCAFile { keys.append("sessions.redis_ca_file") }
+        if sessions.redisCertFile != next.sessions.redisCertFile { keys.append("sessions.redis_cert_file") }
+        if sessions.redisKeyFile != next.sessions.redisKeyFile { keys.append("sessions.redis_key_file") }
         return keys
     }
 

@@ -13,6 +13,9 @@ struct ConfigReloadRulesTests {
         case "listen": next.listen = "0.0.0.0:9999"
         case "admin_listen": next.adminListen = "127.0.0.1:9999"
         case "workers": next.workers = 7
+        case "sessions.redis_ca_file": next.sessions.redisCAFile = "/etc/redis/ca.pem"
+        case "sessions.redis_cert_file": next.sessions.redisCertFile = "/etc/redis/client.pem"
+        case "sessions.redis_key_file": next.sessions.redisKeyFile = "/etc/redis/client.key"
         default: next.sessions.store = "memory"
         }
         next.cors.maxAgeSeconds = 1  // a reloadable change beside it does not hide it
