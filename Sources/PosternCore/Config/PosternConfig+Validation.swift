@@ -28,7 +28,9 @@ extension PosternConfig {
         if let problem = AdminConfig.problem(with: admin.token) { report("admin.token", problem) }
 
         if !PosternConfig.isUpstreamURL(directus.url) {
-            report("directus.url", "must be an http:// or https:// URL with a host (got \"\(directus.url)\")")
+            // A URL with credentials is not echoed: it may hold a password.
+            let shown = directus.url.contains("@") ? "a URL with credentials" : "\"\(directus.url)\""
+            report("directus.url", "must be an http:// or https:// URL with a host and no credentials (got \(shown))")
         }
         check("directus.timeout_ms", directus.timeoutMs, .timeoutMs)
         check("directus.max_connections_per_worker", directus.maxConnectionsPerWorker, .connections)
@@ -40,13 +42,13 @@ extension PosternConfig {
             report("directus.registration", "must be \"users\" or \"register\" (got \"\(directus.registration)\")")
         }
 
-        if sessions.store.hasPrefix("rediss://") {
-            report("sessions.store", "rediss:// (Redis over TLS) is not supported; use redis:// on a private network")
-        } else if sessions.storeKind == nil {
+        if sessions.storeKind == nil {
             // A URL with credentials is not echoed: it may hold a password.
             let shown = sessions.store.contains("@") ? "a URL with credentials" : "\"\(sessions.store)\""
-            report("sessions.store", "must be memory, sqlite:<path> or redis://[:password@]host:port[/db] (got \(shown))")
+            report("sessions.store",
+                   "must be memory, sqlite:<path> or redis[s]://[[user]:password@]host:port[/db] (got \(shown))")
         }
+        for problem in sessions.redisTLSProblems() { report(problem.path, problem.message) }
         check("sessions.idle_ttl_s", sessions.idleTTLSeconds, .positive)
         check("sessions.max_ttl_s", sessions.maxTTLSeconds, .positive)
         check("sessions.max_per_user", sessions.maxPerUser, .positive)
