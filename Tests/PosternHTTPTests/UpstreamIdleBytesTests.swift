@@ -4,8 +4,9 @@ import Testing
 import PosternTesting
 
 /// Bytes an upstream sends on a pooled connection while nothing was asked of it close that connection: they are
-/// never read as the next request's answer. No `recv(MSG_PEEK)` checks a connection before it is reused; the read
-/// event armed while it idles sees the bytes, and the loop runs it before a request of the same turn goes out.
+/// never read as the next request's answer. In a short turn of the loop no `recv(MSG_PEEK)` checks a connection before
+/// it is reused: the read event armed while it idles sees the bytes, and the loop runs it before a request of the same
+/// turn goes out (a turn over 1 ms peeks too: `UpstreamConnection.peekAfterTurnMicroseconds`).
 extension UpstreamWireTests {
     /// An answer the peer sends that no request asked for: if it ever reached a call, the test would see 666.
     static let unasked = "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{\"n\":666}"

@@ -230,13 +230,27 @@ package final class UpstreamConnection: @unchecked Sendable {
 
     /// Writes what the calls queued (the pool's end-of-turn flush); a full socket finishes it when writable.
     ///
-    /// No system call checks a reused connection first: its read event stays armed while it idles, and the loop
-    /// runs every socket callback of a turn before the turn's end (`EventLoop.requestDrain`), so stray bytes or a
-    /// close that reached it before this turn already closed it and took it out of the pool (`closedIdle`).
+    /// A reused connection's read event stays armed while it idles, and the loop runs every socket callback of a turn
+    /// before the turn's end (`EventLoop.requestDrain`): stray bytes or a close that reached it before this turn already
+    /// closed it and took it out of the pool (`closedIdle`). Only what came during the turn is unseen; when the turn has
+    /// run longer than `peekAfterTurnMicroseconds` (a loop thread preempted on a busy machine), a nonblocking peek
+    /// checks before the first byte of a request goes out, and stray bytes or a close then drop the socket and the
+    /// requests go out on a fresh one. Plain sockets only (on TLS, records that are not data, such as session tickets,
+    /// may wait there).
     package func flush() {
         guard state == .open && hasUnwritten else { return }
+        if ssl == nil, completed > 0, inFlight > 0, sentBytes <= calls[first].start,
+           loop.turnAgeMicroseconds > UpstreamConnection.peekAfterTurnMicroseconds, peerHasClosedOrWritten() {
+            resendOrFail(.closed)
+            return
+        }
         writeOutput()
     }
+
+    /// How long a turn of the loop runs (µs) before `flush` peeks at a reused connection: 1 ms. Bytes an upstream sends
+    /// within 9 ms of an answer have reached the socket before the turn that reuses the connection 10 ms after it
+    /// (`UpstreamHTTPClient.reuseQuiet`), or this peek sees them.
+    package static let peekAfterTurnMicroseconds = 1_000
 
     /// True when the peer has closed this idle connection or written to it (end of stream or stray bytes
     /// already queued on the socket), seen with a nonblocking peek before the read event ran.
