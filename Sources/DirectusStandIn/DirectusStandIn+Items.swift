@@ -1,3 +1,4 @@
+import DirectusPlan
 import FoundationEssentials
 import PosternHTTP
 
@@ -6,6 +7,10 @@ extension DirectusStandIn {
     func items(_ context: Context, collection: String, id: String?, body: JSONValue?, caller: Caller) throws -> HTTPResponse {
         let method = context.request.method
         let query = try ItemQuery.parse(context.queryItems)
+        if collection == BootstrapPlan.commentsCollection
+            || (collection == "posts" && Self.needsRelationalRead(query, method: method)) {
+            return try relationalItems(context, collection: collection, id: id, body: body, caller: caller, query: query)
+        }
         guard collection == "posts" else { throw StandInError.forbiddenCollection(collection) }
         let rules = try itemRules(caller, collection: collection, now: context.now)
         guard rules.admin || !rules.byAction.isEmpty else { throw StandInError.forbiddenCollection(collection) }
@@ -314,7 +319,11 @@ extension DirectusStandIn {
                 if !rules.admin, !deleteRules.contains(where: { $0.covers(state.posts[index]) }) { throw denied }
                 ids.insert(id)
             }
-            if !ids.isEmpty { state.posts.removeAll { ids.contains($0.id) } }
+            if !ids.isEmpty {
+                state.posts.removeAll { ids.contains($0.id) }
+                // `comments.post` is ON DELETE CASCADE.
+                state.comments.removeAll { ids.contains($0.post) }
+            }
         }
         return Self.noContent()
     }
