@@ -31,8 +31,8 @@ import PosternTesting
     ]
 
     /// A gateway pointed at `fake`, with a 300 ms upstream timeout.
-    private static func gateway(_ fake: FakeUpstream, connections: Int? = nil) throws -> TestGateway {
-        try TestGateway { config in
+    private static func gateway(_ fake: FakeUpstream, connections: Int? = nil, clock: GatewayClock = .system) throws -> TestGateway {
+        try TestGateway(clock: clock) { config in
             config.directus.url = fake.url
             config.directus.timeoutMs = 300
             if let connections { config.directus.maxConnectionsPerWorker = connections }
@@ -178,10 +178,12 @@ import PosternTesting
         let fake = try FakeUpstream(.keepAlive(200, #"{"data":"pong"}"#, hangUp: .onNextRequest))
         defer { fake.stop() }
         // One connection per worker: the pool, full, reuses it without waiting for it to be quiet.
-        let gw = try Self.gateway(fake, connections: 1)
+        let clock = TestClock()
+        let gw = try Self.gateway(fake, connections: 1, clock: clock.gatewayClock)
         defer { gw.stop() }
         let client = gw.client()  // one client connection, so one worker and one upstream pool
         #expect(try client.request("GET", "/readyz").status == 200)
+        clock.advance(ReadinessPing.reuseSeconds)  // past the first ping's reuse: the second /readyz pings again
         let r = try client.request("GET", "/readyz")
         #expect(r.status == 200, "\(r.text)")
         #expect(fake.received.count == 3, "first call, the call the upstream hung up on, the retry")
