@@ -41,7 +41,31 @@ extension DirectusStandIn {
         guard method == .get || method == .other("SEARCH") else { return false }
         if query.deep != nil { return true }
         if (query.sort ?? []).contains(where: { $0.contains(".") }) { return true }
-        return (query.fields ?? []).contains { $0 != "*" && ($0.contains(".") || PostField(rawValue: $0) == nil) }
+        return namesRelations(query.fields)
+    }
+
+    /// Whether `fields` names a relation, an alias or a field that is no column of `posts`.
+    static func namesRelations(_ fields: [String]?) -> Bool {
+        (fields ?? []).contains { $0 != "*" && ($0.contains(".") || PostField(rawValue: $0) == nil) }
+    }
+
+    /// The rows a flat write of `posts` answered with, read again with the request's relational `fields`; 204
+    /// when the caller may not read them (the controller swallows the read-back's 403).
+    func relationalReadBack(_ written: HTTPResponse, query: ItemQuery, caller: Caller, now: Double) throws -> HTTPResponse {
+        guard written.status == 200, let data = (try? JSONValue.parse(written.body))?["data"] else { return written }
+        let batch = data.arrayValue != nil
+        var rows: [JSONValue] = []
+        for row in data.arrayValue ?? [data] {
+            guard let id = row["id"]?.intValue else { continue }
+            do {
+                let one = try relationalRead(query, collection: "posts", id: String(id), caller: caller, now: now)
+                rows.append((try? JSONValue.parse(one.body))?["data"] ?? .null)
+            } catch let error as StandInError where error.status == 403 {
+                return Self.noContent()
+            }
+        }
+        guard !rows.isEmpty else { return Self.noContent() }
+        return Self.dataResponse(batch ? .array(rows) : rows[0])
     }
 
     /// `/items/:collection[/:id]` through the relational reader and, for `comments`, its writes.

@@ -12,6 +12,21 @@ extension DirectusStandIn {
             return try relationalItems(context, collection: collection, id: id, body: body, caller: caller, query: query)
         }
         guard collection == "posts" else { throw StandInError.forbiddenCollection(collection) }
+        if method == .post || method == .patch, Self.namesRelations(query.fields) {
+            // Write with the flat path, then read the rows back through the relations (`fields=…,user_created.x`).
+            var flat = query
+            flat.fields = ["id"]
+            let written = try postItems(context, id: id, body: body, caller: caller, query: flat)
+            return try relationalReadBack(written, query: query, caller: caller, now: context.now)
+        }
+        return try postItems(context, id: id, body: body, caller: caller, query: query)
+    }
+
+    /// `/items/posts[/:id]` on the flat fast path.
+    private func postItems(_ context: Context, id: String?, body: JSONValue?, caller: Caller,
+                           query: ItemQuery) throws -> HTTPResponse {
+        let method = context.request.method
+        let collection = "posts"
         let rules = try itemRules(caller, collection: collection, now: context.now)
         guard rules.admin || !rules.byAction.isEmpty else { throw StandInError.forbiddenCollection(collection) }
         var plan = try ReadPlan(query: query, caller: caller, now: context.now)
