@@ -43,7 +43,7 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
         // one epoll_ctl (a one-shot write event armed on EAGAIN and fired in the same turn costs one call, not two).
         let config = event_config_new()
         event_config_set_flag(config, Int32(EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST.rawValue))
-        // The time libevent caches when epoll_wait returns is read precisely (not from the coarse clock): `turnAge`.
+        // The time libevent caches when epoll_wait returns is read precisely (not from the coarse clock): `turnAgeMicroseconds`.
         event_config_set_flag(config, Int32(EVENT_BASE_FLAG_PRECISE_TIMER.rawValue))
         // event_base_new_with_config only fails when no backend can be initialised (out of memory or fds):
         // fatal at start-up.
@@ -230,7 +230,9 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
 
     /// Microseconds since the current turn of the loop began, i.e. since its `epoll_wait` returned (libevent's cached
     /// time; loop thread only, inside a callback or a drain). What reached a socket before that was seen by the turn's
-    /// callbacks; what came later waits for the next turn. `Int.max` when libevent has no cached time.
+    /// callbacks; what came later waits for the next turn. `Int.max` when libevent has no cached time. Read against the
+    /// wall clock (libevent keeps its cached time as one): for a few seconds after the wall clock is stepped back, the
+    /// age reads low.
     package var turnAgeMicroseconds: Int {
         var began = timeval()
         var now = timeval()
