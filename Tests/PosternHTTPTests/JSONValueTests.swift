@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternHTTP
+import PosternIO
 import PosternTesting
 
 @Suite struct JSONValueTests {

@@ -1,5 +1,6 @@
 import Testing
-@testable import PosternCore
+@testable import PosternRedis
+import PosternIO
 import PosternTesting
 
 @Suite struct RedisEndpointTests {

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternIO
+import PosternHTTP
 
 /// `postern sessions list|revoke`: the operator's session control from the command line, as calls to a running
 /// gateway's admin listener (docs/api.md, Command line: sessions). The command line is parsed by `main`; this

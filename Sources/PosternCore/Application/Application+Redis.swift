@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternIO
+import PosternRedis
 
 extension Application {
     /// The Redis session store of `sessions.store = redis://…`, with its shared buses and counters, running

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// The whole request pipeline, built once from config: route → edge stages (metrics and log, headers,
 /// CORS, limits, error rendering) → the route's chain (limits → authentication → policy) → handler.

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternIO
+import PosternHTTP
 
 extension Application {
     /// `postern healthcheck`: true when the local gateway's `/healthz` answers 200 within 3 s.

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 extension PosternConfig {
     /// The environment variables that override config keys (docs/api.md, Configuration), with the key path each sets.

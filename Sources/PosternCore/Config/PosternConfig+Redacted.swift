@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 extension PosternConfig {
     /// What stands in for a secret wherever the config is shown.

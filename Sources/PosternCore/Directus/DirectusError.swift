@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// One entry of Directus's error envelope `{"errors":[{"message","extensions":{"code",…}}]}`.
 package struct DirectusErrorEntry: Sendable, Equatable {

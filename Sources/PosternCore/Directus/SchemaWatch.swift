@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Synchronization
+import PosternIO
 
 /// What the gateway learns about Directus's schema from its answers (docs/api.md, Upstream and edge rules).
 ///

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Dispatch
 import Glibc
+import PosternIO
 
 /// Every count of the metrics registry at one moment (`Metrics.snapshot()`), for the operator console.
 struct MetricsSnapshot: Sendable {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// Who the client is: the socket peer, or the address a trusted proxy forwarded.
 struct ClientAddress: Sendable {

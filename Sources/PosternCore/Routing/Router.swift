@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import PosternHTTP
 
 /// One route: a path pattern and a responder per method, built once at start-up.
 final class Route: Sendable {

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
 
 @Suite(.serialized) struct LiveGatewayTests {
     @Test func loginAnswers200WithTheClientShape() throws {

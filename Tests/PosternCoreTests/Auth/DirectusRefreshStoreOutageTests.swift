@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
 
 /// A `SwitchableSessionStore` that counts the Directus-token writes it refused while down.
 final class CountingSwitchableStore: SessionStore, @unchecked Sendable {

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternRedis
 
 /// What the operator's session control needs of every store: the client's IP and user agent kept with a
 /// session (and through a rotation and an update), a user's sessions by user id or e-mail, session ids by

@@ -4,6 +4,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternIO
+import PosternHTTP
 
 /// A Directus token pair whose access JWT names `user` (what `SessionManager.open` reads from it).
 func fakeDirectusTokens(user: String, role: String = "role-1") -> DirectusTokens {

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
 
 /// A transport that always fails to connect, counting its attempts.
 private final class RefusingTransport: UpstreamTransport, @unchecked Sendable {

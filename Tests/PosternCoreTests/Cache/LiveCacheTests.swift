@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
 
 /// Runs requests on their own threads and collects the answers.
 final class BackgroundRequests: @unchecked Sendable {
