@@ -2,7 +2,6 @@ import Foundation
 import Synchronization
 import Testing
 @testable import PosternHTTP
-import PosternIO
 import PosternTesting
 
 /// The client side of the wire layer through real sockets (docs/api.md, Upstream and edge rules, and Limits and

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 @testable import PosternHTTP
-import PosternIO
 import PosternTesting
 
 /// Inputs that made a libFuzzer target (`Fuzz/Targets/`, run by `make fuzz`) fail, replayed through the

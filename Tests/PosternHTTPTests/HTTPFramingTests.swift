@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 @testable import PosternHTTP
-import PosternIO
 import PosternTesting
 
 /// What the `http_request_stream` fuzz target found in the server's request parsing, through real sockets.

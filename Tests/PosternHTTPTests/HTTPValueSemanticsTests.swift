@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 @testable import PosternHTTP
-import PosternIO
 import PosternTesting
 
 /// Values whose fields live in a shared box (`HTTPRequest`) keep value semantics: a change to a copy never shows in

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 @testable import PosternHTTP
-import PosternIO
 import PosternTesting
 
 /// The precomputed head bytes match what the text they replace would give.

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 @testable import PosternHTTP
-import PosternIO
 import PosternTesting
 
 @Suite struct JSONValueTests {

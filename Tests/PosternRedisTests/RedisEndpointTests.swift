@@ -1,6 +1,5 @@
 import Testing
 @testable import PosternRedis
-import PosternIO
 import PosternTesting
 
 @Suite struct RedisEndpointTests {
