@@ -49,15 +49,15 @@ final class Endpoint: Sendable {
     }
 
     /// The body-size limit.
-    let limit: BodyLimitMiddleware?
+    let limit: BodyLimitStage?
     /// Attaches the bearer token's session (required or optional).
-    let authentication: AuthenticationMiddleware?
+    let authentication: AuthenticationStage?
     /// Demands a session unless the rule is public (after an optional authentication).
     let requirement: AuthenticationRequirement?
     /// Refuses `{id}` values that are not keys of the collection.
-    let itemID: ItemIDMiddleware?
+    let itemID: ItemIDStage?
     /// Evaluates the route's permission rule.
-    let policy: PolicyMiddleware?
+    let policy: PolicyStage?
     /// The handler.
     private let final: Final
     /// `policy`'s decision, called through its closure: the stage is read in place there, where calling it
@@ -65,23 +65,23 @@ final class Endpoint: Sendable {
     private let decide: (@Sendable (RequestContext) throws(GatewayError) -> Bool)?
 
     /// An endpoint of `handler` behind the given stages.
-    convenience init(limit: BodyLimitMiddleware? = nil, authentication: AuthenticationMiddleware? = nil,
-                     requirement: AuthenticationRequirement? = nil, itemID: ItemIDMiddleware? = nil,
-                     policy: PolicyMiddleware? = nil, handler: @escaping Handler) {
+    convenience init(limit: BodyLimitStage? = nil, authentication: AuthenticationStage? = nil,
+                     requirement: AuthenticationRequirement? = nil, itemID: ItemIDStage? = nil,
+                     policy: PolicyStage? = nil, handler: @escaping Handler) {
         self.init(limit: limit, authentication: authentication, requirement: requirement, itemID: itemID, policy: policy,
                   final: .handler(handler))
     }
 
     /// An endpoint whose handler is `lookup` (without suspending) and, when it misses, `fetch`.
-    convenience init(limit: BodyLimitMiddleware? = nil, authentication: AuthenticationMiddleware? = nil,
-                     requirement: AuthenticationRequirement? = nil, itemID: ItemIDMiddleware? = nil,
-                     policy: PolicyMiddleware? = nil, lookup: @escaping Lookup, fetch: @escaping Fetch) {
+    convenience init(limit: BodyLimitStage? = nil, authentication: AuthenticationStage? = nil,
+                     requirement: AuthenticationRequirement? = nil, itemID: ItemIDStage? = nil,
+                     policy: PolicyStage? = nil, lookup: @escaping Lookup, fetch: @escaping Fetch) {
         self.init(limit: limit, authentication: authentication, requirement: requirement, itemID: itemID, policy: policy,
                   final: .lookup(lookup, fetch))
     }
 
-    private init(limit: BodyLimitMiddleware?, authentication: AuthenticationMiddleware?, requirement: AuthenticationRequirement?,
-                 itemID: ItemIDMiddleware?, policy: PolicyMiddleware?, final: Final) {
+    private init(limit: BodyLimitStage?, authentication: AuthenticationStage?, requirement: AuthenticationRequirement?,
+                 itemID: ItemIDStage?, policy: PolicyStage?, final: Final) {
         self.limit = limit
         self.authentication = authentication
         self.requirement = requirement

@@ -9,17 +9,17 @@ import PosternHTTP
 /// of every size) gives what the string forms and the general code give.
 @Suite struct RequestScanningTests {
     @Test func bearerTokensAreReadLikeBefore() {
-        #expect(AuthenticationMiddleware.bearer("Bearer abc") == "abc")
-        #expect(AuthenticationMiddleware.bearer("bEaReR   abc  ") == "abc")
-        #expect(AuthenticationMiddleware.bearer("  Bearer abc") == "abc")
-        #expect(AuthenticationMiddleware.bearer("Bearer") == nil)
-        #expect(AuthenticationMiddleware.bearer("Bearer ") == nil)
-        #expect(AuthenticationMiddleware.bearer("Bearerabc") == nil)
-        #expect(AuthenticationMiddleware.bearer("Bearer a b") == nil)
-        #expect(AuthenticationMiddleware.bearer("Basic abc") == nil)
-        #expect(AuthenticationMiddleware.bearer("Bearer\tabc") == nil)
-        #expect(AuthenticationMiddleware.bearer("Bearer é😀") == "é😀")
-        #expect(AuthenticationMiddleware.bearer(nil) == nil)
+        #expect(AuthenticationStage.bearer("Bearer abc") == "abc")
+        #expect(AuthenticationStage.bearer("bEaReR   abc  ") == "abc")
+        #expect(AuthenticationStage.bearer("  Bearer abc") == "abc")
+        #expect(AuthenticationStage.bearer("Bearer") == nil)
+        #expect(AuthenticationStage.bearer("Bearer ") == nil)
+        #expect(AuthenticationStage.bearer("Bearerabc") == nil)
+        #expect(AuthenticationStage.bearer("Bearer a b") == nil)
+        #expect(AuthenticationStage.bearer("Basic abc") == nil)
+        #expect(AuthenticationStage.bearer("Bearer\tabc") == nil)
+        #expect(AuthenticationStage.bearer("Bearer é😀") == "é😀")
+        #expect(AuthenticationStage.bearer(nil) == nil)
     }
 
     @Test func pathsUnderTheAPIAreRecognisedBytewiseLikeHasPrefix() {
@@ -42,15 +42,15 @@ import PosternHTTP
         let headers = ["Bearer abc", "bEaReR   abc  ", "  Bearer abc", "Bearer", "Bearer ", "Bearerabc", "Bearer a b",
                        "Basic abc", "Bearer\tabc", "Bearer é😀", "Bearer pst_" + String(repeating: "x", count: 60), "", "   "]
         for header in headers {
-            let viaView = AuthenticationMiddleware.bearerRangeOfView(header).map { String(header[$0]) }
-            let inPlace = AuthenticationMiddleware.bearerRange(header).map { String(header[$0]) }
-            let offsets = Array(header.utf8).withUnsafeBufferPointer { AuthenticationMiddleware.bearerOffsets($0) }
+            let viaView = AuthenticationStage.bearerRangeOfView(header).map { String(header[$0]) }
+            let inPlace = AuthenticationStage.bearerRange(header).map { String(header[$0]) }
+            let offsets = Array(header.utf8).withUnsafeBufferPointer { AuthenticationStage.bearerOffsets($0) }
             let viaOffsets = offsets.map { String(decoding: Array(header.utf8)[$0], as: UTF8.self) }
             #expect(inPlace == viaView && viaOffsets == viaView, "\(header)")
         }
         // A token in a longer (heap) header is found in place too.
         let long = "Bearer pst_" + String(repeating: "y", count: 60)
-        #expect(AuthenticationMiddleware.bearer(long) == "pst_" + String(repeating: "y", count: 60))
+        #expect(AuthenticationStage.bearer(long) == "pst_" + String(repeating: "y", count: 60))
     }
 
     /// The token's end is found eight bytes at a time: a space at every position of every length up to 40, from
@@ -60,12 +60,12 @@ import PosternHTTP
             for filler: UInt8 in [UInt8(ascii: "x"), 0x00, 0x21, 0xA0] {
                 let plain = [UInt8](repeating: filler, count: length)
                 for start in 0...length {
-                    #expect(plain.withUnsafeBufferPointer { AuthenticationMiddleware.firstSpace($0, from: start) } == length)
+                    #expect(plain.withUnsafeBufferPointer { AuthenticationStage.firstSpace($0, from: start) } == length)
                     for space in start..<length {
                         var bytes = plain
                         bytes[space] = 0x20
                         if space + 3 < length { bytes[space + 3] = 0x20 }
-                        let found = bytes.withUnsafeBufferPointer { AuthenticationMiddleware.firstSpace($0, from: start) }
+                        let found = bytes.withUnsafeBufferPointer { AuthenticationStage.firstSpace($0, from: start) }
                         if found != space {
                             Issue.record("length \(length), filler \(filler), start \(start): space at \(space), found \(found)")
                             return

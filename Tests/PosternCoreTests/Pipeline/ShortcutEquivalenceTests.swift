@@ -21,7 +21,7 @@ import PosternHTTP
         let issued = try await f.open()
         let session = try await f.manager.authenticate(token: issued.accessToken)
         let header = "Bearer  \(issued.accessToken) "
-        #expect(f.manager.cachedLiveSession(token: header[try #require(AuthenticationMiddleware.bearerRange(header))]) == session)
+        #expect(f.manager.cachedLiveSession(token: header[try #require(AuthenticationStage.bearerRange(header))]) == session)
         #expect(f.manager.cachedLiveSession(token: issued.accessToken[...]) == session)
         #expect(f.manager.cachedLiveSession(token: (issued.accessToken + "x")[...]) == nil)
         #expect(f.manager.cachedLiveSession(token: issued.refreshToken[...]) == nil)

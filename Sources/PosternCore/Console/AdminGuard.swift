@@ -28,7 +28,7 @@ struct AdminGuard: Sendable {
             throw GatewayError(status: 403, code: .adminDisabled,
                                message: "the operator API is off: set admin.token (POSTERN_ADMIN_TOKEN) to turn it on")
         }
-        guard let presented = AuthenticationMiddleware.bearer(request.headers["Authorization"]) else {
+        guard let presented = AuthenticationStage.bearer(request.headers["Authorization"]) else {
             throw GatewayError(status: 401, code: .unauthorized, message: "missing admin bearer token",
                                headers: ["WWW-Authenticate": "Bearer realm=\"postern-admin\""])
         }

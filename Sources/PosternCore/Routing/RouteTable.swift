@@ -20,11 +20,11 @@ struct RouteTable: Sendable {
     /// The stages shared by the routes of one table.
     struct Stages: Sendable {
         /// The body-size limit.
-        let limit: BodyLimitMiddleware
+        let limit: BodyLimitStage
         /// Authentication that lets anonymous callers through (public rules).
-        let optionalAuth: AuthenticationMiddleware
+        let optionalAuth: AuthenticationStage
         /// Authentication that demands a valid token.
-        let requiredAuth: AuthenticationMiddleware
+        let requiredAuth: AuthenticationStage
         /// Directus item calls on behalf of the caller.
         let items: DirectusItems
         /// Learns from list answers whether a collection exists (for `/readyz`).
@@ -40,9 +40,9 @@ struct RouteTable: Sendable {
          rateLimits: RateLimits, breaker: CircuitBreaker?, schema: SchemaWatch, cache: MicroCache,
          invalidations: any CacheInvalidationBus) {
         edge = EdgeStages(metrics: metrics, log: log, cors: CORSPolicy(config.cors))
-        let stages = Stages(limit: BodyLimitMiddleware(maxBytes: config.limits.maxBodyBytes),
-                            optionalAuth: AuthenticationMiddleware(sessions: sessions, required: false, rateLimits: rateLimits),
-                            requiredAuth: AuthenticationMiddleware(sessions: sessions, required: true, rateLimits: rateLimits),
+        let stages = Stages(limit: BodyLimitStage(maxBytes: config.limits.maxBodyBytes),
+                            optionalAuth: AuthenticationStage(sessions: sessions, required: false, rateLimits: rateLimits),
+                            requiredAuth: AuthenticationStage(sessions: sessions, required: true, rateLimits: rateLimits),
                             items: DirectusItems(directus: directus, sessions: sessions), schema: schema,
                             cache: cache, invalidations: invalidations)
         let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
@@ -55,7 +55,7 @@ struct RouteTable: Sendable {
         self.sampler = sampler
         adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)]
             + RouteTable.consoleRoutes(config: config, sampler: sampler, sessions: sessions, breaker: breaker)
-            + AdminSessions(sessions: sessions, log: log).routes)
+            + RouteTable.sessionRoutes(AdminSessions(sessions: sessions, log: log)))
         adminGuard = AdminGuard(config.admin)
         notFound = Endpoint(answering: .notFound("no such route"))
     }
@@ -119,19 +119,19 @@ struct RouteTable: Sendable {
                                         cache: ResourceCache(resource, cache: stages.cache, invalidations: stages.invalidations,
                                                              plainList: (mapper.upstreamCollectionPath, mapper.defaultListQuery)))
         func rule(_ action: ResourceAction) -> PermissionRule { resource.permissions[action] ?? .nobody }
-        func policy(_ action: ResourceAction) -> PolicyMiddleware {
-            PolicyMiddleware(action: action, rule: rule(action), mapper: mapper, items: stages.items)
+        func policy(_ action: ResourceAction) -> PolicyStage {
+            PolicyStage(action: action, rule: rule(action), mapper: mapper, items: stages.items)
         }
         func guarded(_ action: ResourceAction, item: Bool, _ handler: @escaping Endpoint.Handler) -> Endpoint {
             Endpoint(limit: stages.limit, authentication: rule(action) == .public ? stages.optionalAuth : stages.requiredAuth,
-                     itemID: item ? ItemIDMiddleware(mapper: mapper) : nil, policy: policy(action), handler: handler)
+                     itemID: item ? ItemIDStage(mapper: mapper) : nil, policy: policy(action), handler: handler)
         }
         // List and read look up the micro-cache without an `await`: a cached resource's hits are answered on the
         // loop thread, without a task (docs/api.md, Micro-cache).
         func lookedUp(_ action: ResourceAction, item: Bool, _ lookup: @escaping Endpoint.Lookup,
                       _ fetch: @escaping Endpoint.Fetch) -> Endpoint {
             Endpoint(limit: stages.limit, authentication: rule(action) == .public ? stages.optionalAuth : stages.requiredAuth,
-                     itemID: item ? ItemIDMiddleware(mapper: mapper) : nil, policy: policy(action), lookup: lookup, fetch: fetch)
+                     itemID: item ? ItemIDStage(mapper: mapper) : nil, policy: policy(action), lookup: lookup, fetch: fetch)
         }
         let update = guarded(.update, item: true, handlers.update)
         // POST: authenticate (demanded up front unless create or update is public), parse the body once,
@@ -141,7 +141,7 @@ struct RouteTable: Sendable {
             mapper: mapper,
             create: Endpoint(requirement: AuthenticationRequirement(rule: rule(.create)), policy: policy(.create),
                              handler: handlers.create),
-            update: Endpoint(requirement: AuthenticationRequirement(rule: rule(.update)), itemID: ItemIDMiddleware(mapper: mapper),
+            update: Endpoint(requirement: AuthenticationRequirement(rule: rule(.update)), itemID: ItemIDStage(mapper: mapper),
                              policy: policy(.update), handler: handlers.update))
         let name = resource.name
         return [

@@ -2,7 +2,7 @@ import FoundationEssentials
 import PosternHTTP
 
 /// Reads the bearer token and attaches its session; `required` routes answer 401 without one.
-package final class AuthenticationMiddleware: Sendable {
+package final class AuthenticationStage: Sendable {
     let sessions: SessionManager
     let required: Bool
     let rateLimits: RateLimits
@@ -18,7 +18,7 @@ package final class AuthenticationMiddleware: Sendable {
     /// the request's bearer token to `context` (401 for a bad token, and for none when `required`), after taking the
     /// token's per-token rate-limit claim.
     func authenticate(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) {
-        if let token = AuthenticationMiddleware.bearer(request.headers["Authorization"]) {
+        if let token = AuthenticationStage.bearer(request.headers["Authorization"]) {
             let session = try await sessions.authenticate(token: token)
             if rateLimits.limitsRequestsPerToken { try await rateLimits.claimRequest(sessionID: session.id) }
             RequestTrace.current?.userID = session.userID
@@ -37,7 +37,7 @@ package final class AuthenticationMiddleware: Sendable {
                                trace: RequestTrace?) throws(GatewayError) -> Bool {
         // The header's bytes are read where they were received: no `String` of the header or of the token.
         let outcome = request.headers.withFirstValueBytes("Authorization") { bytes -> CachedLookup in
-            guard let token = AuthenticationMiddleware.bearerOffsets(bytes) else { return .noToken }
+            guard let token = AuthenticationStage.bearerOffsets(bytes) else { return .noToken }
             guard !rateLimits.limitsRequestsPerToken,
                   let session = sessions.cachedLiveSession(tokenBytes: UnsafeBufferPointer(rebasing: bytes[token])) else { return .miss }
             return .hit(session)

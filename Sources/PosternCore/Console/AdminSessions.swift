@@ -17,15 +17,6 @@ struct AdminSessions: Sendable {
     /// The longest `user` (an e-mail or a user id) accepted, in UTF-8 bytes (as at login).
     static let maxUserBytes = UserHandlers.maxEmailBytes
 
-    /// The routes: `GET /admin/sessions?user=`, `DELETE /admin/sessions/{id}`, `DELETE /admin/users/{id}/sessions`.
-    var routes: [Route] {
-        [
-            Route("/admin/sessions", methods: [(.get, Endpoint(handler: list))]),
-            Route("/admin/sessions/{id}", methods: [(.delete, Endpoint(handler: revokeOne))]),
-            Route("/admin/users/{id}/sessions", methods: [(.delete, Endpoint(handler: revokeUser))]),
-        ]
-    }
-
     /// `GET /admin/sessions?user=<email or user id>` → 200 `{"data":[…]}`, newest first; 400 without a user.
     func list(_ request: HTTPRequest, _ context: RequestContext) async throws(GatewayError) -> HTTPResponse {
         let user = request.queryItems.first { $0.name == "user" }?.value ?? ""

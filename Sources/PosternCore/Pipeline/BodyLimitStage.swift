@@ -2,7 +2,7 @@ import FoundationEssentials
 import PosternHTTP
 
 /// Refuses bodies above the configured limit with a JSON 413 (the server's own ceiling sits above it).
-package struct BodyLimitMiddleware: Sendable {
+package struct BodyLimitStage: Sendable {
     /// The largest accepted body in bytes.
     package let maxBytes: Int
 

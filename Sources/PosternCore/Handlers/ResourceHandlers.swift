@@ -2,7 +2,7 @@ import FoundationEssentials
 import PosternHTTP
 
 /// The resource routes' final stages: map the request to one Directus call and the answer back.
-/// Permissions were decided before these run (PolicyMiddleware); handlers never check them.
+/// Permissions were decided before these run (PolicyStage); handlers never check them.
 struct ResourceHandlers: Sendable {
     let mapper: ResourceMapper
     let items: DirectusItems

@@ -1,35 +1,6 @@
 import FoundationEssentials
 import PosternHTTP
 
-extension RouteTable {
-    /// True for a route pattern counted in the console's figures: the admin listener's own routes (`/`,
-    /// `/metrics`, `/admin/…`) are left out, so that watching the dashboard does not move it.
-    static func countedInStats(_ route: String) -> Bool {
-        route != "/" && route != "/metrics" && !AdminGuard.covers(route)
-    }
-
-    /// The operator console's routes on the admin listener (docs/api.md, Operator console): the page at `/` and
-    /// `GET /admin/stats` (behind the admin guard, as every path under `/admin/`).
-    static func consoleRoutes(config: PosternConfig, sampler: StatsSampler, sessions: SessionManager,
-                              breaker: CircuitBreaker?) -> [Route] {
-        let page = DashboardPage.response()
-        let redactedConfig = config.redactedJSON()
-        let redis = config.sessions.storeKind.map { if case .redis = $0 { true } else { false } } ?? false
-        return [
-            Route("/", methods: [(.get, Endpoint { _, _ in page })]),
-            Route("/admin/stats", methods: [(.get, Endpoint { _, _ in
-                let live = await sessions.activeSessions()
-                let redisConnected: Bool? = redis ? await sessions.storeIsAvailable() : nil
-                let body = AdminStats.json(sampler.report(), config: redactedConfig, liveSessions: live,
-                                           redisConnected: redisConnected, circuit: breaker?.state ?? .closed)
-                var response = HTTPResponse.json(200, body)
-                response.headers.set("Cache-Control", "no-store")
-                return response
-            })]),
-        ]
-    }
-}
-
 /// The body of `GET /admin/stats` (docs/api.md, Operator console): the sampler's figures, milliseconds for
 /// latencies, with the live sessions, Redis, the breaker, the version and the redacted config.
 enum AdminStats {
@@ -90,35 +61,5 @@ enum AdminStats {
             ])),
             ("config", config),
         ])
-    }
-}
-
-extension DashboardPage {
-    /// The whole document.
-    static var html: String {
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            + "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            + "<title>Postern · operator console</title>\n<link rel=\"icon\" href=\"data:,\">\n"
-            + "<style>\(style)</style>\n</head>\n<body>\n\(body)\n<script>\(script)</script>\n</body>\n</html>\n"
-    }
-
-    /// The policy of the page: nothing but its own style and script (by their SHA-256), calls to its own
-    /// origin, `data:` images; no frame may hold it, no form posts anywhere, no `<base>`.
-    static var contentSecurityPolicy: String {
-        func hash(_ text: String) -> String { "'sha256-\(Data(Crypto.sha256(text)).base64EncodedString())'" }
-        return "default-src 'none'; script-src \(hash(script)); style-src \(hash(style)); connect-src 'self'; "
-            + "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-    }
-
-    /// The answer to `GET /`, built once: the page with its headers (`text/html`, the policy, `DENY` framing,
-    /// `no-store`, no referrer).
-    static func response() -> HTTPResponse {
-        HTTPResponse(status: 200, headers: [
-            "Content-Type": "text/html; charset=utf-8",
-            "Content-Security-Policy": contentSecurityPolicy,
-            "X-Frame-Options": "DENY",
-            "Cache-Control": "no-store",
-            "Referrer-Policy": "no-referrer",
-        ], body: Data(html.utf8))
     }
 }

@@ -6,7 +6,7 @@ import PosternIO
 
 /// The shipped binary links FoundationEssentials only; these helpers replace what it used from full Foundation.
 /// The test target keeps Foundation, so each helper is checked against the Foundation call it replaced.
-@Suite struct EssentialsSupportTests {
+@Suite struct FoundationReplacementsTests {
     static let samples: [String] = [
         "", " ", "\t", "a", " a ", "\ta b\t", "  x\n", "\r\n x \r\n", "\u{A0}nbsp\u{A0}", "\u{2003}em\u{3000}",
         "\u{2028}ls\u{2029}", "\u{85}nel\u{85}", "\u{0B}\u{0C}vt ff", "\u{FEFF}bom\u{FEFF}", "e\u{301} ",

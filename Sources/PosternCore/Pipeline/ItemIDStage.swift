@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// Rejects `{id}` values that are not valid keys of the collection with 404, before any upstream call.
-struct ItemIDMiddleware: Sendable {
+struct ItemIDStage: Sendable {
     let mapper: ResourceMapper
 
     /// Throws 404 unless the `{id}` is a valid key.
