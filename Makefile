@@ -10,7 +10,7 @@ DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev node-llhttp li
 TEST_DEB_DEPS := python3-venv curl redis-server iproute2 chromium chromium-driver
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-docker check-openapi check-observability check-dashboard docker-smoke run check bench bench-json bench-sessions soak-redis scale profile instructions fuzz clean
+.PHONY: deps build release test unit check-docker check-openapi check-observability check-dashboard docker-smoke run check bench bench-json bench-sessions soak-redis scale profile instructions fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing), and the Python tools of
 ## check-openapi into .build/venv (scripts/pydeps.sh)
@@ -34,6 +34,14 @@ release: deps
 test: deps check-docker check-openapi check-observability check-dashboard
 	$(SWIFT) build --product postern
 	$(SWIFT) test
+
+## unit: the in-process tests only, for the edit-build-test loop (under a minute; about 20 s of CPU): swift test
+## without the end-to-end tests (they run the built binary and other processes) and the suites that start
+## redis-server or a TLS peer in Python (UNIT_SKIP, a --skip pattern); `make test` runs them all
+UNIT_SKIP := PosternEndToEndTests|RedisClientTests|RedisEventBusTests|RedisSessionStoreTests|RedisTwoInstanceTests|AdminSessionsRedisTests|TLSUpstreamTests|TLSKeepAliveTests
+unit: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --skip '$(UNIT_SKIP)'
 
 ## check-openapi: `postern openapi` and the served document validate (openapi-spec-validator), and a bounded
 ## Schemathesis run against `postern demo` on free ports finds no 5xx and no answer outside its schema
