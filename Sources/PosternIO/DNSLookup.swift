@@ -3,18 +3,18 @@ import Glibc
 
 /// One host-name lookup for a connection on one loop, answered by `HostResolver.shared` (glibc's resolver, off
 /// the loop, cached per name). The completion runs on the loop's thread — at once inside `start` when the cache
-/// answers — with the chosen address (the first IPv4 one, else the first IPv6 one), or nil and the reason.
+/// answers — with the connection's plan (the addresses to try in order, `AddressPlan`), or nil and the reason.
 /// After `cancel()` it is never called.
 ///
 /// `completion` is touched on the loop's thread only (`start`, `cancel`, `finish`); a resolver thread hands the
 /// answer over through the loop's job queue (`deliver`).
 package final class DNSLookup: @unchecked Sendable {
-    private var completion: ((ResolvedAddress?, String) -> Void)?
+    private var completion: ((AddressPlan?, String) -> Void)?
     /// The loop the answer goes back to (weak: a lookup still in flight when the loop goes away is dropped).
     private weak var loop: EventLoop?
 
     /// A lookup that will hand its answer to `completion`.
-    package init(completion: @escaping (ResolvedAddress?, String) -> Void) {
+    package init(completion: @escaping (AddressPlan?, String) -> Void) {
         self.completion = completion
     }
 
@@ -29,24 +29,18 @@ package final class DNSLookup: @unchecked Sendable {
         completion = nil
     }
 
-    /// A connect to `host`'s resolved address failed (refused, unreachable, timed out): the name is looked up
-    /// again before the next connect. Does nothing for a numeric host.
-    package static func connectFailed(host: String) {
-        HostResolver.shared.connectFailed(host: host)
-    }
-
     /// Hands `result` to the completion on the loop's thread (from a resolver thread).
-    package func deliver(_ result: Result<ResolvedAddress, HostResolver.LookupFailure>) {
+    package func deliver(_ result: Result<AddressPlan, HostResolver.LookupFailure>) {
         guard let loop else { return }
         loop.execute { self.finish(result) }
     }
 
     /// Runs the completion with `result`, once (loop thread).
-    package func finish(_ result: Result<ResolvedAddress, HostResolver.LookupFailure>) {
+    package func finish(_ result: Result<AddressPlan, HostResolver.LookupFailure>) {
         guard let completion else { return }
         self.completion = nil
         switch result {
-        case .success(let address): completion(address, "")
+        case .success(let plan): completion(plan, "")
         case .failure(let failure): completion(nil, failure.reason)
         }
     }

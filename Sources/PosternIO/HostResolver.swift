@@ -8,13 +8,15 @@ import Glibc
 /// started when a lookup is queued and ended when none is left), never on a loop's thread; one lookup per name is
 /// in flight at a time, and its answer goes to every connect waiting for it through each one's loop job queue.
 /// Answers are cached per name by the rule of `ResolverCache` (used 30 s, then refreshed beside the connect that
-/// finds them old, dropped after a failed connect).
+/// finds them old); each connect gets a plan of the name's addresses (round robin over those that work, an address
+/// whose connect failed left out for 10 s), and reports the connects that fail.
 package final class HostResolver: @unchecked Sendable {
     /// The process's resolver (the cache is shared by every loop: one lookup per name, not one per loop).
     package static let shared = HostResolver()
 
-    /// A blocking lookup of one name (run on a resolver thread): the chosen address, or why there is none.
-    package typealias Lookup = @Sendable (String) -> Result<ResolvedAddress, LookupFailure>
+    /// A blocking lookup of one name (run on a resolver thread): its addresses (at least one, in the order to prefer),
+    /// or why there is none.
+    package typealias Lookup = @Sendable (String) -> Result<[ResolvedAddress], LookupFailure>
 
     /// Why a name has no address (the resolver's own words).
     package struct LookupFailure: Error, Sendable, Equatable {
@@ -53,12 +55,12 @@ package final class HostResolver: @unchecked Sendable {
     /// else on its loop once the lookup has answered.
     package func resolve(_ request: DNSLookup, host: String) {
         lock.lock()
-        var cached: ResolvedAddress?
+        var cached: AddressPlan?
         switch cache.ask(host, now: clock()) {
-        case .use(let address):
-            cached = address
-        case .useAndRefresh(let address):
-            cached = address
+        case .use(let plan):
+            cached = plan
+        case .useAndRefresh(let plan):
+            cached = plan
             queued.append(host)
         case .wait(let start):
             waiting[host, default: []].append(request)
@@ -71,11 +73,19 @@ package final class HostResolver: @unchecked Sendable {
         if let cached { request.finish(.success(cached)) }
     }
 
-    /// A connect to `host`'s address failed: its next connect waits for a fresh lookup. Names never looked up
-    /// (numeric hosts) are not affected.
-    package func connectFailed(host: String) {
+    /// A connect to `address` of `host` failed (refused, unreachable, timed out): new connections leave it out for
+    /// a while; when all of the name's addresses failed, the next connect waits for a fresh lookup. Names never
+    /// looked up (numeric hosts) are not affected.
+    package func connectFailed(host: String, address: ResolvedAddress) {
         lock.lock()
-        cache.connectFailed(host)
+        cache.connectFailed(host, address, now: clock())
+        lock.unlock()
+    }
+
+    /// A connect to `address` of `host`, tried again after it failed, succeeded: new connections use it again.
+    package func connectSucceeded(host: String, address: ResolvedAddress) {
+        lock.lock()
+        cache.connectSucceeded(host, address)
         lock.unlock()
     }
 
@@ -122,16 +132,26 @@ package final class HostResolver: @unchecked Sendable {
     }
 
     /// Records the answer for `host` and hands it to every request waiting for it, on their loops.
-    private func answer(_ host: String, _ result: Result<ResolvedAddress, LookupFailure>) {
+    private func answer(_ host: String, _ result: Result<[ResolvedAddress], LookupFailure>) {
         lock.lock()
-        cache.answered(host, try? result.get(), now: clock())
+        let now = clock()
+        cache.answered(host, try? result.get(), now: now)
         let requests = waiting.removeValue(forKey: host) ?? []
+        // One plan per waiting connect, so that they too start at different addresses. A lookup that failed leaves
+        // the addresses known before (all of which failed lately, or the connect would not have waited): they are
+        // tried again rather than none.
+        let plans: [Result<AddressPlan, LookupFailure>] = requests.map { _ in
+            if let plan = cache.plan(host, now: now) { return .success(plan) }
+            if case .failure(let failure) = result { return .failure(failure) }
+            return .failure(LookupFailure(reason: "no address"))
+        }
         lock.unlock()
-        for request in requests { request.deliver(result) }
+        for (request, plan) in zip(requests, plans) { request.deliver(plan) }
     }
 
-    /// glibc's `getaddrinfo` for `host` (TCP): the first IPv4 address, else the first IPv6 one (a name such as
-    /// localhost often lists ::1 first, which a server bound to 127.0.0.1 refuses). Blocks.
+    /// glibc's `getaddrinfo` for `host` (TCP): its IPv4 addresses in the order glibc gives them, else its IPv6 ones
+    /// (a name such as localhost often lists ::1 first, which a server bound to 127.0.0.1 refuses); each address
+    /// once. Blocks.
     package static let systemLookup: Lookup = { host in
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
@@ -143,16 +163,21 @@ package final class HostResolver: @unchecked Sendable {
             return .failure(LookupFailure(reason: reason))
         }
         defer { freeaddrinfo(list) }
-        var chosen: ResolvedAddress?
+        var v4: [ResolvedAddress] = []
+        var v6: [ResolvedAddress] = []
         var node: UnsafeMutablePointer<addrinfo>? = list
         while let current = node {
             if let address = current.pointee.ai_addr, let found = ResolvedAddress(address) {
-                if found.family == AF_INET { chosen = found; break }
-                if chosen == nil { chosen = found }
+                if found.family == AF_INET {
+                    if !v4.contains(found) { v4.append(found) }
+                } else if !v6.contains(found) {
+                    v6.append(found)
+                }
             }
             node = current.pointee.ai_next
         }
-        guard let chosen else { return .failure(LookupFailure(reason: "no address")) }
+        let chosen = v4.isEmpty ? v6 : v4
+        guard !chosen.isEmpty else { return .failure(LookupFailure(reason: "no address")) }
         return .success(chosen)
     }
 }

@@ -6,7 +6,9 @@ import PosternIO
 import Synchronization
 
 /// One hiredis async connection on one loop that keeps itself connected: resolve, connect, AUTH and SELECT,
-/// back-off and retry after any failure. `RedisClient` sends commands through it, `RedisSubscriber` subscribes
+/// back-off and retry after any failure. A host name's addresses are tried in the order of the resolver's plan
+/// (`AddressPlan`): a connect that fails (refused, unreachable, timed out) goes on to the next address at once,
+/// and the back-off starts only when none is left. `RedisClient` sends commands through it, `RedisSubscriber` subscribes
 /// on it. Design notes (threading, ownership, reconnect) are at the top of RedisClient.swift.
 ///
 /// Not thread-safe by design: every method runs on `loop`'s thread; only the atomics (`isReady`,
@@ -55,6 +57,11 @@ package final class RedisConnection: @unchecked Sendable {
     private var inFlight: [RedisCall] = []
     private var inFlightHead = 0
     private var resolving: DNSLookup?
+    /// The host name's addresses for this round of attempts (empty for a numeric host), the next one to try, and
+    /// the one being connected to.
+    private var plan = AddressPlan(addresses: [])
+    private var nextAddress = 0
+    private var address: ResolvedAddress?
     private let ready = Atomic<Bool>(false)
     private let readyCount = Atomic<Int>(0)
     #if DEBUG
@@ -64,6 +71,8 @@ package final class RedisConnection: @unchecked Sendable {
 
     private var readyWaiters: [CheckedContinuation<Bool, Never>] = []
 
+    /// Resolves the host name (the process's shared resolver; tests give their own before `start()`).
+    package var resolver = HostResolver.shared
     /// Runs on the loop each time the connection becomes ready (after the login).
     package var onReady: (() -> Void)?
     /// Runs on the loop each time a ready or connecting context goes away.
@@ -233,6 +242,18 @@ package final class RedisConnection: @unchecked Sendable {
 
     private func connect() {
         guard state != .closed else { return }
+        startAttempt()
+        plan = AddressPlan(addresses: [])
+        address = nil
+        if RedisConnection.isNumericAddress(endpoint.host) {
+            open(address: endpoint.host)
+        } else {
+            resolve()
+        }
+    }
+
+    /// Counts a new attempt and arms its connect timeout.
+    private func startAttempt() {
         attempt += 1
         failure = nil
         let thisAttempt = attempt
@@ -240,11 +261,6 @@ package final class RedisConnection: @unchecked Sendable {
             guard let self, attempt == thisAttempt else { return }
             connectTimer = nil
             connectTimedOut()
-        }
-        if RedisConnection.isNumericAddress(endpoint.host) {
-            open(address: endpoint.host)
-        } else {
-            resolve()
         }
     }
 
@@ -267,26 +283,30 @@ package final class RedisConnection: @unchecked Sendable {
     private func resolve() {
         state = .resolving
         let attempt = self.attempt
-        let request = DNSLookup { [weak self] address, error in
-            self?.resolved(address?.numericText, attempt: attempt, error: error)
+        let request = DNSLookup { [weak self] plan, error in
+            self?.resolved(plan, attempt: attempt, error: error)
         }
         resolving = request
-        request.start(host: endpoint.host, loop: loop)
+        request.start(host: endpoint.host, loop: loop, resolver: resolver)
     }
 
-    /// The resolver's answer for `attempt` (loop thread): a numeric address, or nil when the name is unknown.
-    private func resolved(_ address: String?, attempt: Int, error: String) {
+    /// The resolver's answer for `attempt` (loop thread): the addresses to try, or nil when the name is unknown.
+    private func resolved(_ plan: AddressPlan?, attempt: Int, error: String) {
         guard state == .resolving, attempt == self.attempt else { return }
         resolving = nil
-        guard let address else {
+        guard let plan, let first = plan.addresses.first else {
             failure = .unavailable("cannot resolve \(endpoint.host): \(error)")
             ended()
             return
         }
-        open(address: address)
+        self.plan = plan
+        nextAddress = 1
+        address = first
+        open(address: first.numericText)
     }
 
     private func open(address: String) {
+        state = .connecting  // a connect that fails here (refused at once on loopback) is a failed connect too
         guard let ac = redisAsyncConnect(address, Int32(endpoint.port)) else {
             failure = .unavailable("cannot create a Redis connection (out of memory)")
             ended()
@@ -354,6 +374,7 @@ package final class RedisConnection: @unchecked Sendable {
             return
         }
         tcpConnected = true
+        if plan.retrying, let address { resolver.connectSucceeded(host: endpoint.host, address: address) }
         if loginPending == 0 { becomeReady() }
     }
 
@@ -398,7 +419,11 @@ package final class RedisConnection: @unchecked Sendable {
 
     /// The context is gone (or never came): forget it and schedule the next attempt.
     private func ended() {
-        if !tcpConnected { DNSLookup.connectFailed(host: endpoint.host) }  // refused, unreachable or timed out
+        let connectFailed = !tcpConnected && state == .connecting
+        if connectFailed, let address {
+            // Refused, unreachable or timed out: new connections leave this address out a while.
+            resolver.connectFailed(host: endpoint.host, address: address)
+        }
         context = nil
         tcpConnected = false
         loginPending = 0
@@ -411,6 +436,15 @@ package final class RedisConnection: @unchecked Sendable {
         ready.store(false, ordering: .releasing)
         onDown?()
         guard state != .closed else { return }
+        if connectFailed && nextAddress < plan.addresses.count {
+            // The plan's next address, at once: the back-off is for when none is left.
+            let next = plan.addresses[nextAddress]
+            nextAddress += 1
+            address = next
+            startAttempt()
+            open(address: next.numericText)
+            return
+        }
         state = .waiting
         let delay = backoff
         backoff = min(backoff * 2, options.reconnectMaximum)

@@ -17,11 +17,11 @@ import PosternTesting
 
         init(address: ResolvedAddress) { self.address = address }
 
-        func lookup(_ host: String) -> Result<ResolvedAddress, HostResolver.LookupFailure> {
+        func lookup(_ host: String) -> Result<[ResolvedAddress], HostResolver.LookupFailure> {
             calls.add(1, ordering: .relaxed)
             if EventLoop.current != nil { onLoop.store(true, ordering: .relaxed) }
             gate.wait()
-            return host == "unknown" ? .failure(.init(reason: "Name or service not known")) : .success(address)
+            return host == "unknown" ? .failure(.init(reason: "Name or service not known")) : .success([address])
         }
     }
 
@@ -30,8 +30,9 @@ import PosternTesting
         private let lock = NSLock()
         private var entries: [(loop: String, address: String?, error: String)] = []
 
-        func record(_ loop: EventLoop?, _ expected: EventLoop, _ address: ResolvedAddress?, _ error: String) {
-            lock.withLock { entries.append((loop === expected ? "own" : "other", address?.numericText, error)) }
+        func record(_ loop: EventLoop?, _ expected: EventLoop, _ plan: AddressPlan?, _ error: String) {
+            let addresses = plan?.addresses.map(\.numericText).joined(separator: ",")
+            lock.withLock { entries.append((loop === expected ? "own" : "other", addresses, error)) }
         }
 
         var all: [(loop: String, address: String?, error: String)] { lock.withLock { entries } }
@@ -89,7 +90,7 @@ import PosternTesting
         let now = Atomic<UInt64>(0)
         let resolver = HostResolver(clock: { now.load(ordering: .relaxed) }, lookup: { _ in
             calls.add(1, ordering: .relaxed)
-            return .success(addresses.next())
+            return .success([addresses.next()])
         })
         let answers = Answers()
         start("directus", on: loop, resolver, answers)
@@ -98,7 +99,7 @@ import PosternTesting
         // Answered inside start with the old address; the refresh runs beside it.
         let inline = loop.runAndWait { () -> String? in
             var got: String?
-            DNSLookup { address, _ in got = address?.numericText }.start(host: "directus", loop: loop, resolver: resolver)
+            DNSLookup { plan, _ in got = plan?.addresses.first?.numericText }.start(host: "directus", loop: loop, resolver: resolver)
             return got
         }
         #expect(inline == "10.0.0.1")
@@ -106,7 +107,7 @@ import PosternTesting
         try? eventually("the refreshed address answers") {
             latest = loop.runAndWait { () -> String? in
                 var got: String?
-                DNSLookup { address, _ in got = address?.numericText }.start(host: "directus", loop: loop, resolver: resolver)
+                DNSLookup { plan, _ in got = plan?.addresses.first?.numericText }.start(host: "directus", loop: loop, resolver: resolver)
                 return got
             }
             return latest == "10.0.0.2"
@@ -123,8 +124,11 @@ import PosternTesting
         init(_ addresses: [String]) { left = addresses }
 
         func next() -> ResolvedAddress {
-            let text = lock.withLock { left.count > 1 ? left.removeFirst() : left[0] }
-            return ResolvedAddress(numeric: text)!  // the test's literal numeric addresses
+            ResolvedAddress(numeric: nextText())!  // the test's literal numeric addresses
+        }
+
+        func nextText() -> String {
+            lock.withLock { left.count > 1 ? left.removeFirst() : left[0] }
         }
     }
 
@@ -147,9 +151,62 @@ import PosternTesting
         #expect(answers.all.first?.error == "Name or service not known")
     }
 
+    @Test func connectsWaitingForOneLookupStartAtDifferentAddressesAndAFailedOneIsLeftOutFor10Seconds() {
+        let group = EventLoopGroup(count: 1, name: "resolver-test")
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let dead = ResolvedAddress(numeric: "10.0.0.1")!  // a literal numeric address
+        let live = ResolvedAddress(numeric: "10.0.0.2")!  // a literal numeric address
+        let clock = TestClock()
+        let resolver = HostResolver(clock: { UInt64(clock.seconds * 1e9) }, lookup: { _ in .success([dead, live]) })
+        let answers = Answers()
+        start("directus", on: loop, resolver, answers)
+        start("directus", on: loop, resolver, answers)
+        #expect(answers.wait(for: 2))
+        // One plan each, in turn (which of the two got which depends on whether the lookup had answered).
+        #expect(answers.all.compactMap { $0.address }.sorted() == ["10.0.0.1,10.0.0.2", "10.0.0.2,10.0.0.1"])
+        // The first address refused a connect: the next connects are planned without it, from the cache at once.
+        resolver.connectFailed(host: "directus", address: dead)
+        clock.advance(by: .seconds(9))
+        for _ in 0..<3 { start("directus", on: loop, resolver, answers) }
+        #expect(answers.wait(for: 5))
+        #expect(answers.all.suffix(3).map { $0.address } == ["10.0.0.2", "10.0.0.2", "10.0.0.2"])
+        // 10 s after its failure it is in the turn again.
+        clock.advance(by: .seconds(1))
+        for _ in 0..<2 { start("directus", on: loop, resolver, answers) }
+        #expect(answers.wait(for: 7))
+        #expect(answers.all.suffix(2).compactMap { $0.address?.split(separator: ",").first }.sorted() == ["10.0.0.1", "10.0.0.2"])
+    }
+
+    @Test func whenEveryAddressFailedAndTheFreshLookupFailsTooTheKnownAddressesAreTriedAgain() {
+        let group = EventLoopGroup(count: 1, name: "resolver-test")
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let a = ResolvedAddress(numeric: "10.0.0.1")!  // a literal numeric address
+        let b = ResolvedAddress(numeric: "10.0.0.2")!  // a literal numeric address
+        let lookups = LockedAddresses(["ok", "down"])
+        let resolver = HostResolver(clock: { 0 }, lookup: { _ in
+            lookups.nextText() == "ok" ? .success([a, b]) : .failure(.init(reason: "Temporary failure in name resolution"))
+        })
+        let answers = Answers()
+        start("directus", on: loop, resolver, answers)
+        #expect(answers.wait(for: 1))
+        resolver.connectFailed(host: "directus", address: a)
+        resolver.connectFailed(host: "directus", address: b)
+        // Every address failed: the next connect waits for a lookup, which fails; it still gets both addresses.
+        start("directus", on: loop, resolver, answers)
+        #expect(answers.wait(for: 2))
+        #expect(answers.all.last?.address == "10.0.0.2,10.0.0.1")
+        // A name never resolved has nothing to try: the failure is the resolver's.
+        start("other", on: loop, resolver, answers)
+        #expect(answers.wait(for: 3))
+        #expect(answers.all.last?.address == nil)
+        #expect(answers.all.last?.error == "Temporary failure in name resolution")
+    }
+
     @Test func theSystemLookupReadsEtcHostsAndPrefersIPv4() throws {
         // localhost is in /etc/hosts everywhere (often ::1 first): the IPv4 address is chosen.
-        #expect(try HostResolver.systemLookup("localhost").get() == ResolvedAddress(numeric: "127.0.0.1"))
+        #expect(try HostResolver.systemLookup("localhost").get() == [ResolvedAddress(numeric: "127.0.0.1")!])
         #expect((try? HostResolver.systemLookup("no-such-host.invalid").get()) == nil)
     }
 }

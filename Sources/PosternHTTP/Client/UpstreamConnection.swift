@@ -15,6 +15,13 @@ import PosternIO
 /// first request, and again when a request finds it closed before anything was sent. While it idles in the
 /// pool, a close or stray bytes from the peer close it and call `onIdleClose`.
 ///
+/// A host name's connection tries the addresses of its `AddressPlan` in order (round robin over the name's
+/// addresses that work, `ResolverCache`): a connect that fails (refused, unreachable, a failed TLS handshake, or
+/// no answer within `connectAttemptTimeout` while another address is left) moves to the next address for the same
+/// requests, and is reported so that new connections leave that address out for a while. Nothing of a request is
+/// written before the connection is open, so no request is ever sent twice by this; a failure after that is the
+/// request's.
+///
 /// Bytes no written request asked for are never read as an answer: bytes after the last answer in flight
 /// close the connection (before that answer goes to its call, so that the pool does not take it back), and
 /// bytes, or a close, that come before anything of the first call's request was written drop the socket
@@ -55,7 +62,15 @@ package final class UpstreamConnection: @unchecked Sendable {
     private var writeEvent: OpaquePointer?
     /// The call's deadline (created once, armed per request).
     private var timeoutEvent: OpaquePointer?
+    /// The connect attempt's deadline while another address is left to try (created on first use).
+    private var connectTimeoutEvent: OpaquePointer?
+    private var connectTimeoutArmed = false
     private var resolving: DNSLookup?
+    /// The addresses of the host name this connection tries, in order (empty for a numeric host), the next one to
+    /// try, and the one being connected to or connected.
+    private var plan = AddressPlan(addresses: [])
+    private var nextAddress = 0
+    private var address: ResolvedAddress?
     private let parser: UpstreamResponseParser
     /// The serialized requests not yet written (reused: no allocation once it has grown to the usual size).
     private let output = RawBytes(capacity: 1024)
@@ -139,7 +154,12 @@ package final class UpstreamConnection: @unchecked Sendable {
         closeSocket()
         resolving?.cancel()
         if let timeoutEvent { event_free(timeoutEvent) }
+        if let connectTimeoutEvent { event_free(connectTimeoutEvent) }
     }
+
+    /// How long a connect to one of a host name's addresses (TCP and TLS handshake) may take while another address
+    /// is left to try: 2 s, a lost SYN retransmitted once. The last address has the calls' own deadlines.
+    package static let connectAttemptTimeout: Double = 2
 
     // MARK: Requests
 
@@ -241,29 +261,52 @@ package final class UpstreamConnection: @unchecked Sendable {
     // MARK: Connecting
 
     private func connect() {
-        if let address = SocketAddressValue(numericHost: endpoint.host, port: endpoint.port) {
-            open(address)
+        address = nil
+        if let numeric = SocketAddressValue(numericHost: endpoint.host, port: endpoint.port) {
+            open(numeric)
             return
         }
         state = .resolving
-        let port = endpoint.port
-        let request = DNSLookup { [weak self] address, error in
-            self?.resolved(address?.socketAddress(port: port), error: error)
+        let request = DNSLookup { [weak self] plan, error in
+            self?.resolved(plan, error: error)
         }
         resolving = request
         request.start(host: endpoint.host, loop: loop)
     }
 
-    /// The resolver's answer (nil: the name is unknown).
-    private func resolved(_ address: SocketAddressValue?, error: String) {
+    /// The resolver's answer (nil: the name is unknown): connects to the plan's first address.
+    private func resolved(_ plan: AddressPlan?, error: String) {
         guard state == .resolving else { return }
         resolving = nil
         state = .closed
-        guard let address else {
+        guard let plan else {
             fail(.unreachable("cannot resolve \(endpoint.host): \(error)"))
             return
         }
-        open(address)
+        self.plan = plan
+        nextAddress = 0
+        openNextAddress(after: "no address")
+    }
+
+    /// Connects to the plan's next address, or fails the calls with `reason` (the last connect's failure) when
+    /// none is left.
+    private func openNextAddress(after reason: String) {
+        guard nextAddress < plan.addresses.count else {
+            fail(.unreachable(reason))
+            return
+        }
+        let next = plan.addresses[nextAddress]
+        nextAddress += 1
+        address = next
+        open(next.socketAddress(port: endpoint.port))
+    }
+
+    /// The connect (or TLS handshake) to the current address failed, before anything of a request was written:
+    /// the address is reported, and the calls go on to the plan's next address, or fail with `reason`.
+    private func connectFailed(_ reason: String) {
+        closeSocket()  // reports the address (state connecting or handshaking)
+        guard inFlight > 0 else { return }
+        openNextAddress(after: reason)
     }
 
     private func open(_ address: SocketAddressValue) {
@@ -286,19 +329,40 @@ package final class UpstreamConnection: @unchecked Sendable {
             Unmanaged<UpstreamConnection>.fromOpaque(arg).takeUnretainedValue().writable()
         }, me)
         state = .connecting  // also when connect fails at once: closeSocket then reports the failed connect
+        if nextAddress < plan.addresses.count { armConnectTimeout() }
         let rc = address.withSockaddr { Glibc.connect(fd, $0, $1) }
         if rc == 0 {
             connected()
         } else if errno == EINPROGRESS {
             event_add(writeEvent, nil)
         } else {
-            fail(.unreachable("connection failed"))
+            connectFailed("connection failed")
         }
+    }
+
+    /// Arms the connect attempt's deadline (`connectAttemptTimeout`).
+    private func armConnectTimeout() {
+        if connectTimeoutEvent == nil {
+            connectTimeoutEvent = event_new(loop.base, -1, 0, { _, _, arg in
+                guard let arg else { return }
+                let connection = Unmanaged<UpstreamConnection>.fromOpaque(arg).takeUnretainedValue()
+                connection.connectTimeoutArmed = false
+                if connection.state == .connecting || connection.state == .handshaking {
+                    connection.connectFailed("connect timed out")
+                }
+            }, Unmanaged.passUnretained(self).toOpaque())
+        }
+        let seconds = UpstreamConnection.connectAttemptTimeout
+        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1_000_000))
+        event_add(connectTimeoutEvent, &tv)
+        connectTimeoutArmed = true
     }
 
     private func connected() {
         event_add(readEvent, nil)
+        if plan.retrying, let address { HostResolver.shared.connectSucceeded(host: endpoint.host, address: address) }
         guard let tls else {
+            disarmConnectTimeout()
             state = .open
             writeOutput()
             return
@@ -320,6 +384,7 @@ package final class UpstreamConnection: @unchecked Sendable {
         ERR_clear_error()
         let rc = SSL_do_handshake(ssl)
         if rc == 1 {
+            disarmConnectTimeout()
             state = .open
             writeOutput()
             return
@@ -334,7 +399,7 @@ package final class UpstreamConnection: @unchecked Sendable {
             var text = [CChar](repeating: 0, count: 256)
             ERR_error_string_n(code, &text, text.count)
             let reason = code == 0 ? "connection closed" : String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            fail(.unreachable("TLS handshake with \(endpoint.host) failed: \(reason)"))
+            connectFailed("TLS handshake with \(endpoint.host) failed: \(reason)")
         }
     }
 
@@ -356,7 +421,7 @@ package final class UpstreamConnection: @unchecked Sendable {
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
             if error != 0 {
-                fail(.unreachable("connection failed"))
+                connectFailed("connection failed")
                 return
             }
             connected()
@@ -665,6 +730,13 @@ package final class UpstreamConnection: @unchecked Sendable {
     /// The least time left (nanoseconds) for which a call pipelined behind a timed-out one is retried (50 ms).
     package static let minimumRetryTime: UInt64 = 50_000_000
 
+    /// Disarms the connect attempt's deadline, if armed.
+    private func disarmConnectTimeout() {
+        guard connectTimeoutArmed else { return }
+        connectTimeoutArmed = false
+        if let connectTimeoutEvent { event_del(connectTimeoutEvent) }
+    }
+
     private func closeSocket() {
         if let readEvent { event_free(readEvent) }
         if let writeEvent { event_free(writeEvent) }
@@ -675,7 +747,11 @@ package final class UpstreamConnection: @unchecked Sendable {
         ssl = nil
         if fd >= 0 { Glibc.close(fd) }
         fd = -1
-        if state == .connecting { DNSLookup.connectFailed(host: endpoint.host) }  // refused, unreachable or timed out
+        disarmConnectTimeout()
+        if state == .connecting || state == .handshaking, let address {
+            // Refused, unreachable, timed out, or the TLS handshake failed: new connections leave it out a while.
+            HostResolver.shared.connectFailed(host: endpoint.host, address: address)
+        }
         if state == .resolving {
             resolving?.cancel()
             resolving = nil
