@@ -25,6 +25,8 @@ WORKDIR /src
 # Package.swift declares the test target, so SwiftPM wants Tests/ present even for `swift build`.
 COPY Package.swift ./
 COPY Sources ./Sources
+# The EmbedText build plugin compiles the console's CSS and JavaScript into PosternCore.
+COPY Plugins ./Plugins
 COPY Tests ./Tests
 
 # The Swift runtime, Dispatch and FoundationEssentials are linked statically (the shipped code imports no full

@@ -10,10 +10,10 @@ DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev node-llhttp li
 TEST_DEB_DEPS := python3-venv curl redis-server iproute2 chromium chromium-driver
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test unit check-docker check-openapi check-observability check-dashboard docker-smoke run check bench bench-json bench-sessions soak-redis scale profile instructions fuzz clean
+.PHONY: deps build release test unit check-docker check-kubernetes check-openapi check-observability check-dashboard docker-smoke run check bench bench-json bench-sessions soak-redis scale profile instructions fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing), and the Python tools of
-## check-openapi into .build/venv (scripts/pydeps.sh)
+## check-openapi, check-dashboard and check-kubernetes into .build/venv (scripts/pydeps.sh)
 deps:
 	@bash scripts/deps.sh $(DEB_DEPS) $(TEST_DEB_DEPS)
 	@bash scripts/pydeps.sh
@@ -28,10 +28,10 @@ RELEASE_FLAGS := -c release --static-swift-stdlib
 release: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
 
-## test: everything CI runs (the Docker, OpenAPI, observability and dashboard checks first, so that swift test's
-## summary closes the output). swift test runs every test target; PosternEndToEndTests runs .build/debug/postern and
+## test: everything CI runs (the Docker, Kubernetes, OpenAPI, observability and dashboard checks first, so that swift
+## test's summary closes the output). swift test runs every test target; PosternEndToEndTests runs .build/debug/postern and
 ## fails (never skips) without it, so the executable is built first.
-test: deps check-docker check-openapi check-observability check-dashboard
+test: deps check-docker check-kubernetes check-openapi check-observability check-dashboard
 	$(SWIFT) build --product postern
 	$(SWIFT) test
 
@@ -42,6 +42,15 @@ UNIT_SKIP := PosternEndToEndTests|RedisClientTests|RedisEventBusTests|RedisSessi
 unit: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(UNIT_SKIP)'
+
+## check-kubernetes: the kustomize base deploy/kubernetes/ offline (scripts/check_kubernetes.py, docs/kubernetes.md):
+## every object against the Kubernetes 1.30 and 1.37 schemas (kubernetes-validate, strict), and tied to the project:
+## the ConfigMap is config/postern.json with Redis sessions and `postern check` accepts it with the manifests'
+## environment, every POSTERN_* name is one Sources/PosternCore/Config reads, the probes' ports are listen and
+## admin_listen and their paths answer 200 there (`postern demo` with the ConfigMap), the image is docker-smoke's
+check-kubernetes: deps
+	$(SWIFT) build --product postern
+	.build/venv/bin/python scripts/check_kubernetes.py
 
 ## check-openapi: `postern openapi` and the served document validate (openapi-spec-validator), and a bounded
 ## Schemathesis run against `postern demo` on free ports finds no 5xx and no answer outside its schema

@@ -21,25 +21,24 @@ let package = Package(
         .target(name: "CLLHTTP", path: "Sources/CLLHTTP", cSettings: [.unsafeFlags(["-gdwarf-4"])]),
         // Header only: the transcoder's SSE2/NEON string scanner as `static inline` C (no library to link).
         .systemLibrary(name: "CJSONScan", path: "Sources/CJSONScan"),
-        // The layers, lowest first; each knows only the ones below it (docs/architecture.md draws the graph).
-        // I/O: event loops and their task executor, the loop work queue, name resolution, socket addresses, the TLS
-        // client context, byte buffers, locks and the monotonic clock.
+        // The layers, lowest first; each knows only the ones below it. docs/architecture.md describes what each
+        // target and folder holds and which may use which.
         .target(name: "PosternIO", dependencies: ["CEvent", "COpenSSL"]),
-        // HTTP/1.1 on PosternIO: the values (request, response, headers, JSONValue), the server and the pooled
-        // upstream client, both on llhttp. Knows nothing of Directus, sessions or the gateway.
         .target(name: "PosternHTTP", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CLLHTTP"]),
-        // RESP over hiredis on the event loops: clients, the per-loop group, the subscriber.
         .target(name: "PosternRedis", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CHiredis"]),
-        // What a Directus must contain for the shipped resources (`postern bootstrap` writes it, the stand-in seeds it).
         .target(name: "DirectusPlan", dependencies: ["PosternHTTP"]),
-        // The gateway: config, routing, the pipeline stages, sessions, the Directus client, caching, the application.
+        // The console's CSS and JavaScript are files of their own (Console/Resources), compiled in as strings by the
+        // EmbedText plugin with the postern-embed tool (no resource bundle: that needs full Foundation).
         .target(name: "PosternCore", dependencies: ["PosternIO", "PosternHTTP", "PosternRedis", "DirectusPlan",
-                                                    "COpenSSL", "CSQLite", "CJSONScan"]),
+                                                    "COpenSSL", "CSQLite", "CJSONScan"],
+                exclude: ["Console/Resources"], plugins: ["EmbedText"]),
+        .executableTarget(name: "postern-embed"),
+        .plugin(name: "EmbedText", capability: .buildTool(), dependencies: ["postern-embed"]),
         .target(name: "DirectusStandIn", dependencies: ["PosternIO", "PosternHTTP", "DirectusPlan", "COpenSSL"]),
         // jemalloc (Debian's libjemalloc, unprefixed) takes malloc/free from glibc for the whole process: the Swift
         // runtime allocates every object through them, and with glibc's allocator the gateway spent about 9 % more
         // CPU per request (`make bench`, A). Only the server binary: tests and the bench tools keep glibc's.
-        .executableTarget(name: "postern", dependencies: ["PosternCore", "DirectusStandIn"],
+        .executableTarget(name: "postern", dependencies: ["PosternCore", "PosternIO", "PosternHTTP", "DirectusStandIn"],
                           linkerSettings: [.linkedLibrary("jemalloc")]),
         .executableTarget(name: "postern-bench-sessions", dependencies: ["PosternCore"]),
         .executableTarget(name: "postern-bench-json", dependencies: ["PosternCore"]),
@@ -66,18 +65,18 @@ let package = Package(
 // A nonisolated async function runs on its caller's executor (the request's event loop) instead of hopping to the
 // global executor and back: fewer task switches per request, each of which takes a lock in the runtime. Every
 // Swift target has it, so that function types such as `HTTPHandler` mean (and mangle) the same everywhere.
-for target in package.targets where target.type != .system {
+for target in package.targets where target.type != .system && target.type != .plugin {
     target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
 }
 
 // Release builds skip the runtime exclusivity checks (about 2 % of a request's CPU in `swift_beginAccess`):
 // the compile-time checks stay, and debug builds (every test) keep the runtime ones.
-for target in package.targets where target.type != .system {
+for target in package.targets where target.type != .system && target.type != .plugin {
     target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
 }
 
 // Release builds optimise across the targets: a small function of a lower target (a lock, a clock read, a buffer
 // append, a header lookup) is inlined or specialised in its callers as it was when everything was one module.
-for target in package.targets where target.type != .system {
+for target in package.targets where target.type != .system && target.type != .plugin {
     target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 }

@@ -35,6 +35,15 @@ if [ ! -f "$llhttp" ] || [ -n "$(find Sources/CLLHTTP Fuzz/build.sh -newer "$llh
 fi
 LIBS+=("$llhttp")
 
+# PosternCore's console CSS and JavaScript (Console/Resources) become Swift strings at build time: SwiftPM runs
+# postern-embed through the EmbedText plugin; here it is run directly, and its output compiled with PosternCore.
+embed="$OUT/postern-embed"
+if [ ! -x "$embed" ] || [ Sources/postern-embed/main.swift -nt "$embed" ]; then
+    "$SWIFTC" -swift-version 6 -O Sources/postern-embed/main.swift -o "$embed"
+fi
+resources=Sources/PosternCore/Console/Resources
+"$embed" "$OUT/DashboardPage+Resources.swift" DashboardPage style="$resources/dashboard.css" script="$resources/dashboard.js"
+
 # The library targets, lowest first (Package.swift's dependency order).
 modules=(PosternIO PosternHTTP PosternRedis DirectusPlan PosternCore)
 libs=()
@@ -42,6 +51,7 @@ rebuilt=0
 for module in "${modules[@]}"; do
     lib="$OUT/lib$module.a"
     mapfile -t sources < <(find "Sources/$module" -name '*.swift' | sort)
+    if [ "$module" = PosternCore ]; then sources+=("$OUT/DashboardPage+Resources.swift"); fi
     if [ "$rebuilt" = 1 ] || [ ! -f "$lib" ] || [ -n "$(find "Sources/$module" Fuzz/build.sh -newer "$lib" -print -quit)" ]; then
         echo "fuzz: building instrumented $module (${#sources[@]} files)"
         "$SWIFTC" "${FLAGS[@]}" -module-name "$module" -parse-as-library -enable-testing -I "$OUT" \

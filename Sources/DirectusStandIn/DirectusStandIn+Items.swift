@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PosternHTTP
+import PosternIO
 
 extension DirectusStandIn {
     /// `/items/:collection[/:id]`, under the stored rules of the caller's policies (`itemRules`).

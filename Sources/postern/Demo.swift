@@ -8,43 +8,22 @@ import PosternHTTP
 /// `postern demo`: the gateway on :8080 in front of the built-in Directus stand-in on :8055, in memory.
 enum Demo {
     /// Serves only the stand-in until SIGTERM/SIGINT (`make bench`, `make soak-redis`, and the compose stand-in of
-    /// `make docker-smoke`): `postern standin [PORT [ACCESS_TOKEN_TTL_S]] [--host HOST] [--unbootstrapped]
-    /// [--admin-email EMAIL] [--admin-password PASSWORD]`. `--unbootstrapped` starts it as a fresh Directus install
+    /// `make docker-smoke`), with the arguments of `postern standin` (`CommandUsage` "standin"). `--unbootstrapped` starts it as a fresh Directus install
     /// (only the admin: no `posts` collection, role, policy, permissions, users or posts), for `postern bootstrap`.
-    static func runStandInOnly(arguments: [String]) -> Int32 {
-        var positional: [String] = []
-        var host = "127.0.0.1"
+    static func runStandInOnly(_ arguments: ParsedArguments) -> Int32 {
+        let positional = arguments.arguments
+        let host = arguments["--host"] ?? "127.0.0.1"
         var options = DirectusStandIn.Options()
         options.recordRequests = false
-        var rest = arguments[...]
-        while let argument = rest.popFirst() {
-            switch argument {
-            case "--unbootstrapped":
-                options.seedSchema = false
-            case "--host", "--admin-email", "--admin-password":
-                guard let value = rest.popFirst(), !value.isEmpty else {
-                    CLI.fail("standin: \(argument) needs a value")
-                    return 2
-                }
-                if argument == "--host" { host = value }
-                else if argument == "--admin-email" { options.adminEmail = value }
-                else { options.adminPassword = value }
-            default:
-                guard !argument.hasPrefix("-"), positional.count < 2 else {
-                    CLI.fail("standin: unexpected argument \(argument)")
-                    return 2
-                }
-                positional.append(argument)
-            }
-        }
+        if arguments["--unbootstrapped"] != nil { options.seedSchema = false }
+        if let email = arguments["--admin-email"] { options.adminEmail = email }
+        if let password = arguments["--admin-password"] { options.adminPassword = password }
         guard let port = positional.first.map({ UInt16($0) }) ?? 8055 else {
-            CLI.fail("standin: the port must be a number from 0 to 65535 (got \(positional[0]))")
-            return 2
+            return CLI.usageError("standin", "the port must be a number from 0 to 65535 (got \(positional[0]))")
         }
         if positional.count > 1 {
             guard let ttl = TimeInterval(positional[1]), ttl > 0 else {
-                CLI.fail("standin: the access token TTL must be a positive number of seconds (got \(positional[1]))")
-                return 2
+                return CLI.usageError("standin", "the access token TTL must be a positive number of seconds (got \(positional[1]))")
             }
             options.accessTokenTTL = ttl
         }

@@ -7,40 +7,13 @@ import PosternHTTP
 /// `AdminSessionsClient` calls the running gateway's admin listener. Exit status 0 done, 1 refused or not found
 /// (or the listener unreachable), 2 usage or configuration.
 enum SessionsCommand {
-    /// The usage lines of `postern sessions` (printed with every usage error).
-    static let usage = """
-        usage: postern sessions list --user <email or user id> [--json] [--admin http://host:port] [--config FILE]
-               postern sessions revoke <session id or prefix> [--json] [--admin http://host:port] [--config FILE]
-               postern sessions revoke --user <user id> [--json] [--admin http://host:port] [--config FILE]
-        """
-
-    /// Runs `postern sessions <arguments>`.
-    static func run(_ arguments: [String], configPath: String?) async -> Int32 {
-        var rest = arguments
-        var json = false
-        var user: String?
-        var adminURL: String?
-        var positional: [String] = []
-        if rest.contains("--help") || rest.contains("-h") {
-            print(usage)
-            return 0
-        }
-        while !rest.isEmpty {
-            let argument = rest.removeFirst()
-            if argument == "--json" {
-                json = true
-            } else if let value = option("--user", argument, &rest) {
-                guard let value, !value.isEmpty else { return usageError("--user needs an e-mail or a user id") }
-                user = value
-            } else if let value = option("--admin", argument, &rest) {
-                guard let value, !value.isEmpty else { return usageError("--admin needs a URL such as http://127.0.0.1:9180") }
-                adminURL = value
-            } else if argument.hasPrefix("--") {
-                return usageError("unknown option \(argument)")
-            } else {
-                positional.append(argument)
-            }
-        }
+    /// Runs `postern sessions <arguments>` (parsed against `CommandUsage` "sessions").
+    static func run(_ arguments: ParsedArguments) async -> Int32 {
+        let configPath = arguments["--config"]
+        let json = arguments["--json"] != nil
+        let user = arguments["--user"]
+        let adminURL = arguments["--admin"]
+        let positional = arguments.arguments
         guard let verb = positional.first else { return usageError("say list or revoke") }
         let action: AdminSessionsClient.Action
         switch (verb, positional.count, user) {
@@ -71,17 +44,8 @@ enum SessionsCommand {
         return outcome.status
     }
 
-    /// The value of `name` when `argument` is `name` (the next argument, taken from `rest`) or `name=value`;
-    /// `.some(nil)` when the value is missing; nil when `argument` is another one.
-    private static func option(_ name: String, _ argument: String, _ rest: inout [String]) -> String?? {
-        if argument == name { return .some(rest.isEmpty ? nil : rest.removeFirst()) }
-        if argument.hasPrefix(name + "=") { return .some(String(argument.dropFirst(name.count + 1))) }
-        return nil
-    }
-
     /// Prints `message` and the usage to standard error; exit status 2.
     private static func usageError(_ message: String) -> Int32 {
-        CLI.fail("sessions: \(message)\n\(usage)")
-        return 2
+        CLI.usageError("sessions", message)
     }
 }

@@ -2,104 +2,126 @@ import FoundationEssentials
 import Glibc
 import PosternCore
 
-/// The command line (docs/api.md, Configuration): thin; everything lives in PosternCore.
+/// The command line (docs/api.md, Command line): thin; everything lives in PosternCore. The commands, their usage
+/// and their options are `CommandUsage.all`.
 enum CLI {
-    static let usage = """
-        usage: postern [serve|check|demo|openapi|bootstrap|healthcheck|sessions|version] [--config FILE]
-
-          serve        run the gateway (default)
-          check        validate the config, print every problem, exit non-zero on any
-          demo         gateway on :8080 plus a built-in Directus stand-in on :8055
-                       (--standin-port N moves the stand-in; 0 picks a free port)
-          openapi      print the OpenAPI 3.1 document of the configured API (as served at /api/v1/openapi.json)
-          bootstrap    prepare a fresh Directus 11 for Postern (collection, role, policy, permissions,
-                       registration); idempotent. Admin credentials from POSTERN_DIRECTUS_ADMIN_EMAIL and
-                       POSTERN_DIRECTUS_ADMIN_PASSWORD, or POSTERN_DIRECTUS_ADMIN_TOKEN
-          healthcheck  exit 0 when the local gateway's /healthz answers 200
-          sessions     list or end a user's sessions through the running gateway's admin listener
-                         postern sessions list --user <email or user id>
-                         postern sessions revoke <session id, or 8+ first characters of one>
-                         postern sessions revoke --user <user id>
-                       a table by default, --json for the answer as it came; --admin http://host:port
-                       overrides admin_listen (POSTERN_ADMIN_LISTEN); the token is POSTERN_ADMIN_TOKEN
-                       (admin.token). Exit 0 done, 1 refused or not found, 2 usage or configuration
-          version      print the version
-        """
-
+    /// Runs `postern [options] [command] [arguments]`: options before the command word belong to it
+    /// (`postern --config FILE check`); no command is `serve`. Every command's arguments are parsed against its
+    /// `CommandUsage`, which also answers `--help` and `-h` (stdout, exit 0) and a wrong option (stderr, exit 2).
     static func main() async -> Int32 {
-        var arguments = Array(CommandLine.arguments.dropFirst())
-        var configPath: String?
-        if let i = arguments.firstIndex(where: { $0 == "--config" || $0.hasPrefix("--config=") }) {
-            if arguments[i].hasPrefix("--config=") {
-                configPath = String(arguments[i].dropFirst("--config=".count))
-                arguments.remove(at: i)
-            } else if i + 1 < arguments.count {
-                configPath = arguments[i + 1]
-                arguments.removeSubrange(i...(i + 1))
-            } else {
-                fail("--config needs a file path")
+        var rest = CommandLine.arguments.dropFirst()
+        var leading: [String] = []
+        while let first = rest.first, first.hasPrefix("-") {
+            rest.removeFirst()
+            switch first {
+            case "--help", "-h":
+                print(CommandUsage.overview)
+                return 0
+            case "--version":
+                return await run("version", ParsedArguments())
+            case "--config":
+                leading.append(first)
+                if let value = rest.popFirst() { leading.append(value) }
+            case _ where first.hasPrefix("--config="):
+                leading.append(first)
+            default:
+                fail("unknown option \(first)\n\(CommandUsage.overview)")
                 return 2
             }
         }
-        var standInPort: UInt16 = 8055
-        if arguments.first == "demo", let i = arguments.firstIndex(of: "--standin-port") {
-            guard i + 1 < arguments.count, let port = UInt16(arguments[i + 1]) else {
-                fail("--standin-port needs a port number (0 for any free port)")
-                return 2
-            }
-            standInPort = port
-            arguments.removeSubrange(i...(i + 1))
-        }
-        let command = arguments.first ?? "serve"
-        if arguments.count > 1 && command != "standin" && command != "sessions" {
-            fail("unexpected argument \(arguments[1])\n\(usage)")
+        let word = rest.popFirst() ?? "serve"
+        if word == "help" { return help(Array(rest)) }
+        guard !word.contains(" "), let usage = CommandUsage.named(word) else {
+            fail("unknown command \(word)\n\(CommandUsage.overview)")
             return 2
         }
-        switch command {
-        case "version", "--version":
-            print("postern \(PosternVersion.current)")
+        switch usage.parse(leading + rest) {
+        case .help(let arguments):
+            // `postern sessions list --help`: the subcommand's own usage, where it has one.
+            let subcommand = arguments.first.flatMap { CommandUsage.named("\(word) \($0)") }
+            print((subcommand ?? usage).help)
             return 0
-        case "help", "--help", "-h":
-            print(usage)
-            return 0
-        case "check":
-            // Every value the environment set is named after the verdict, so that an image's ENV cannot
-            // silently win over a mounted file (docs/docker.md, Configuration).
-            let environment = ProcessInfo.processInfo.environment
-            let origins = PosternConfig.environmentOrigins(configPath: configPath, environment: environment)
-            switch PosternConfig.load(configPath: configPath, environment: environment) {
-            case .success:
-                let path = PosternConfig.resolvedPath(configPath: configPath, environment: environment)
-                print("config OK (\(path ?? "built-in defaults"))")
-                for origin in origins { print(origin.description) }
-                return 0
-            case .failure(let error):
-                for problem in error.problems { print(problem.description) }
-                for origin in origins { print(origin.description) }
-                return 1
-            }
+        case .usageError(let message):
+            return usageError(word, message)
+        case .run(let arguments):
+            return await run(word, arguments)
+        }
+    }
+
+    /// Runs the command `name` of `CommandUsage.all` with its parsed arguments.
+    static func run(_ name: String, _ arguments: ParsedArguments) async -> Int32 {
+        let configPath = arguments["--config"]
+        switch name {
         case "serve":
             return serve(configPath: configPath)
+        case "check":
+            return check(configPath: configPath)
         case "demo":
+            var standInPort: UInt16 = 8055
+            if let text = arguments["--standin-port"] {
+                guard let port = UInt16(text) else { return usageError(name, "--standin-port needs a port number (0 for any free port)") }
+                standInPort = port
+            }
             return Demo.run(configPath: configPath, standInPort: standInPort)
         case "openapi":
             guard let config = loadConfig(configPath, command: "openapi") else { return 1 }
             writeAll(STDOUT_FILENO, OpenAPIDocument(config: config).data())
             print("")
             return 0
-        case "standin":
-            // Only the Directus stand-in (benchmarks, soak, the compose smoke test): docs/docker.md.
-            return Demo.runStandInOnly(arguments: Array(arguments.dropFirst()))
         case "bootstrap":
             return await bootstrap(configPath: configPath)
         case "healthcheck":
             guard let config = loadConfig(configPath, command: "healthcheck") else { return 1 }
-            return await Application.healthcheck(config: config) ? 0 : 1
+            return await Healthcheck.run(config: config) ? 0 : 1
         case "sessions":
-            return await SessionsCommand.run(Array(arguments.dropFirst()), configPath: configPath)
+            return await SessionsCommand.run(arguments)
+        case "version":
+            print("postern \(PosternVersion.current)")
+            return 0
+        case "standin":
+            // Only the Directus stand-in (benchmarks, soak, the compose smoke test): docs/docker.md.
+            return Demo.runStandInOnly(arguments)
         default:
-            fail("unknown command \(command)\n\(usage)")
+            fail("\(name): listed in CommandUsage.all but not run by CLI.run")
+            return 70  // EX_SOFTWARE: a command added to the table only
+        }
+    }
+
+    /// `postern help [command words]`: the overview, or that command's help.
+    static func help(_ words: [String]) -> Int32 {
+        guard !words.isEmpty else {
+            print(CommandUsage.overview)
+            return 0
+        }
+        guard let usage = CommandUsage.named(words.joined(separator: " ")) else {
+            fail("help: no command \(words.joined(separator: " "))\n\(CommandUsage.overview)")
             return 2
+        }
+        print(usage.help)
+        return 0
+    }
+
+    /// Prints `message` and the command's usage to standard error; exit status 2.
+    static func usageError(_ command: String, _ message: String) -> Int32 {
+        fail("\(command): \(message)\n\(CommandUsage.named(command)?.help ?? CommandUsage.overview)")
+        return 2
+    }
+
+    /// `postern check`: every problem, then every value the environment set, so that an image's ENV cannot
+    /// silently win over a mounted file (docs/docker.md, Configuration).
+    static func check(configPath: String?) -> Int32 {
+        let environment = ProcessInfo.processInfo.environment
+        let origins = PosternConfig.environmentOrigins(configPath: configPath, environment: environment)
+        switch PosternConfig.load(configPath: configPath, environment: environment) {
+        case .success:
+            let path = PosternConfig.resolvedPath(configPath: configPath, environment: environment)
+            print("config OK (\(path ?? "built-in defaults"))")
+            for origin in origins { print(origin.description) }
+            return 0
+        case .failure(let error):
+            for problem in error.problems { print(problem.description) }
+            for origin in origins { print(origin.description) }
+            return 1
         }
     }
 

@@ -1,28 +1,59 @@
 import Foundation
 import Testing
 
-/// The folders of the gateway core depend on each other in one direction only: a folder uses a type declared in
-/// another (a top-level `struct`, `class`, `enum`, `protocol`, `actor` or `typealias`, named anywhere in its code,
-/// extensions included) only when that folder does not, directly or through others, use one of its own
-/// (docs/architecture.md). Read from the sources themselves, comments and string literals left out.
+/// The folders of the gateway core use each other's types only along the edges docs/architecture.md lists (its
+/// block after the `FolderGraphTests reads the next block` marker), and that graph has no cycle. A folder uses a
+/// type declared in another when it names it anywhere in its code (a top-level `struct`, `class`, `enum`,
+/// `protocol`, `actor` or `typealias`, extensions included), read from the sources themselves, comments and string
+/// literals left out.
 @Suite struct FolderGraphTests {
-    /// `Sources/PosternCore` of the package this file is in (the nearest folder above it with a `Package.swift`).
-    static var coreSources: URL {
+    /// The package this file is in (the nearest folder above it with a `Package.swift`).
+    static var packageRoot: URL {
         var folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         while folder.path != "/" && !FileManager.default.fileExists(atPath: folder.appendingPathComponent("Package.swift").path) {
             folder = folder.deletingLastPathComponent()
         }
-        return folder.appendingPathComponent("Sources/PosternCore")
+        return folder
     }
 
-    @Test func theCoreFoldersHaveNoCycle() throws {
-        let graph = try FolderGraph(root: Self.coreSources, ignoring: [])
-        // The graph was read at all: the folders are there, and a known use is found.
-        #expect(graph.folders.isSuperset(of: ["Application", "Sessions", "Errors", "Cache", "Config", "Console", "Mapping",
-                                              "Pipeline", "Policy", "Redis", "Routing"]))
+    /// folder → the folders whose types it may use, as docs/architecture.md lists them.
+    static func documentedGraph() throws -> [String: Set<String>] {
+        let text = try String(contentsOf: packageRoot.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let marker = try #require(lines.firstIndex { $0.contains("FolderGraphTests reads the next block") })
+        let open = try #require(lines[(marker + 1)...].firstIndex { $0.hasPrefix("```") })
+        let close = try #require(lines[(open + 1)...].firstIndex { $0.hasPrefix("```") })
+        var graph: [String: Set<String>] = [:]
+        for line in lines[(open + 1)..<close] {
+            let words = line.split(separator: " ").map(String.init)
+            #expect(words.count >= 2 && words[1] == "->", "not `Folder -> Used Folders`: \(line)")
+            guard words.count >= 2 else { continue }
+            #expect(graph[words[0]] == nil, "\(words[0]) is listed twice")
+            graph[words[0]] = Set(words.dropFirst(2))
+        }
+        return graph
+    }
+
+    @Test func theCoreFoldersUseEachOtherAsDocumented() throws {
+        let graph = try FolderGraph(root: Self.packageRoot.appendingPathComponent("Sources/PosternCore"))
+        let documented = try Self.documentedGraph()
+        // The graph was read at all: a known use is found.
         #expect(graph.declarations.count > 100)
         #expect(graph.edges["Pipeline"]?["Errors"]?.contains("GatewayError") == true)
-        #expect(graph.edges["Application"]?["Pipeline"]?.contains("Endpoint") == true)
+        // The documented folders are the folders, and the documented edges are the edges, each way.
+        #expect(Set(documented.keys) == graph.folders)
+        let named = documented.values.reduce(into: Set<String>()) { $0.formUnion($1) }
+        #expect(named.isSubset(of: graph.folders), "documented folders that do not exist: \(named.subtracting(graph.folders).sorted())")
+        for folder in graph.folders.union(documented.keys).sorted() {
+            let used = Set((graph.edges[folder] ?? [:]).keys)
+            let allowed = documented[folder] ?? []
+            for extra in used.subtracting(allowed).sorted() {
+                Issue.record("\(folder) -> \(extra) is not in docs/architecture.md (\(graph.describe([folder, extra]).split(separator: ";")[0]))")
+            }
+            for missing in allowed.subtracting(used).sorted() {
+                Issue.record("docs/architecture.md lists \(folder) -> \(missing), which the code does not use")
+            }
+        }
         let cycle = graph.cycle()
         #expect(cycle == nil, "folder cycle: \(cycle.map(graph.describe) ?? "")")
     }
@@ -41,14 +72,14 @@ import Testing
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try text.write(to: url, atomically: true, encoding: .utf8)
         }
-        let graph = try FolderGraph(root: root, ignoring: [])
+        let graph = try FolderGraph(root: root)
         #expect(graph.edges["B"]?["A"] == nil, "a comment or a string is no use")
         #expect(graph.edges["D"]?["C"] == ["Three"])
         let cycle = try #require(graph.cycle())
         #expect(Set(cycle) == ["A", "B", "C"])
         // Without C's use of A there is none.
         try "enum Three { case a }\n".write(to: root.appendingPathComponent("C/Three.swift"), atomically: true, encoding: .utf8)
-        #expect(try FolderGraph(root: root, ignoring: []).cycle() == nil)
+        #expect(try FolderGraph(root: root).cycle() == nil)
     }
 
     @Test func interpolatedCodeCountsAndNestedCommentsDoNot() {
@@ -69,14 +100,14 @@ struct FolderGraph {
     /// folder → used folder → the type names that make the use.
     private(set) var edges: [String: [String: Set<String>]] = [:]
 
-    /// Reads every `.swift` file under `root`; folders in `ignoring` are left out, as users and as used.
-    init(root: URL, ignoring: Set<String>) throws {
+    /// Reads every `.swift` file under `root`.
+    init(root: URL) throws {
         var sources: [(folder: String, code: String)] = []
         let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)
         while let url = files?.nextObject() as? URL {
             guard url.pathExtension == "swift" else { continue }
             let parts = url.standardizedFileURL.path.dropFirst(root.standardizedFileURL.path.count).split(separator: "/")
-            guard parts.count >= 2, !ignoring.contains(String(parts[0])) else { continue }
+            guard parts.count >= 2 else { continue }
             sources.append((String(parts[0]), FolderGraph.code(of: try String(contentsOf: url, encoding: .utf8))))
         }
         var declaredIn: [String: Set<String>] = [:]

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import PosternIO
 import PosternRedis
+import PosternHTTP
 
 extension Application {
     /// The Redis session store of `sessions.store = redis://…`, with its shared buses and counters, running

@@ -1,13 +1,14 @@
 import FoundationEssentials
-import PosternIO
+import PosternCore
 import PosternHTTP
+import PosternIO
 
 /// `postern sessions list|revoke`: the operator's session control from the command line, as calls to a running
 /// gateway's admin listener (docs/api.md, Command line: sessions). The command line is parsed by `main`; this
 /// makes the call and renders the answer.
-package enum AdminSessionsClient {
+enum AdminSessionsClient {
     /// What to ask the admin listener.
-    package enum Action: Sendable, Equatable {
+    enum Action: Sendable, Equatable {
         /// `GET /admin/sessions?user=` (an e-mail or a user id).
         case list(user: String)
         /// `DELETE /admin/sessions/{id}` (a full id or a prefix of at least 8 characters).
@@ -18,20 +19,20 @@ package enum AdminSessionsClient {
 
     /// What the command prints and its exit status: 0 done, 1 refused (an error answer, or the listener
     /// could not be reached).
-    package struct Outcome: Sendable, Equatable {
+    struct Outcome: Sendable, Equatable {
         /// The exit status.
-        package var status: Int32
+        var status: Int32
         /// What goes to standard output.
-        package var output: String
+        var output: String
         /// What goes to standard error (one line, or empty).
-        package var error: String
+        var error: String
     }
 
     /// How long the command waits for the admin listener.
     static let timeout: Double = 10
 
     /// The admin listener `config` names (`admin_listen`; a wildcard address is called on loopback).
-    package static func endpoint(_ config: PosternConfig) -> UpstreamEndpoint? {
+    static func endpoint(_ config: PosternConfig) -> UpstreamEndpoint? {
         guard let listen = config.adminListenAddress else { return nil }
         let host = listen.host == "0.0.0.0" || listen.host.isEmpty ? "127.0.0.1" : (listen.host == "::" ? "::1" : listen.host)
         return UpstreamEndpoint(url: "http://\(host.contains(":") ? "[\(host)]" : host):\(listen.port)")
@@ -39,7 +40,7 @@ package enum AdminSessionsClient {
 
     /// Makes the call for `action` on `endpoint` with the admin `token`, and renders the answer: a table or a
     /// line by default, the body as it came with `json`.
-    package static func run(_ action: Action, endpoint: UpstreamEndpoint, token: String, json: Bool) async -> Outcome {
+    static func run(_ action: Action, endpoint: UpstreamEndpoint, token: String, json: Bool) async -> Outcome {
         let group = EventLoopGroup(count: 1, name: "postern-sessions")
         defer { group.shutdown() }
         let transport = LoopTransport(group: group, endpoint: endpoint, maxConnections: 1)

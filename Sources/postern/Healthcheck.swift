@@ -1,10 +1,12 @@
 import FoundationEssentials
-import PosternIO
+import PosternCore
 import PosternHTTP
+import PosternIO
 
-extension Application {
-    /// `postern healthcheck`: true when the local gateway's `/healthz` answers 200 within 3 s.
-    package static func healthcheck(config: PosternConfig) async -> Bool {
+/// `postern healthcheck`: whether the local gateway is up, for a container's health check.
+enum Healthcheck {
+    /// True when the local gateway's `/healthz` answers 200 within 3 s.
+    static func run(config: PosternConfig) async -> Bool {
         guard let listen = config.listenAddress else { return false }
         let host = listen.host == "0.0.0.0" || listen.host.isEmpty ? "127.0.0.1" : (listen.host == "::" ? "::1" : listen.host)
         guard let endpoint = UpstreamEndpoint(url: "http://\(host.contains(":") ? "[\(host)]" : host):\(listen.port)") else { return false }
