@@ -16,4 +16,8 @@
 /* glibc's accept4 (declared by <sys/socket.h> only under _GNU_SOURCE, which Swift's Glibc module does not
    set): the server accepts sockets already nonblocking and close-on-exec, in one call. */
 extern int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);
+
+/* The kernel's CSPRNG (glibc 2.25+), which refills each loop's buffer of random words for request and trace ids
+   (PosternIO/KernelRandom.swift); not in Swift's Glibc module. */
+#include <sys/random.h>
 #endif

@@ -107,15 +107,17 @@ enum CLI {
         return 2
     }
 
-    /// `postern check`: every problem, then every value the environment set, so that an image's ENV cannot
-    /// silently win over a mounted file (docs/docker.md, Configuration).
+    /// `postern check`: every problem (or the warnings of a valid config: `PosternConfig.warnings`), then every value
+    /// the environment set, so that an image's ENV cannot silently win over a mounted file (docs/docker.md,
+    /// Configuration).
     static func check(configPath: String?) -> Int32 {
         let environment = ProcessInfo.processInfo.environment
         let origins = PosternConfig.environmentOrigins(configPath: configPath, environment: environment)
         switch PosternConfig.load(configPath: configPath, environment: environment) {
-        case .success:
+        case .success(let config):
             let path = PosternConfig.resolvedPath(configPath: configPath, environment: environment)
             print("config OK (\(path ?? "built-in defaults"))")
+            for warning in config.warnings() { print(warning) }
             for origin in origins { print(origin.description) }
             return 0
         case .failure(let error):

@@ -86,7 +86,7 @@ package final class Application: @unchecked Sendable {
                                       revocations: backend.revocations, clock: clock.date)
         let rateLimits = RateLimits(config.rateLimits, metrics: metrics, counters: backend.counters)
         let gateway = Gateway(config: config, directus: directus, sessions: sessions, log: log, metrics: metrics,
-                              rateLimits: rateLimits, breaker: breaker, invalidations: backend.invalidations)
+                              rateLimits: rateLimits, breaker: breaker, invalidations: backend.invalidations, clock: clock)
         let app = Application(config: config, gateway: gateway, group: group, log: log)
         app.closeStore = backend.close
         app.rateLimits = rateLimits
@@ -171,6 +171,7 @@ package final class Application: @unchecked Sendable {
         self.admin = admin
         gateway.statsSampler.start()
         startMaintenance()
+        for warning in config.warnings() { log.event(.warning, warning) }
         log.event(.info, "postern started", [("listen", .string("\(listen.host):\(port)")),
                                               ("admin_listen", .string("\(adminListen.host):\(adminPort)")),
                                               ("workers", .int(Int64(group.loops.count)))])

@@ -28,7 +28,8 @@ package final class Gateway: HTTPRequestHandler {
     /// `invalidations` carries cache invalidations (in-process unless given).
     package init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog,
                 metrics: Metrics = Metrics(), rateLimits: RateLimits? = nil, breaker: CircuitBreaker? = nil,
-                invalidations: (any CacheInvalidationBus)? = nil, cacheClock: MicroCache.Clock? = nil) {
+                invalidations: (any CacheInvalidationBus)? = nil, cacheClock: MicroCache.Clock? = nil,
+                clock: GatewayClock = .system) {
         self.sessions = sessions
         self.metrics = metrics
         maxBodyBytes = config.limits.maxBodyBytes
@@ -46,7 +47,7 @@ package final class Gateway: HTTPRequestHandler {
         clientAddress = ClientAddress(trustedProxies: Set(config.rateLimits.trustedProxies))
         routes = RouteTable(config: config, directus: directus, sessions: sessions, log: log, metrics: metrics,
                             rateLimits: rateLimits ?? RateLimits(config.rateLimits, metrics: metrics), breaker: breaker,
-                            schema: schema, cache: cache, invalidations: invalidations)
+                            schema: schema, cache: cache, invalidations: invalidations, clock: clock.seconds)
     }
 
     /// Answers one request on the public listener; never throws, every error is rendered.
@@ -60,12 +61,12 @@ package final class Gateway: HTTPRequestHandler {
         await handle(request, router: routes.router, prepared: prepared)
     }
 
-    /// Answers one request on the admin listener (operations, `/metrics`, the operator console). A path under
-    /// `/admin/` passes the admin guard first, routed or not (`AdminGuard`); handlers read the caller's address
-    /// in `context.clientIP`.
+    /// Answers one request on the admin listener (operations, `/metrics`, the operator console), behind the admin
+    /// edge (no CORS: `RouteTable.adminEdge`). A path under `/admin/` passes the admin guard first, routed or not
+    /// (`AdminGuard`); handlers read the caller's address in `context.clientIP`.
     package func handleAdmin(_ request: HTTPRequest) async -> HTTPResponse {
-        let start = prepare(request, router: routes.adminRouter, guarded: AdminGuard.covers(request.path))
-        return await routes.edge.respond(to: request, context: start.context, endpoint: start.endpoint,
+        let start = prepare(request, router: routes.adminRouter, edge: routes.adminEdge, guarded: AdminGuard.covers(request.path))
+        return await routes.adminEdge.respond(to: request, context: start.context, endpoint: start.endpoint,
                                          from: start.progress, trace: start.trace)
     }
 
@@ -75,7 +76,7 @@ package final class Gateway: HTTPRequestHandler {
     /// for `handle(_:prepared:)` to go on from. Tried first on every request of the public listener, on its loop
     /// thread.
     package func handleImmediately(_ request: HTTPRequest, prepared: inout AnyObject?) -> HTTPResponse? {
-        let start = prepare(request, router: routes.router)
+        let start = prepare(request, router: routes.router, edge: routes.edge)
         guard case .answered(var response) = start.progress else {
             prepared = PreparedRequest(start)
             return nil
@@ -86,7 +87,7 @@ package final class Gateway: HTTPRequestHandler {
 
     @inline(__always)  // one async frame per request, not two
     private func handle(_ request: HTTPRequest, router: Router, prepared: AnyObject?) async -> HTTPResponse {
-        let start = (prepared as? PreparedRequest)?.start ?? prepare(request, router: router)
+        let start = (prepared as? PreparedRequest)?.start ?? prepare(request, router: router, edge: routes.edge)
         return await routes.edge.respond(to: request, context: start.context, endpoint: start.endpoint,
                                          from: start.progress, trace: start.trace)
     }
@@ -115,7 +116,7 @@ package final class Gateway: HTTPRequestHandler {
     /// endpoint's stages as far as they go without an `await`. Synchronous and not inlined: what routing builds
     /// stays off the async frame.
     @inline(never)
-    private func prepare(_ request: HTTPRequest, router: Router, guarded: Bool = false) -> Start {
+    private func prepare(_ request: HTTPRequest, router: Router, edge: EdgeStages, guarded: Bool = false) -> Start {
         let context: RequestContext
         var endpoint: Endpoint
         if let match = router.match(path: request.path) {
@@ -126,9 +127,9 @@ package final class Gateway: HTTPRequestHandler {
             endpoint = routes.notFound
         }
         if guarded { endpoint = routes.adminGuard.guarding(endpoint) }
-        let trace = routes.edge.trace()
+        let trace = edge.trace()
         return Start(context: context, endpoint: endpoint, trace: trace,
-                     progress: routes.edge.prepare(request, context, endpoint, trace: trace))
+                     progress: edge.prepare(request, context, endpoint, trace: trace))
     }
 
     /// A new request's context: its id, the client's address, and what routing found.

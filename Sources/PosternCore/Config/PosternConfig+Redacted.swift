@@ -63,12 +63,14 @@ extension PosternConfig {
     }
 
     /// `text` with the user information of a URL (`scheme://user:password@host…`) replaced by `<redacted>`;
-    /// anything else unchanged.
+    /// anything else unchanged. The user information ends at the last `@` of the text, as `RedisURL` (the parse
+    /// that connects) reads it: a password may hold `?`, `#`, `/`, `%`, `:` or `@` and is still hidden whole. (A
+    /// valid `redis://` URL has nothing but digits after its host, so its last `@` is the one `RedisURL` splits
+    /// at; in any other URL cutting at the last `@` can only hide more, never less.)
     static func redactingCredentials(_ text: String) -> String {
         guard let scheme = text.byteRange(of: "://") else { return text }
         let rest = text[scheme.upperBound...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return text }
+        guard let at = rest.lastIndex(of: "@") else { return text }
         return String(text[..<scheme.upperBound]) + PosternConfig.redacted + String(text[at...])
     }
 }

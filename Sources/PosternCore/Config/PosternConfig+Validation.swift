@@ -28,7 +28,9 @@ extension PosternConfig {
         if let problem = AdminConfig.problem(with: admin.token) { report("admin.token", problem) }
 
         if !PosternConfig.isUpstreamURL(directus.url) {
-            report("directus.url", "must be an http:// or https:// URL with a host (got \"\(directus.url)\")")
+            // A URL with credentials is not echoed: it may hold a password.
+            let shown = directus.url.contains("@") ? "a URL with credentials" : "\"\(directus.url)\""
+            report("directus.url", "must be an http:// or https:// URL with a host and no credentials (got \(shown))")
         }
         check("directus.timeout_ms", directus.timeoutMs, .timeoutMs)
         check("directus.max_connections_per_worker", directus.maxConnectionsPerWorker, .connections)

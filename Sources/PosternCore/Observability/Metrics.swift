@@ -256,7 +256,7 @@ package final class Metrics: @unchecked Sendable {
         }
         out += "# HELP postern_rate_limited_total Requests refused by a rate limit, by limit.\n"
         out += "# TYPE postern_rate_limited_total counter\n"
-        for limit in ["login_ip", "login_email", "login_email_day", "registration_ip", "token"] {
+        for limit in ["login_ip", "login_email", "login_email_day", "registration_ip", "token", "admin_auth"] {
             out += "postern_rate_limited_total{limit=\"\(limit)\"} \(rateLimits[limit] ?? 0)\n"
         }
         for counter in counters {

@@ -10,6 +10,14 @@ struct CORSPolicy: Sendable {
     static let methods = "GET, POST, PUT, PATCH, DELETE"
     static let headers = "Authorization, Content-Type, X-Request-Id, traceparent, tracestate"
 
+    /// A policy that allows no origin: no answer carries CORS headers, and every preflight is 403 (the admin
+    /// listener's: docs/api.md, Operator console).
+    static let noOrigin: CORSPolicy = {
+        var config = CORSConfig()
+        config.allowedOrigins = []
+        return CORSPolicy(config)
+    }()
+
     init(_ config: CORSConfig) {
         anyOrigin = config.allowedOrigins.contains("*")
         origins = Set(config.allowedOrigins.filter { $0 != "*" }.map { $0.lowercased() })

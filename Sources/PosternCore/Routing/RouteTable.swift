@@ -14,8 +14,11 @@ struct RouteTable: Sendable {
     let sampler: StatsSampler
     /// The 404 answer for a path no route matches (behind the edge stages too).
     let notFound: Endpoint
-    /// The stages around every answer of both listeners.
+    /// The stages around every answer of the public listener.
     let edge: EdgeStages
+    /// The stages around every answer of the admin listener: the same, but no CORS (docs/api.md, Operator console):
+    /// no origin is allowed, so no answer carries `Access-Control-*` and every preflight is 403.
+    let adminEdge: EdgeStages
 
     /// The stages shared by the routes of one table.
     struct Stages: Sendable {
@@ -35,11 +38,14 @@ struct RouteTable: Sendable {
         let invalidations: any CacheInvalidationBus
     }
 
-    /// Builds every route. `metrics` and `rateLimits` are process-wide (shared by every loop).
+    /// Builds every route. `metrics` and `rateLimits` are process-wide (shared by every loop); `clock` (monotonic seconds,
+    /// the gateway's) times `/readyz`'s ping reuse and the admin listener's failed-authentication limit.
     init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog, metrics: Metrics,
          rateLimits: RateLimits, breaker: CircuitBreaker?, schema: SchemaWatch, cache: MicroCache,
-         invalidations: any CacheInvalidationBus) {
+         invalidations: any CacheInvalidationBus,
+         clock: @escaping @Sendable () -> TimeInterval = { ProcessInfo.processInfo.systemUptime }) {
         edge = EdgeStages(metrics: metrics, log: log, cors: CORSPolicy(config.cors))
+        adminEdge = EdgeStages(metrics: metrics, log: log, cors: CORSPolicy.noOrigin)
         let stages = Stages(limit: BodyLimitStage(maxBytes: config.limits.maxBodyBytes),
                             optionalAuth: AuthenticationStage(sessions: sessions, required: false, rateLimits: rateLimits),
                             requiredAuth: AuthenticationStage(sessions: sessions, required: true, rateLimits: rateLimits),
@@ -47,21 +53,27 @@ struct RouteTable: Sendable {
                             cache: cache, invalidations: invalidations)
         let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
                                  registerEndpoint: config.directus.registration == "register")
-        let operations = RouteTable.operationsRoutes(directus: directus, breaker: breaker, schema: schema, sessions: sessions)
+        // The public listener's /readyz shares a ping per worker (anyone may call it); the admin listener's pings on
+        // every probe (private: the orchestrator's probe and the operator see Directus's health as of now).
+        let coalesced = ReadinessPing(directus: directus, clock: clock)
+        let operations = RouteTable.operationsRoutes(ping: { await coalesced.ping(context: $0) }, breaker: breaker,
+                                                     schema: schema, sessions: sessions)
+        let adminOperations = RouteTable.operationsRoutes(ping: { await directus.ping(context: $0) }, breaker: breaker,
+                                                          schema: schema, sessions: sessions)
         let publicRoutes = operations + [RouteTable.openAPIRoute(config)] + RouteTable.userRoutes(users, stages)
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
         router = Router(routes: publicRoutes)
         let sampler = StatsSampler(metrics: metrics, counted: RouteTable.countedInStats)
         self.sampler = sampler
-        adminRouter = Router(routes: operations + [RouteTable.metricsRoute(metrics, sessions: sessions)]
+        adminRouter = Router(routes: adminOperations + [RouteTable.metricsRoute(metrics, sessions: sessions)]
             + RouteTable.consoleRoutes(config: config, sampler: sampler, sessions: sessions, breaker: breaker)
             + RouteTable.sessionRoutes(AdminSessions(sessions: sessions, log: log)))
-        adminGuard = AdminGuard(config.admin)
+        adminGuard = AdminGuard(config.admin, failures: AdminAuthFailures(log: log, metrics: metrics, clock: clock))
         notFound = Endpoint(answering: .notFound("no such route"))
     }
 
-    /// `/healthz` and `/readyz` (on both listeners).
-    static func operationsRoutes(directus: DirectusClient, breaker: CircuitBreaker?, schema: SchemaWatch,
+    /// `/healthz` and `/readyz` (on both listeners; `/readyz` asks Directus whether it answers through `ping`).
+    static func operationsRoutes(ping: @escaping @Sendable (CallFields) async -> Bool, breaker: CircuitBreaker?, schema: SchemaWatch,
                                  sessions: SessionManager) -> [Route] {
         [
             Route("/healthz", methods: [(.get, Endpoint { _, _ in .json(200, .object([("status", .string("ok"))])) })]),
@@ -77,7 +89,7 @@ struct RouteTable: Sendable {
                     throw .sessionStoreUnavailable("the session store reports itself unavailable")
                 }
                 // Ready when Directus answers its ping and the circuit is closed (the ping is the probe when half-open).
-                guard await directus.ping(context: context.call), breaker?.state ?? .closed == .closed else {
+                guard await ping(context.call), breaker?.state ?? .closed == .closed else {
                     throw .upstreamUnavailable("/server/ping failed or circuit open")
                 }
                 return .json(200, .object([("status", .string("ready"))]))

@@ -102,17 +102,27 @@ extension SQLiteSessionStore {
         try exec("PRAGMA journal_mode = WAL")
         try exec("PRAGMA synchronous = NORMAL")
         try exec("PRAGMA secure_delete = ON")
-        let version = try userVersion()
-        if version == 0 {
-            try exec("BEGIN IMMEDIATE; \(Self.schema) \(Self.indexesV2) \(Self.revocationV3) \(Self.clientV4) COMMIT;")
-        } else if version == 1 {
-            try exec("BEGIN IMMEDIATE; \(Self.indexesV2) \(Self.revocationV3) \(Self.clientV4) COMMIT;")
-        } else if version == 2 {
-            try exec("BEGIN IMMEDIATE; \(Self.revocationV3) \(Self.clientV4) COMMIT;")
-        } else if version == 3 {
-            try exec("BEGIN IMMEDIATE; \(Self.clientV4) COMMIT;")
-        } else if version > Self.schemaVersion {
-            throw SessionStoreError.failed("schema version \(version) is newer than this Postern supports (\(Self.schemaVersion))")
+        // The version is read inside the write transaction: two processes opening one file at once would both read
+        // the old version outside it, and the second would migrate again (`duplicate column name`). BEGIN IMMEDIATE
+        // takes the write lock first (waiting up to the busy timeout), so the second reads what the first wrote.
+        try exec("BEGIN IMMEDIATE")
+        do {
+            let version = try userVersion()
+            if version == 0 {
+                try exec("\(Self.schema) \(Self.indexesV2) \(Self.revocationV3) \(Self.clientV4)")
+            } else if version == 1 {
+                try exec("\(Self.indexesV2) \(Self.revocationV3) \(Self.clientV4)")
+            } else if version == 2 {
+                try exec("\(Self.revocationV3) \(Self.clientV4)")
+            } else if version == 3 {
+                try exec(Self.clientV4)
+            } else if version > Self.schemaVersion {
+                throw SessionStoreError.failed("schema version \(version) is newer than this Postern supports (\(Self.schemaVersion))")
+            }
+            try exec("COMMIT")
+        } catch {
+            try? exec("ROLLBACK")
+            throw error
         }
         for query in Query.allCases {
             var stmt: OpaquePointer?

@@ -225,15 +225,16 @@ package struct Session: Sendable, Equatable {
     /// The longest user agent a session keeps, in UTF-8 bytes.
     package static let maxUserAgentBytes = 256
 
-    /// `raw` as a session keeps it: control characters (C0, DEL, C1) left out, then cut to at most
-    /// `maxUserAgentBytes` UTF-8 bytes on a character boundary.
+    /// `raw` as a session keeps it: control characters (C0, DEL, C1) and the Unicode bidi controls (U+202A–U+202E,
+    /// U+2066–U+2069, which could reverse what the console and `postern sessions list` show around them) left out,
+    /// then cut to at most `maxUserAgentBytes` UTF-8 bytes on a character boundary.
     package static func userAgent(_ raw: String?) -> String {
         guard let raw, !raw.isEmpty else { return "" }
         var out = String()
         var bytes = 0
         for scalar in raw.unicodeScalars {
             let v = scalar.value
-            if v < 0x20 || (0x7F...0x9F).contains(v) { continue }
+            if v < 0x20 || (0x7F...0x9F).contains(v) || (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v) { continue }
             let width = UTF8.width(scalar)
             if bytes + width > maxUserAgentBytes { break }
             bytes += width

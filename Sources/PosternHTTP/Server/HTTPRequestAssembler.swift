@@ -1,5 +1,6 @@
 import CLLHTTP
 import FoundationEssentials
+import Glibc
 import PosternIO
 
 /// Turns the bytes read from one client connection into requests, with llhttp (Node's HTTP/1.1 parser) in
@@ -62,8 +63,12 @@ package final class HTTPRequestAssembler {
     /// The first byte of the current `parse` call's bytes not checked by `frame(upTo:)` yet (a body's data is
     /// never checked: `bodyData` steps over it).
     private var scanned = UnsafePointer<UInt8>(bitPattern: 1)!  // never read before `parse` sets it
-    /// The last byte checked was a CR (the next one must be an LF): 1, else 0 (`postern_check_line_breaks`).
+    /// What the bytes checked last ended with (`postern_check_head_bytes`): bit 0 a CR (the next byte must be an LF),
+    /// bit 1 an LF (the next byte must not be SP or HTAB: no obs-fold).
     private var pendingCR: Int32 = 0
+    /// The last byte parsed was a backslash inside a chunk extension's quoted value: the first byte of the next
+    /// `parse` is the character it quotes (RFC 9112 §7.1.1).
+    private var quotedPairPending = false
     /// A chunk's data has just ended: the next byte must be the CR of a CRLF.
     private var chunkDataEnded = false
     /// `frame(upTo:)` counts against the body, not the head (the head is complete).
@@ -105,7 +110,18 @@ package final class HTTPRequestAssembler {
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let data = bytes.assumingMemoryBound(to: CChar.self)
         scanned = bytes.assumingMemoryBound(to: UInt8.self)
-        let code = llhttp_execute(parser, data, count)
+        var from = 0
+        if quotedPairPending {
+            quotedPairPending = false
+            guard HTTPRequestAssembler.isQuotable(bytes.load(as: UInt8.self)) else { return (count, .refused(refusalForError(HPE_STRICT))) }
+            from = 1
+        }
+        var code = llhttp_execute(parser, data + from, count - from)
+        // llhttp 8.1 stops on the backslash of a quoted-pair in a chunk extension, which RFC 9112 §7.1.1 allows: go on
+        // after the character it quotes (`resumeAfterQuotedPair`), as often as there are pairs.
+        while code == HPE_STRICT, let resumeAt = resumeAfterQuotedPair(data, count) {
+            code = resumeAt < count ? llhttp_execute(parser, data + resumeAt, count - resumeAt) : HPE_OK
+        }
         if code == HPE_OK {
             guard frame(upTo: bytes.assumingMemoryBound(to: UInt8.self) + count) else {
                 return (count, .refused(refusalForError(code)))
@@ -120,6 +136,28 @@ package final class HTTPRequestAssembler {
             return (n, wholeRequest())
         }
         return (n, .refused(refusalForError(code)))
+    }
+
+    /// After llhttp stopped with `HPE_STRICT`: when it stopped on the backslash of a quoted-pair in a chunk extension's
+    /// quoted value and the quoted character is HTAB, SP, a visible character or obs-text (RFC 9110 §5.6.4), the parser
+    /// is put back in the quoted value and the offset to parse on from is returned (past the pair; `count` when the
+    /// backslash ends the bytes, with the quoted character due first in the next `parse`). Else nil: the error stands.
+    private func resumeAfterQuotedPair(_ data: UnsafePointer<CChar>, _ count: Int) -> Int? {
+        // llhttp reports the error one byte past the backslash (it has stepped over it).
+        guard let stop = llhttp_get_error_pos(parser), stop > data, stop <= data + count, (stop - 1).pointee == 0x5C else { return nil }
+        let backslash = stop - 1 - data
+        if backslash + 1 < count {
+            guard HTTPRequestAssembler.isQuotable(UInt8(bitPattern: data[backslash + 1])) else { return nil }
+        }
+        guard postern_llhttp_resume_quoted_value(parser) == 0 else { return nil }
+        if backslash + 1 < count { return backslash + 2 }
+        quotedPairPending = true
+        return count
+    }
+
+    /// Whether `byte` may follow the backslash of a quoted-pair: HTAB, SP, VCHAR or obs-text (RFC 9110 §5.6.4).
+    private static func isQuotable(_ byte: UInt8) -> Bool {
+        byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
     }
 
     /// Checks and counts the bytes from `scanned` up to `end` (none of them a body's data): each CR followed by an
@@ -152,11 +190,16 @@ package final class HTTPRequestAssembler {
             pendingCR = 1
             p += 1
         }
-        guard postern_check_line_breaks(p, end - p, &pendingCR) == 0 else {
+        switch postern_check_head_bytes(p, end - p, &pendingCR) {
+        case 0:
+            return true
+        case -2:
+            refusal = .badFraming(partialRequest(), reason: "malformed request: obs-fold (a line starting with whitespace)")
+            return false
+        default:
             refusal = .badFraming(partialRequest(), reason: "malformed request: a line must end in CRLF")
             return false
         }
-        return true
     }
 
     /// Whether a `100 Continue` is due (the head of a request expecting it was parsed); clears it.
@@ -217,9 +260,14 @@ package final class HTTPRequestAssembler {
         return true
     }
 
-    /// A piece of the request target.
+    /// A piece of the request target: no TAB in it (llhttp, not strict, takes one; Node's strict parser and RFC 9112
+    /// §3.2 do not).
     fileprivate func urlData(_ at: UnsafePointer<CChar>, _ length: Int) -> Int32 {
         guard countHead(at, length) else { return -1 }
+        if memchr(at, 0x09, length) != nil {
+            refusal = .badFraming(partialRequest(), reason: "malformed request: invalid URL")
+            return -1
+        }
         at.withMemoryRebound(to: UInt8.self, capacity: length) { url.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
         return 0
     }

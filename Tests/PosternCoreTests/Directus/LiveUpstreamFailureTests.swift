@@ -38,8 +38,8 @@ import PosternCoreTesting
     }
 
     /// A gateway pointed at `fake`, with a 300 ms upstream timeout.
-    private static func gateway(_ fake: ScriptedUpstream, connections: Int? = nil) throws -> TestGateway {
-        try TestGateway { config in
+    private static func gateway(_ fake: ScriptedUpstream, connections: Int? = nil, clock: GatewayClock = .system) throws -> TestGateway {
+        try TestGateway(clock: clock) { config in
             config.directus.url = fake.url
             config.directus.timeoutMs = 300
             if let connections { config.directus.maxConnectionsPerWorker = connections }
@@ -196,10 +196,12 @@ import PosternCoreTesting
         let fake = try ScriptedUpstream { $0.onConnection == 0 ? [.send(pong)] : [.close] }
         defer { fake.stop() }
         // One connection per worker: the pool, full, reuses it without waiting for it to be quiet.
-        let gw = try Self.gateway(fake, connections: 1)
+        let clock = TestClock()
+        let gw = try Self.gateway(fake, connections: 1, clock: clock.gatewayClock)
         defer { gw.stop() }
         let client = gw.client()  // one client connection, so one worker and one upstream pool
         #expect(try client.request("GET", "/readyz").status == 200)
+        clock.advance(ReadinessPing.reuseSeconds)  // past the first ping's reuse: the second /readyz pings again
         let r = try client.request("GET", "/readyz")
         #expect(r.status == 200, "\(r.text)")
         #expect(fake.requests.count == 3, "first call, the call the upstream hung up on, the retry")

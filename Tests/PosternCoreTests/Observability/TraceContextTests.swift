@@ -231,3 +231,30 @@ import PosternCoreTesting
         #expect(line["request_id"]?.stringValue == "live-1" && TraceContextTests.isTraceID(line["trace_id"]?.stringValue))
     }
 }
+
+/// Repeated `tracestate` lines are one list (W3C Trace Context; issue 34): combined with commas, in order.
+@Suite struct TraceStateLinesTests {
+    @Test func repeatedTracestateLinesReachDirectusAsOneList() throws {
+        let gw = try TestGateway()
+        defer { gw.stop() }
+        let body = #"{"email":"x@y.com","password":"123456"}"#
+        let client = gw.client()
+        try client.sendRaw(Array(("POST /api/v1/user/login HTTP/1.1\r\nHost: x\r\ntraceparent: \(TraceContextTests.valid)\r\n"
+            + "tracestate: congo=t61rcWkgMzE\r\ntracestate: \r\ntracestate: rojo=00f067aa0ba902b7,vendor=x\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)").utf8))
+        let answer = try client.readResponse()
+        #expect(answer.status == 200, "\(answer.text)")
+        let call = try #require(gw.upstream("/auth/login").last)
+        #expect(call.headers["tracestate"] == "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7,vendor=x")
+        #expect(call.headers.values("tracestate").count == 1)
+    }
+
+    @Test func oneLineIsPassedOnAsItCame() {
+        #expect(RequestID.traceState(["tracestate": "a=1"]) == "a=1")
+        #expect(RequestID.traceState([:]) == nil)
+        var headers = HTTPHeaders()
+        headers.add("tracestate", "a=1")
+        headers.add("tracestate", "b=2")
+        #expect(RequestID.traceState(headers) == "a=1,b=2")
+    }
+}
