@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "PosternIO", dependencies: ["CEvent", "COpenSSL"]),
         .target(name: "PosternHTTP", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CLLHTTP"]),
         .target(name: "PosternRedis", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CHiredis"]),
-        .target(name: "DirectusPlan", dependencies: ["PosternHTTP"]),
+        .target(name: "DirectusPlan", dependencies: ["PosternIO", "PosternHTTP"]),
         // The console's CSS and JavaScript are files of their own (Console/Resources), compiled in as strings by the
         // EmbedText plugin with the postern-embed tool (no resource bundle: that needs full Foundation).
         .target(name: "PosternCore", dependencies: ["PosternIO", "PosternHTTP", "PosternRedis", "DirectusPlan",
@@ -40,7 +40,7 @@ let package = Package(
         // CPU per request (`make bench`, A). Only the server binary: tests and the bench tools keep glibc's.
         .executableTarget(name: "postern", dependencies: ["PosternCore", "PosternIO", "PosternHTTP", "DirectusStandIn"],
                           linkerSettings: [.linkedLibrary("jemalloc")]),
-        .executableTarget(name: "postern-bench-sessions", dependencies: ["PosternCore"]),
+        .executableTarget(name: "postern-bench-sessions", dependencies: ["PosternCore", "PosternHTTP"]),
         .executableTarget(name: "postern-bench-json", dependencies: ["PosternCore"]),
         // The tests mirror the targets: one test target per library target, plus the end-to-end tests that run the
         // built `postern` binary. Each test target depends only on its own target and a testing library of its level

@@ -1,6 +1,7 @@
 /// The access log's lines about one request, written from its `RequestContext` (here, beside the context: the
 /// log itself knows nothing of the pipeline).
 import PosternHTTP
+import PosternIO
 
 extension AccessLog {
     /// A line for a finished request.
