@@ -4,6 +4,7 @@ import Testing
 @testable import PosternCore
 import PosternTesting
 import PosternCoreTesting
+import PosternHTTP
 
 @Suite(.serialized) struct LiveGatewayTests {
     @Test func loginAnswers200WithTheClientShape() throws {

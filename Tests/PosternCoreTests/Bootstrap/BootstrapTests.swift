@@ -4,6 +4,7 @@ import Testing
 @testable import PosternCore
 import PosternTesting
 import PosternHTTP
+import PosternCoreTesting
 
 /// A transport that always fails to connect, counting its attempts.
 private final class RefusingTransport: UpstreamTransport, @unchecked Sendable {

@@ -4,6 +4,7 @@ import Testing
 @testable import PosternCore
 import PosternTesting
 import PosternCoreTesting
+import PosternHTTP
 
 /// What the gateway answers when Directus misbehaves on the wire (docs/api.md, Errors), through real sockets:
 /// the gateway on port 0 in front of a raw-TCP `ScriptedUpstream`.

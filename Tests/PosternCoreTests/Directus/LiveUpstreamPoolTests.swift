@@ -4,6 +4,7 @@ import Testing
 @testable import PosternCore
 import PosternTesting
 import PosternCoreTesting
+import PosternHTTP
 
 /// The upstream connection pool (docs/api.md, Upstream and edge rules), through real sockets: one worker
 /// with one pooled connection in front of a slow or keep-alive-closing fake Directus.

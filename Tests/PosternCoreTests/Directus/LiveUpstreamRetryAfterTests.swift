@@ -3,6 +3,7 @@ import Testing
 @testable import PosternCore
 import PosternTesting
 import PosternCoreTesting
+import PosternHTTP
 
 /// A Directus that says "not now" (docs/api.md, Upstream and edge rules): its 503 (`SERVICE_UNAVAILABLE`
 /// from the pressure limiter, or `/server/health` in error) is 503 `upstream_unavailable`, and the
