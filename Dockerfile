@@ -58,7 +58,7 @@ FROM debian:bookworm-slim
 #   libhiredis.so.0.14 -> libhiredis0.14
 #   libjemalloc.so.2 -> libjemalloc2 (the allocator)
 #   libstdc++.so.6 -> libstdc++6                   (libc6 and libgcc-s1 are in every Debian image)
-# ca-certificates: trust store for an https:// POSTERN_DIRECTUS_URL (certificates are verified).
+# ca-certificates: trust store for an https:// POSTERN_DIRECTUS_URL and a rediss:// session store (certificates are verified).
 # hadolint ignore=DL3008
 RUN export DEBIAN_FRONTEND=noninteractive \
     && apt-get update -q \

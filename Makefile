@@ -5,9 +5,10 @@ POSTERN  := .build/debug/postern
 CONFIG   ?= config/postern.json
 DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev node-llhttp libjemalloc-dev pkg-config
 # Needed by the checks and tests of `make test` only (not by the build, so not in the Dockerfile's build stage):
-# the Redis tests start their own redis-server; the resolver tests (ResolverLiveTests) bring up loopback in a
+# the Redis tests start their own redis-server (TLS tests: certificates made with openssl, ACL changes with
+# redis-cli); the resolver tests (ResolverLiveTests) bring up loopback in a
 # network namespace of their own with ip; check-dashboard drives Debian's chromium through chromium-driver.
-TEST_DEB_DEPS := python3-venv curl redis-server iproute2 chromium chromium-driver
+TEST_DEB_DEPS := python3-venv curl redis-server redis-tools openssl iproute2 chromium chromium-driver
 
 .DEFAULT_GOAL := build
 .PHONY: deps build release test unit check-docker check-kubernetes check-openapi check-observability check-dashboard docker-smoke run check bench bench-json bench-sessions soak-redis scale profile instructions fuzz clean

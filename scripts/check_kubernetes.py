@@ -55,10 +55,10 @@ CONFIG_CHANGES = {
     ("sessions", "store"): "redis://postern-redis:6379/0",
 }
 
-# Names the manifests set that another change of issue 32 adds to the config reader (Config/ConfigSource.swift of
-# the reload work reads POSTERN_CONFIG_WATCH): accepted while the reader does not read them yet, and said so.
-# Once the reader reads a name, its entry here has no effect and can go.
-PENDING_ENVIRONMENT_NAMES = {"POSTERN_CONFIG_WATCH": "issue 32 §1, config reload"}
+# Names the manifests set that a change not yet merged adds to the config reader: accepted while the reader does
+# not read them yet, and said so. Once the reader reads a name, its entry goes (POSTERN_CONFIG_WATCH is read by
+# Config/ConfigSource.swift since the config reload).
+PENDING_ENVIRONMENT_NAMES: dict[str, str] = {}
 
 # The kustomization fields this script renders; any other makes it fail rather than check something else.
 KUSTOMIZATION_FIELDS = {"apiVersion", "kind", "resources", "configMapGenerator"}

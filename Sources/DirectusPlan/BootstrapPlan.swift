@@ -79,7 +79,7 @@ package enum BootstrapPlan {
         DirectusPermissionRow(collection: collection, action: "delete", fields: ["*"], permissions: ownRows),
         DirectusPermissionRow(collection: "directus_users", action: "read", fields: ["id", "email", "first_name", "last_name"],
                        permissions: .object([("id", .object([("_eq", .string("$CURRENT_USER"))]))])),
-    ]
+    ] + relatedPermissions
 
     /// The Public rule that lets anyone register through `POST /users` with email and password only, as `role`.
     package static func publicRegistration(role: String) -> DirectusPermissionRow {

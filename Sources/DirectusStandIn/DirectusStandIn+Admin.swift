@@ -106,6 +106,10 @@ extension DirectusStandIn {
             for field in BootstrapPlan.userFields {
                 _ = try? Self.createRelation(BootstrapPlan.relationBody(field: field), in: &admin)
             }
+            _ = try? Self.createCollection(BootstrapPlan.commentsCollectionBody, in: &admin)
+            _ = try? Self.createField(BootstrapPlan.commentsAliasField, collection: BootstrapPlan.collection, in: &admin)
+            _ = try? Self.createRelation(BootstrapPlan.commentPostRelationBody, in: &admin)
+            _ = try? Self.createRelation(BootstrapPlan.commentUserRelationBody, in: &admin)
             admin.roles.append(.object([("id", .string(Self.appUserRoleID)), ("name", .string("App User")),
                                         ("icon", .string("person")), ("description", .null), ("parent", .null)]))
             admin.policies.append(Self.policyRow(id: Self.appUserPolicyID, name: "App User", icon: "badge",
@@ -180,6 +184,9 @@ extension DirectusStandIn {
                 return Self.dataResponse(row)
             case (.post, "relations", 1):
                 return Self.dataResponse(try Self.createRelation(try Self.object(body), in: &state.admin))
+            case (.patch, "relations", 3):
+                return Self.dataResponse(try Self.updateRelation(segments[1], segments[2], try Self.object(body),
+                                                                 in: &state.admin))
             case (.get, "roles", 1), (.get, "policies", 1), (.get, "access", 1), (.get, "permissions", 1):
                 return list(rows(head), context)
             case (.get, "roles", 2), (.get, "policies", 2), (.get, "access", 2), (.get, "permissions", 2):
@@ -293,8 +300,10 @@ extension DirectusStandIn {
         guard let type = body["type"]?.stringValue, types.contains(type) else {
             throw StandInError.invalidPayload("\"type\" must be one of [\(types.sorted().joined(separator: ", "))]")
         }
+        // An alias field (`o2m`, …) has no column: `schema` is null whatever was sent (fields.ts skips the column).
+        let schema = type == "alias" ? JSONValue.null : body["schema"] ?? .object([])
         return .object([("collection", .string(collection)), ("field", .string(name)), ("type", .string(type)),
-                        ("meta", body["meta"] ?? .null), ("schema", body["schema"] ?? .object([]))])
+                        ("meta", body["meta"] ?? .null), ("schema", schema)])
     }
 
     /// The field `name` of `collection`, if it exists.
@@ -302,14 +311,24 @@ extension DirectusStandIn {
         admin.fields.first { $0["collection"]?.stringValue == collection && $0["field"]?.stringValue == name }
     }
 
-    /// `POST /relations`: an m2o from an existing field to an existing collection (one per field).
+    /// `POST /relations` as `RelationsService.createOne` checks it (docs/bootstrap.md): `collection` and `field`
+    /// required, both existing, the field not the primary key, the related collection existing, one relation per
+    /// field; the meta row is the body's `meta` with `many_collection`, `many_field` and `one_collection` set, and
+    /// a related collection gets a foreign key. The answer is the relation read back.
     static func createRelation(_ body: JSONValue, in admin: inout AdminState) throws -> JSONValue {
-        guard let collection = body["collection"]?.stringValue, let name = body["field"]?.stringValue else {
-            throw StandInError.invalidPayload("\"collection\" and \"field\" are required")
+        guard let collection = body["collection"]?.stringValue else { throw StandInError.invalidPayload("\"collection\" is required") }
+        guard let name = body["field"]?.stringValue else { throw StandInError.invalidPayload("\"field\" is required") }
+        guard admin.hasTable(collection) else { throw StandInError.invalidPayload("Collection \"\(collection)\" doesn't exist") }
+        guard let fieldRow = field(collection, name, in: admin) else {
+            throw StandInError.invalidPayload("Field \"\(name)\" doesn't exist in collection \"\(collection)\"")
         }
-        guard admin.hasTable(collection), field(collection, name, in: admin) != nil else { throw StandInError.forbidden }
+        if fieldRow["schema"]?["is_primary_key"] == .bool(true) {
+            throw StandInError.invalidPayload("Field \"\(name)\" in collection \"\(collection)\" is a primary key")
+        }
         let related = body["related_collection"]?.stringValue
-        if let related, !admin.hasTable(related), !systemCollections.contains(related) { throw StandInError.forbidden }
+        if let related, !admin.hasTable(related), !systemCollections.contains(related) {
+            throw StandInError.invalidPayload("Collection \"\(related)\" doesn't exist")
+        }
         if admin.relations.contains(where: { $0["collection"]?.stringValue == collection && $0["field"]?.stringValue == name }) {
             throw StandInError.invalidPayload("Field \"\(name)\" in collection \"\(collection)\" already has an associated relationship")
         }
@@ -318,19 +337,54 @@ extension DirectusStandIn {
         guard actions.contains(onDelete) else { throw StandInError.invalidPayload("\"schema.on_delete\" is not valid") }
         let id = admin.nextRelationID
         admin.nextRelationID += 1
+        let defaults: [(String, JSONValue)] = [
+            ("id", .int(id)), ("many_collection", .null), ("many_field", .null), ("one_collection", .null),
+            ("one_field", .null), ("one_collection_field", .null), ("one_allowed_collections", .null),
+            ("junction_field", .null), ("sort_field", .null), ("one_deselect_action", .string("nullify")),
+        ]
+        let given = (body["meta"]?.objectValue ?? []).filter { $0.0 != "id" }
+        let meta = merge(merge(.object(defaults), given), [
+            ("many_collection", .string(collection)), ("many_field", .string(name)),
+            ("one_collection", related.map(JSONValue.string) ?? .null),
+        ])
         let row = JSONValue.object([
             ("collection", .string(collection)), ("field", .string(name)),
             ("related_collection", related.map(JSONValue.string) ?? .null),
-            ("schema", body["schema"].map { _ in
+            ("schema", related.map { related in
                 JSONValue.object([("table", .string(collection)), ("column", .string(name)),
-                                  ("foreign_key_table", related.map(JSONValue.string) ?? .null),
+                                  ("foreign_key_schema", .string("public")),
+                                  ("foreign_key_table", .string(related)),
                                   ("foreign_key_column", .string("id")), ("constraint_name", .string("\(collection)_\(name)_foreign")),
-                                  ("on_update", .string("NO ACTION")), ("on_delete", .string(onDelete))])
+                                  ("on_update", .string(body["schema"]?["on_update"]?.stringValue ?? "NO ACTION")),
+                                  ("on_delete", .string(onDelete))])
             } ?? .null),
-            ("meta", .object([("id", .int(id)), ("many_collection", .string(collection)), ("many_field", .string(name)),
-                              ("one_collection", related.map(JSONValue.string) ?? .null), ("one_field", .null)])),
+            ("meta", meta),
         ])
         admin.relations.append(row)
+        return row
+    }
+
+    /// `PATCH /relations/:collection/:field` (`RelationsService.updateOne`): anything under `meta`, and
+    /// `schema.on_delete`; 400 when the field has no relation.
+    static func updateRelation(_ collection: String, _ name: String, _ body: JSONValue,
+                               in admin: inout AdminState) throws -> JSONValue {
+        guard admin.hasTable(collection) else { throw StandInError.invalidPayload("Collection \"\(collection)\" doesn't exist") }
+        guard field(collection, name, in: admin) != nil else {
+            throw StandInError.invalidPayload("Field \"\(name)\" doesn't exist in collection \"\(collection)\"")
+        }
+        guard let index = admin.relations.firstIndex(where: {
+            $0["collection"]?.stringValue == collection && $0["field"]?.stringValue == name
+        }) else {
+            throw StandInError.invalidPayload("Field \"\(name)\" in collection \"\(collection)\" doesn't have a relationship.")
+        }
+        var row = admin.relations[index]
+        if let changes = body["meta"]?.objectValue {
+            row = merge(row, [("meta", merge(row["meta"] ?? .object([]), changes.filter { $0.0 != "id" }))])
+        }
+        if let onDelete = body["schema"]?["on_delete"], let schema = row["schema"], !schema.isNull {
+            row = merge(row, [("schema", merge(schema, [("on_delete", onDelete)]))])
+        }
+        admin.relations[index] = row
         return row
     }
 

@@ -1,3 +1,4 @@
+import DirectusPlan
 import FoundationEssentials
 import PosternHTTP
 import PosternIO
@@ -7,7 +8,26 @@ extension DirectusStandIn {
     func items(_ context: Context, collection: String, id: String?, body: JSONValue?, caller: Caller) throws -> HTTPResponse {
         let method = context.request.method
         let query = try ItemQuery.parse(context.queryItems)
+        if collection == BootstrapPlan.commentsCollection
+            || (collection == "posts" && Self.needsRelationalRead(query, method: method)) {
+            return try relationalItems(context, collection: collection, id: id, body: body, caller: caller, query: query)
+        }
         guard collection == "posts" else { throw StandInError.forbiddenCollection(collection) }
+        if method == .post || method == .patch, Self.namesRelations(query.fields) {
+            // Write with the flat path, then read the rows back through the relations (`fields=…,user_created.x`).
+            var flat = query
+            flat.fields = ["id"]
+            let written = try postItems(context, id: id, body: body, caller: caller, query: flat)
+            return try relationalReadBack(written, query: query, caller: caller, now: context.now)
+        }
+        return try postItems(context, id: id, body: body, caller: caller, query: query)
+    }
+
+    /// `/items/posts[/:id]` on the flat fast path.
+    private func postItems(_ context: Context, id: String?, body: JSONValue?, caller: Caller,
+                           query: ItemQuery) throws -> HTTPResponse {
+        let method = context.request.method
+        let collection = "posts"
         let rules = try itemRules(caller, collection: collection, now: context.now)
         guard rules.admin || !rules.byAction.isEmpty else { throw StandInError.forbiddenCollection(collection) }
         var plan = try ReadPlan(query: query, caller: caller, now: context.now)
@@ -315,7 +335,11 @@ extension DirectusStandIn {
                 if !rules.admin, !deleteRules.contains(where: { $0.covers(state.posts[index]) }) { throw denied }
                 ids.insert(id)
             }
-            if !ids.isEmpty { state.posts.removeAll { ids.contains($0.id) } }
+            if !ids.isEmpty {
+                state.posts.removeAll { ids.contains($0.id) }
+                // `comments.post` is ON DELETE CASCADE.
+                state.comments.removeAll { ids.contains($0.post) }
+            }
         }
         return Self.noContent()
     }

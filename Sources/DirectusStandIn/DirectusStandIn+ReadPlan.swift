@@ -216,7 +216,7 @@ extension DirectusStandIn {
         }
 
         /// Replaces the dynamic variables `$CURRENT_USER`, `$CURRENT_ROLE` and `$NOW`.
-        private static func substitute(_ value: JSONValue, caller: Caller, now: Double) -> JSONValue {
+        static func substitute(_ value: JSONValue, caller: Caller, now: Double) -> JSONValue {
             switch value {
             case .string("$CURRENT_USER"): return caller.userID.map(JSONValue.string) ?? .null
             case .string("$CURRENT_ROLE"): return caller.role.map(JSONValue.string) ?? .null
@@ -247,7 +247,7 @@ extension DirectusStandIn {
             }
         }
 
-        private static func test(_ value: JSONValue, _ op: String, _ operand: JSONValue) -> Bool {
+        static func test(_ value: JSONValue, _ op: String, _ operand: JSONValue) -> Bool {
             let isNull = value.isNull
             let flag = operand == .bool(true) || operand == .int(1)
             func equal(_ other: JSONValue) -> Bool { DirectusStandIn.compare(value, other) == .orderedSame }

@@ -206,6 +206,10 @@ extension DirectusStandIn {
         var posts: [Post] = []
         /// The next autoincrement value.
         var nextPostID: Int64 = 1
+        /// Comments sorted by id (`DirectusStandIn+Comments.swift`).
+        var comments: [Comment] = []
+        /// The next comment id.
+        var nextCommentID: Int64 = 1
         /// Signature of each access JWT issued since the last `expireAllAccessTokens` → its `exp`.
         var issuedAccess: [String: Int64] = [:]
         /// Signatures forced to be expired by `expireAllAccessTokens` → their `exp`.

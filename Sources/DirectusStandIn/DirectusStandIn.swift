@@ -98,10 +98,10 @@ package final class DirectusStandIn: @unchecked Sendable {
     }
 
     private func seed() {
-        let first = User(id: Self.uuid(), email: "x@y.com", password: "123456", firstName: nil, lastName: nil,
+        let first = User(id: Self.uuid(), email: "x@y.com", password: "123456", firstName: "Ada", lastName: "Lovelace",
                          role: Self.appUserRoleID, status: "active", admin: false, token: nil)
-        let second = User(id: Self.uuid(), email: "second@example.com", password: "password2", firstName: nil,
-                          lastName: nil, role: Self.appUserRoleID, status: "active", admin: false, token: nil)
+        let second = User(id: Self.uuid(), email: "second@example.com", password: "password2", firstName: "Grace",
+                          lastName: "Hopper", role: Self.appUserRoleID, status: "active", admin: false, token: nil)
         state.put(first)
         state.put(second)
         let rows: [(String, String?, String, String)] = [
@@ -114,6 +114,18 @@ package final class DirectusStandIn: @unchecked Sendable {
         for (title, content, owner, date) in rows {
             state.insert(Post(id: state.nextPostID, title: title, content: content, userCreated: owner,
                               dateCreated: date, userUpdated: nil, dateUpdated: nil))
+        }
+        // A few comments (DESIGN §8.4): three on post 1, one on post 2, one on post 4; none on 3 and 5.
+        let comments: [(Int64, String, String, String)] = [
+            (1, "Welcome to the tutorial!", second.id, "2025-05-01T11:00:00.000Z"),
+            (1, "Thanks, glad you like it.", first.id, "2025-05-01T12:30:00.000Z"),
+            (1, "Looking forward to more.", second.id, "2025-05-02T09:00:00.000Z"),
+            (2, "Swift is a pleasure.", second.id, "2025-05-02T10:15:00.000Z"),
+            (4, "Nice to see another author.", first.id, "2025-05-04T10:00:00.000Z"),
+        ]
+        for (post, body, owner, date) in comments {
+            state.comments.append(Comment(id: state.nextCommentID, post: post, body: body, userCreated: owner, dateCreated: date))
+            state.nextCommentID += 1
         }
     }
 

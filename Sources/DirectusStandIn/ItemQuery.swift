@@ -19,11 +19,14 @@ struct ItemQuery: Sendable {
     var filter: JSONValue?
     /// `meta` entries: `total_count`, `filter_count`.
     var meta: [String] = []
+    /// `deep`, as JSON (`deep[comments][_limit]=5` or `deep={"comments":{"_limit":5}}`).
+    var deep: JSONValue?
 
     /// Parses and validates the query parameters; 400 `INVALID_QUERY` on bad values.
     static func parse(_ items: [(name: String, value: String)]) throws -> ItemQuery {
         var query = ItemQuery()
         var filterTree: QSNode?
+        var deepTree: QSNode?
         var rawLimit: String?
         var rawOffset: String?
         var rawPage: String?
@@ -52,10 +55,22 @@ struct ItemQuery: Sendable {
                     tree.insert(path[...], value)
                     filterTree = tree
                 }
+            case "deep":
+                if path.isEmpty {
+                    guard let parsed = try? JSONValue.parse(value), parsed.objectValue != nil else {
+                        throw StandInError.invalidQuery("Invalid JSON for deep object")
+                    }
+                    query.deep = parsed
+                } else {
+                    var tree = deepTree ?? .map([])
+                    tree.insert(path[...], value)
+                    deepTree = tree
+                }
             default:
                 continue
             }
         }
+        if query.deep == nil, let deepTree { query.deep = deepTree.json }
         if query.filter == nil, let filterTree { query.filter = filterTree.json }
         if let filter = query.filter { query.filter = sanitizeFilter(filter, operatorKey: nil) }
         query.limit = try integer("limit", rawLimit, minimum: -1)

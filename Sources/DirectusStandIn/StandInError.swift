@@ -77,6 +77,12 @@ package struct StandInError: Error, Sendable {
         forbidden("You don't have permission to access field \"\(field)\" in collection \"\(collection)\" or it does not exist. Queried in root.")
     }
 
+    /// 403 for a field of a related collection (`queriedIn` is the relational field it was reached through).
+    static func forbiddenField(_ field: String, collection: String, queriedIn: String) -> StandInError {
+        let place = queriedIn == "root" ? "root" : "\"\(queriedIn)\""
+        return forbidden("You don't have permission to access field \"\(field)\" in collection \"\(collection)\" or it does not exist. Queried in \(place).")
+    }
+
     /// 400 `FAILED_VALIDATION` for one field.
     static func failedValidation(field: String, type: String, message: String) -> StandInError {
         StandInError(status: 400, code: "FAILED_VALIDATION", message: "Validation failed for field \"\(field)\". \(message)",

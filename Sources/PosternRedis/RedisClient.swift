@@ -1,31 +1,32 @@
 import PosternIO
 
-// Redis client on hiredis 0.14 and its libevent adapter (docs/api.md, Several instances (Redis)).
+// Redis client on Postern's own sockets, with hiredis 0.14 as the reply parser (docs/api.md, Several instances
+// (Redis)).
 //
-// Threading: a `RedisClient` belongs to one event loop. Its `RedisConnection` holds one hiredis async context
-// attached to that loop's event_base (`redisLibeventAttach`), and every hiredis call — connect, commands,
-// free — and every hiredis callback happens on that loop's thread. `command` called from a task running on
-// the loop (the gateway's handlers) goes straight to hiredis; called from anywhere else it hops to the loop
-// first. Results leave the loop as `RedisReply` values (bytes copied out of hiredis inside its callback).
+// Threading: a `RedisClient` belongs to one event loop. Its `RedisConnection` holds one nonblocking socket
+// (`RedisSocket`, TLS through OpenSSL for `rediss://`) whose events are on that loop's event_base, and every
+// socket call, parse and completion happens on that loop's thread. `command` called from a task running on
+// the loop (the gateway's handlers) writes at once; called from anywhere else it hops to the loop first.
+// Results leave the loop as `RedisReply` values (bytes copied out of hiredis's reply objects).
 // `RedisClientGroup` keeps one client per worker loop, so a request on loop N uses loop N's connection, the
 // way `LoopTransport` keeps one upstream pool per loop.
 //
-// Ownership: the public `RedisClient` is a handle; the loop-bound `RedisConnection` does the work. hiredis's
-// connect/disconnect callbacks find the connection through `redisAsyncContext.data` (unretained: the
-// connection frees its context before it goes away; a handle dropped off the loop posts that free to the
-// loop, holding the connection until it ran). Each command is a `RedisCall` passed to hiredis retained and
-// taken back exactly once in its reply callback: hiredis runs that callback exactly once for every command
-// it accepted, with the reply or, when the context goes away (error, disconnect, our own free), with NULL.
-// A `RedisCall` also ignores a second completion, so a continuation is resumed exactly once.
+// Ownership: the public `RedisClient` is a handle; the loop-bound `RedisConnection` does the work. The
+// socket's libevent events carry it unretained; the connection closes its socket before it goes away (a
+// handle dropped off the loop posts that close to the loop, holding the connection until it ran). Each
+// command is a `RedisCall` kept in the connection's in-flight list until its reply (Redis answers in order),
+// or until the socket goes away, when every call still waiting completes with the reason. A `RedisCall` also
+// ignores a second completion, so a continuation is resumed exactly once.
 //
 // Failure and reconnection: while the connection is down (waiting for its next attempt, or resolving the
 // host name) commands fail at once with `RedisError.unavailable` — no queueing, so the caller can answer 503
-// without waiting. During a connect attempt commands queue in hiredis behind the login (AUTH, SELECT) and
-// fail with the attempt if it fails. The connect timeout bounds an attempt (resolve + connect + login); the
-// command timeout bounds the oldest command in flight (one timer, not one per command): past it the context
-// is dropped, since Redis answers in order and every later command waits behind it. After any failure the
-// connection waits and retries by itself, 50 ms doubling to 2 s by default (`RedisOptions`), back to 50 ms
-// once connected. `isConnected` (for /readyz) is true only while connected and logged in.
+// without waiting. During a connect attempt commands queue behind the login (AUTH, SELECT) and fail with the
+// attempt if it fails. The connect timeout bounds an attempt (resolve + connect + TLS handshake + login); the
+// command timeout bounds the oldest command in flight (one timer, not one per command): past it the socket
+// is dropped, since Redis answers in order and every later command waits behind it. After any failure (a
+// refused TLS handshake or login included) the connection waits and retries by itself, 50 ms doubling to 2 s
+// by default (`RedisOptions`), back to 50 ms once connected. `isConnected` (for /readyz) is true only while
+// connected and logged in.
 //
 // Pub/sub: `RedisSubscriber` is a second connection of the same kind that subscribes to one channel each
 // time it becomes ready and tells its owner after every resubscription (messages may have been missed).
@@ -60,6 +61,13 @@ package final class RedisClient: Sendable {
         return await withCheckedContinuation { continuation in
             loop.executeOrRunIfStopped { connection.whenReady(continuation) }
         }
+    }
+
+    /// Waits for how the connection attempt in progress ends (at once when connected): ready, refused by TLS or
+    /// the login, or unreachable. `body` runs on the client's loop.
+    package func whenAttemptEnds(_ body: @escaping @Sendable (RedisAttemptOutcome) -> Void) {
+        let connection = self.connection
+        loop.executeOrRunIfStopped { connection.whenAttemptEnds(body) }
     }
 
     /// The endpoint (its `description` masks the password).

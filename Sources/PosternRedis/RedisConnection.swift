@@ -1,15 +1,19 @@
-import CEvent
 import CHiredis
 import Dispatch
 import FoundationEssentials
 import PosternIO
 import Synchronization
 
-/// One hiredis async connection on one loop that keeps itself connected: resolve, connect, AUTH and SELECT,
-/// back-off and retry after any failure. A host name's addresses are tried in the order of the resolver's plan
-/// (`AddressPlan`): a connect that fails (refused, unreachable, timed out) goes on to the next address at once,
-/// and the back-off starts only when none is left. `RedisClient` sends commands through it, `RedisSubscriber` subscribes
-/// on it. Design notes (threading, ownership, reconnect) are at the top of RedisClient.swift.
+/// One Redis connection on one loop that keeps itself connected: resolve, connect (TLS for `rediss://`), AUTH
+/// and SELECT, back-off and retry after any failure. A host name's addresses are tried in the order of the
+/// resolver's plan (`AddressPlan`): a connect that fails (refused, unreachable, timed out) goes on to the next
+/// address at once, and the back-off starts only when none is left. `RedisClient` sends commands through it,
+/// `RedisSubscriber` subscribes on it. Design notes (threading, ownership, reconnect) are at the top of
+/// RedisClient.swift.
+///
+/// The socket is Postern's own (`RedisSocket`, TLS through OpenSSL); hiredis only parses the replies (its
+/// `redisReader`). Commands are written in RESP as they are sent; Redis answers in order, so each reply goes
+/// to the oldest call still waiting.
 ///
 /// Not thread-safe by design: every method runs on `loop`'s thread; only the atomics (`isReady`,
 /// `readyTransitions`, `liveCalls`) may be read anywhere.
@@ -20,7 +24,7 @@ package final class RedisConnection: @unchecked Sendable {
         case idle
         /// Resolving the host name (`DNSLookup`, off the loop).
         case resolving
-        /// TCP connect and login (AUTH/SELECT) in progress; commands are queued in hiredis behind the login.
+        /// TCP connect, TLS handshake and login (AUTH/SELECT) in progress; commands queue behind the login.
         case connecting
         /// Connected and logged in.
         case ready
@@ -38,24 +42,31 @@ package final class RedisConnection: @unchecked Sendable {
     package let options: RedisOptions
     /// Where the connection is in its life.
     package private(set) var state: State = .idle
-    /// The live hiredis context; nil between connections. hiredis frees a context itself when the connection
-    /// fails or drops; the connection frees it only through `drop(_:)` and clears this pointer first, so that
-    /// callbacks of a context being freed can tell it is no longer the current one.
-    private var context: UnsafeMutablePointer<redisAsyncContext>?
+    /// The current socket; nil between connections.
+    private var socket: RedisSocket?
+    /// The reply parser of the current socket.
+    private var reader: UnsafeMutablePointer<redisReader>?
+    /// Counts sockets, so that a reply handler that dropped the socket stops the reading of the old one.
+    private var generation = 0
     /// Counts connection attempts, so that late callbacks of an older attempt are recognised and ignored.
     private var attempt = 0
-    private var tcpConnected = false
+    /// The socket is open (TCP connected, TLS established).
+    private var socketOpen = false
+    /// A reply came on the current socket.
+    private var answered = false
     private var loginPending = 0
-    /// Why the current or last connection failed: the error of the commands hiredis completes without a reply.
+    /// Why the current or last connection failed: the error of the commands it completes without a reply.
     private var failure: RedisError?
     private var backoff: Double
     private var reconnectTimer: EventLoop.Timer?
     private var connectTimer: EventLoop.Timer?
     private var deadlineTimer: EventLoop.Timer?
-    /// Commands sent on the current context, oldest first (Redis answers in order); finished ones are dropped
-    /// from the front. Only for the command timeout: hiredis owns the callbacks.
+    /// Commands sent on the current socket, oldest first (Redis answers in order); answered ones are dropped
+    /// from the front.
     private var inFlight: [RedisCall] = []
     private var inFlightHead = 0
+    /// After `subscribe`: where the replies no call waits for go (the subscription's confirmation, messages).
+    private var subscription: ((RedisReply) -> Void)?
     private var resolving: DNSLookup?
     /// The host name's addresses for this round of attempts (empty for a numeric host), the next one to try, and
     /// the one being connected to.
@@ -70,12 +81,16 @@ package final class RedisConnection: @unchecked Sendable {
     #endif
 
     private var readyWaiters: [CheckedContinuation<Bool, Never>] = []
+    /// Who waits for the end of the current (or next) attempt.
+    private var attemptWaiters: [(RedisAttemptOutcome) -> Void] = []
+    /// The current attempt was refused by TLS or the login (not merely unreachable).
+    private var refused = false
 
     /// Resolves the host name (the process's shared resolver; tests give their own before `start()`).
     package var resolver = HostResolver.shared
     /// Runs on the loop each time the connection becomes ready (after the login).
     package var onReady: (() -> Void)?
-    /// Runs on the loop each time a ready or connecting context goes away.
+    /// Runs on the loop each time a ready or connecting socket goes away.
     package var onDown: (() -> Void)?
 
     /// A connection to `endpoint` on `loop`; nothing happens before `start()`.
@@ -84,6 +99,10 @@ package final class RedisConnection: @unchecked Sendable {
         self.endpoint = endpoint
         self.options = options
         backoff = options.reconnectMinimum
+    }
+
+    deinit {
+        if let reader { redisReaderFree(reader) }
     }
 
     /// True while connected and logged in (any thread).
@@ -112,8 +131,10 @@ package final class RedisConnection: @unchecked Sendable {
         drop(.closed)
         ready.store(false, ordering: .releasing)
         resumeReadyWaiters(false)
+        endAttempt(.closed)
         onReady = nil
         onDown = nil
+        subscription = nil
     }
 
     /// Resumes `continuation` with true once the connection is ready (at once if it is), false if it closes.
@@ -123,6 +144,22 @@ package final class RedisConnection: @unchecked Sendable {
         case .closed: continuation.resume(returning: false)
         default: readyWaiters.append(continuation)
         }
+    }
+
+    /// Runs `body` (loop thread) with how the current attempt ends: at once when ready or closed, else when the
+    /// attempt in progress (or the next one, while waiting to retry) succeeds or fails.
+    func whenAttemptEnds(_ body: @escaping (RedisAttemptOutcome) -> Void) {
+        switch state {
+        case .ready: body(.ready)
+        case .closed: body(.closed)
+        default: attemptWaiters.append(body)
+        }
+    }
+
+    private func endAttempt(_ outcome: RedisAttemptOutcome) {
+        let waiters = attemptWaiters
+        attemptWaiters.removeAll()
+        for waiter in waiters { waiter(outcome) }
     }
 
     private func resumeReadyWaiters(_ value: Bool) {
@@ -146,66 +183,79 @@ package final class RedisConnection: @unchecked Sendable {
             call.complete(.failure(.unavailable(failureText)))
             return
         }
-        // One-shot callback: passRetained here, exactly one takeRetainedValue in `replyCallback`, which hiredis
-        // runs exactly once per command it accepted (with the reply, or with NULL when the context goes away).
-        let privdata = Unmanaged.passRetained(call).toOpaque()
-        guard sendRaw(arguments, callback: replyCallback, privdata: privdata) else {
-            Unmanaged<RedisCall>.fromOpaque(privdata).release()
-            call.complete(.failure(arguments.isEmpty ? .invalidCommand("no arguments") : .unavailable(failureText)))
+        guard let socket else {
+            call.complete(.failure(.unavailable(failureText)))
             return
         }
+        guard !arguments.isEmpty else {
+            call.complete(.failure(.invalidCommand("no arguments")))
+            return
+        }
+        socket.write(RedisConnection.format(arguments))
         call.deadline = DispatchTime.now().uptimeNanoseconds + UInt64(options.commandTimeout * 1e9)
         inFlight.append(call)
         if deadlineTimer == nil { armDeadlineTimer() }
     }
 
-    /// Hands a command to hiredis with `callback`/`privdata` (loop thread); false when hiredis refused it
-    /// (no context, closing, or no arguments), in which case the callback will never run.
-    package func sendRaw(_ arguments: [RedisArgument], callback: HiredisReplyCallback, privdata: UnsafeMutableRawPointer?) -> Bool {
-        guard let context, !arguments.isEmpty else { return false }
-        let count = arguments.count
-        // All arguments in one buffer, argv and lengths on the stack; hiredis copies the command into its output
-        // buffer before returning.
-        return withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { lengths -> Bool in
-            var buffer: [UInt8] = []
-            for (index, argument) in arguments.enumerated() {
-                let before = buffer.count
-                argument.append(to: &buffer)
-                lengths[index] = buffer.count - before
-            }
-            buffer.append(0)  // never empty, so it has a base address
-            return withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: count) { argv -> Bool in
-                buffer.withUnsafeBufferPointer { bytes -> Bool in
-                    // Not empty (a 0 was appended), so baseAddress is not nil.
-                    let base = UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self)
-                    var offset = 0
-                    for index in 0..<count {
-                        argv[index] = base + offset
-                        offset += lengths[index]
-                    }
-                    return redisAsyncCommandArgv(context, callback, privdata, Int32(count), argv.baseAddress,
-                                                 lengths.baseAddress) == REDIS_OK
-                }
-            }
-        }
+    /// Sends a `SUBSCRIBE` (loop thread): from then on, every reply no call waits for (the confirmation, the
+    /// messages) goes to `handler`, until the socket goes away. A subscribed connection sends nothing else.
+    /// False when there is no socket to send it on.
+    func subscribe(_ arguments: [RedisArgument], handler: @escaping (RedisReply) -> Void) -> Bool {
+        guard state == .ready || state == .connecting, let socket, !arguments.isEmpty else { return false }
+        subscription = handler
+        socket.write(RedisConnection.format(arguments))
+        return true
     }
 
-    /// Called by `replyCallback` on the loop thread with hiredis's reply (nil: the context went away).
-    fileprivate func replied(_ call: RedisCall, _ reply: UnsafeMutablePointer<redisReply>?) {
-        if let reply {
-            let value = RedisReply(reply)
+    /// `arguments` as a RESP array of bulk strings.
+    static func format(_ arguments: [RedisArgument]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(16 + arguments.count * 16)
+        func header(_ marker: UInt8, _ count: Int) {
+            out.append(marker)
+            out.append(contentsOf: String(count).utf8)
+            out.append(13)
+            out.append(10)
+        }
+        header(UInt8(ascii: "*"), arguments.count)
+        for argument in arguments {
+            switch argument {
+            case .string(let text):
+                header(UInt8(ascii: "$"), text.utf8.count)
+                out.append(contentsOf: text.utf8)
+            case .bytes(let bytes):
+                header(UInt8(ascii: "$"), bytes.count)
+                out.append(contentsOf: bytes)
+            case .integer(let value):
+                let text = String(value)
+                header(UInt8(ascii: "$"), text.utf8.count)
+                out.append(contentsOf: text.utf8)
+            }
+            out.append(13)
+            out.append(10)
+        }
+        return out
+    }
+
+    /// One reply, in order: to the oldest call waiting, else to the subscription.
+    private func dispatch(_ value: RedisReply) {
+        while inFlightHead < inFlight.count && inFlight[inFlightHead].finished { inFlightHead += 1 }
+        if inFlightHead < inFlight.count {
+            let call = inFlight[inFlightHead]
+            inFlightHead += 1
+            if inFlightHead == inFlight.count {
+                inFlight.removeAll(keepingCapacity: true)
+                inFlightHead = 0
+            }
             if case .error(let message) = value {
                 call.complete(.failure(RedisError.fromErrorReply(message)))
             } else {
                 call.complete(.success(value))
             }
+        } else if let subscription {
+            subscription(value)
         } else {
-            call.complete(.failure(failure ?? .connectionLost))
-        }
-        while inFlightHead < inFlight.count && inFlight[inFlightHead].finished { inFlightHead += 1 }
-        if inFlightHead == inFlight.count {
-            inFlight.removeAll(keepingCapacity: true)
-            inFlightHead = 0
+            drop(.unavailable("Redis sent a reply nothing asked for (\(endpoint.host):\(endpoint.port))"))
         }
     }
 
@@ -245,8 +295,8 @@ package final class RedisConnection: @unchecked Sendable {
         startAttempt()
         plan = AddressPlan(addresses: [])
         address = nil
-        if RedisConnection.isNumericAddress(endpoint.host) {
-            open(address: endpoint.host)
+        if let numeric = SocketAddressValue(numericHost: endpoint.host, port: UInt16(endpoint.port)) {
+            open(numeric)
         } else {
             resolve()
         }
@@ -256,6 +306,7 @@ package final class RedisConnection: @unchecked Sendable {
     private func startAttempt() {
         attempt += 1
         failure = nil
+        refused = false
         let thisAttempt = attempt
         connectTimer = EventLoop.Timer(loop: loop, seconds: options.connectTimeout) { [weak self] in
             guard let self, attempt == thisAttempt else { return }
@@ -272,7 +323,7 @@ package final class RedisConnection: @unchecked Sendable {
             resolving?.cancel()
             resolving = nil
             failure = why
-            ended()
+            ended(connectFailed: false)
         case .connecting:
             drop(why)
         default:
@@ -296,52 +347,45 @@ package final class RedisConnection: @unchecked Sendable {
         resolving = nil
         guard let plan, let first = plan.addresses.first else {
             failure = .unavailable("cannot resolve \(endpoint.host): \(error)")
-            ended()
+            ended(connectFailed: false)
             return
         }
         self.plan = plan
         nextAddress = 1
         address = first
-        open(address: first.numericText)
+        open(first.socketAddress(port: UInt16(endpoint.port)))
     }
 
-    private func open(address: String) {
+    private func open(_ socketAddress: SocketAddressValue) {
         state = .connecting  // a connect that fails here (refused at once on loopback) is a failed connect too
-        guard let ac = redisAsyncConnect(address, Int32(endpoint.port)) else {
-            failure = .unavailable("cannot create a Redis connection (out of memory)")
-            ended()
+        socketOpen = false
+        let made = RedisSocket(loop: loop, peer: "\(endpoint.host):\(endpoint.port)", delegate: self)
+        if let error = made.open(socketAddress, tls: endpoint.tls, serverName: endpoint.host) {
+            failure = error
+            ended(connectFailed: true)
             return
         }
-        if ac.pointee.err != 0 {
-            failure = .unavailable("\(RedisConnection.errorText(ac)) (\(endpoint.host):\(endpoint.port))")
-            redisAsyncFree(ac)  // no events attached, no commands: just frees
-            ended()
-            return
-        }
-        // hiredis hands `data` back to the connect/disconnect callbacks. Unretained: this connection frees the
-        // context (close/drop) before it goes away, and hiredis frees it only from inside this loop's events.
-        ac.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        guard redisLibeventAttach(ac, loop.base) == REDIS_OK else {
-            failure = .unavailable("cannot attach the Redis connection to the event loop")
-            redisAsyncFree(ac)
-            ended()
-            return
-        }
-        _ = redisEnableKeepAlive(&ac.pointee.c)
-        redisAsyncSetConnectCallback(ac, connectCallback)
-        redisAsyncSetDisconnectCallback(ac, disconnectCallback)
-        context = ac
+        generation += 1
+        socket = made
+        if let reader { redisReaderFree(reader) }
+        reader = redisReaderCreate()
         state = .connecting
-        tcpConnected = false
+        socketOpen = false
+        answered = false
         loginPending = 0
-        // The login is pipelined: hiredis writes it first once connected, and commands sent meanwhile queue
-        // behind it in order.
+        // The login is pipelined: it goes out first once the socket is open, and commands sent meanwhile
+        // queue behind it in order.
         if let password = endpoint.password {
             login(endpoint.username.map { ["AUTH", .string($0), .string(password)] } ?? ["AUTH", .string(password)],
                   what: "AUTH")
         }
         if endpoint.database != 0 {
             login(["SELECT", .integer(endpoint.database)], what: "SELECT \(endpoint.database)")
+        }
+        if endpoint.tls != nil && loginPending == 0 {
+            // TLS 1.3 servers check a client certificate after the client's side of the handshake ended, and
+            // refuse it with an alert then: be ready only once Redis has answered.
+            login(["PING"], what: "PING")
         }
     }
 
@@ -353,36 +397,16 @@ package final class RedisConnection: @unchecked Sendable {
             switch result {
             case .success:
                 loginPending -= 1
-                if loginPending == 0 && tcpConnected { becomeReady() }
+                if loginPending == 0 && socketOpen { becomeReady() }
             case .failure(.server(let message)):
-                // Redis refused the login (wrong password, no such database): retry with back-off, and say why.
+                // Redis refused the login (wrong password, unknown user, no such database): retry with
+                // back-off, and say why. The message is Redis's (WRONGPASS, ...), never the password.
+                refused = true
                 drop(.unavailable("Redis refused \(what.hasPrefix("AUTH") ? "AUTH" : what): \(message)"))
             case .failure:
-                break  // the context is going away: `ended()` handles it
+                break  // the socket is going away: `ended()` handles it
             }
         })
-    }
-
-    /// hiredis's connect callback for the current `ac` (loop thread).
-    fileprivate func connected(_ ac: UnsafeMutablePointer<redisAsyncContext>, ok: Bool) {
-        guard ac == context else { return }
-        guard ok else {
-            // hiredis frees the context right after this callback, completing its commands without a reply.
-            failure = .unavailable("\(RedisConnection.errorText(ac)) (\(endpoint.host):\(endpoint.port))")
-            context = nil
-            ended()
-            return
-        }
-        tcpConnected = true
-        if plan.retrying, let address { resolver.connectSucceeded(host: endpoint.host, address: address) }
-        if loginPending == 0 { becomeReady() }
-    }
-
-    /// hiredis's disconnect callback (loop thread); it has already completed the pending commands.
-    fileprivate func disconnected(_ ac: UnsafeMutablePointer<redisAsyncContext>) {
-        guard ac == context else { return }  // a context this connection dropped itself
-        context = nil  // hiredis frees it right after this callback
-        ended()
     }
 
     private func becomeReady() {
@@ -394,6 +418,7 @@ package final class RedisConnection: @unchecked Sendable {
         readyCount.add(1, ordering: .relaxed)
         onReady?()
         resumeReadyWaiters(true)
+        endAttempt(.ready)
     }
 
     /// Drops the current connection (its commands fail with `reason`) and reconnects after the back-off.
@@ -402,36 +427,47 @@ package final class RedisConnection: @unchecked Sendable {
         drop(reason)
     }
 
-    /// Frees the current context on this side's initiative: its pending commands fail with `reason`.
+    /// Closes the current socket on this side's initiative: its pending commands fail with `reason`.
     private func drop(_ reason: RedisError) {
-        guard let ac = context else {
-            ended()
+        guard socket != nil else {
+            ended(connectFailed: false)
             return
         }
         failure = reason
-        context = nil
-        // Completes the pending commands with a NULL reply (they read `failure`), then runs the disconnect
-        // callback, which sees that `ac` is no longer `context` and leaves the rest to `ended()` below. From
-        // inside a hiredis reply callback (a refused login) hiredis defers the free until the callback returns.
-        redisAsyncFree(ac)
-        ended()
+        lost(reason)
     }
 
-    /// The context is gone (or never came): forget it and schedule the next attempt.
-    private func ended() {
-        let connectFailed = !tcpConnected && state == .connecting
+    /// Forgets the socket and fails every command sent on it with `reason`, then `ended()`.
+    private func lost(_ reason: RedisError) {
+        // Refused, unreachable or timed out before the socket opened (TLS refusals aside): the next address.
+        let connectFailed = !socketOpen && !refused && state == .connecting
+        socket?.close()
+        socket = nil
+        generation += 1
+        subscription = nil
+        if state != .closed { state = .waiting }  // the login's handler, failed below, must not drop it again
+        let calls = inFlight[inFlightHead...]
+        inFlight = []
+        inFlightHead = 0
+        for call in calls { call.complete(.failure(reason)) }
+        ended(connectFailed: connectFailed)
+    }
+
+    /// The socket is gone (or never came): try the plan's next address when the connect failed, else schedule
+    /// the next attempt.
+    private func ended(connectFailed: Bool) {
         if connectFailed, let address {
             // Refused, unreachable or timed out: new connections leave this address out a while.
             resolver.connectFailed(host: endpoint.host, address: address)
         }
-        context = nil
-        tcpConnected = false
+        socket = nil
+        socketOpen = false
         loginPending = 0
         connectTimer?.cancel()
         connectTimer = nil
         deadlineTimer?.cancel()
         deadlineTimer = nil
-        inFlight.removeAll(keepingCapacity: true)  // completed by hiredis's NULL replies
+        inFlight.removeAll(keepingCapacity: true)
         inFlightHead = 0
         ready.store(false, ordering: .releasing)
         onDown?()
@@ -442,9 +478,12 @@ package final class RedisConnection: @unchecked Sendable {
             nextAddress += 1
             address = next
             startAttempt()
-            open(address: next.numericText)
+            open(next.socketAddress(port: UInt16(endpoint.port)))
             return
         }
+        var why = (failure ?? .connectionLost).description
+        if case .unavailable(let text) = failure { why = text }
+        endAttempt(refused ? .refused(why) : .unreachable(why))
         state = .waiting
         let delay = backoff
         backoff = min(backoff * 2, options.reconnectMaximum)
@@ -455,28 +494,72 @@ package final class RedisConnection: @unchecked Sendable {
             connect()
         }
     }
+}
 
-    // MARK: Helpers
-
-    private static func errorText(_ ac: UnsafeMutablePointer<redisAsyncContext>) -> String {
-        let text = withUnsafeBytes(of: ac.pointee.c.errstr) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        return text.isEmpty ? "connection failed" : text
+extension RedisConnection: RedisSocketDelegate {
+    func socketOpened(_ socket: RedisSocket) {
+        guard socket === self.socket else { return }
+        socketOpen = true
+        if plan.retrying, let address { resolver.connectSucceeded(host: endpoint.host, address: address) }
+        if loginPending == 0 && state == .connecting { becomeReady() }
     }
 
-    private static func isNumericAddress(_ host: String) -> Bool {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    func socket(_ socket: RedisSocket, read bytes: UnsafeRawBufferPointer) {
+        guard socket === self.socket, let reader else { return }
+        let current = generation
+        guard let base = bytes.baseAddress,
+              redisReaderFeed(reader, base.assumingMemoryBound(to: CChar.self), bytes.count) == REDIS_OK else {
+            drop(.unavailable("cannot read Redis's reply (\(endpoint.host):\(endpoint.port))"))
+            return
+        }
+        while generation == current {
+            var raw: UnsafeMutableRawPointer?
+            guard redisReaderGetReply(reader, &raw) == REDIS_OK else {
+                drop(.unavailable("invalid reply from Redis (\(endpoint.host):\(endpoint.port))"))
+                return
+            }
+            guard let raw else { return }  // needs more bytes
+            answered = true
+            let value = RedisReply(raw.assumingMemoryBound(to: redisReply.self))
+            freeReplyObject(raw)
+            dispatch(value)  // may drop the socket: then `generation` moved on and the old reader is not read
+        }
+    }
+
+    func socket(_ socket: RedisSocket, failed reason: RedisError, refused: Bool) {
+        guard socket === self.socket else { return }
+        var reason = reason
+        if refused {
+            self.refused = true
+        } else if endpoint.tls != nil && socketOpen && !answered && state == .connecting {
+            // Closed right after the handshake, before any answer: how a TLS 1.3 server refuses a client
+            // certificate when its alert is lost to the reset (TLS 1.2 refuses in the handshake itself).
+            self.refused = true
+            reason = .unavailable("Redis closed the TLS connection to \(endpoint.host):\(endpoint.port) before answering: "
+                + "it may require a client certificate, or refuse this one")
+        }
+        // Before any answer (refused, TLS refused): later commands say why until the next attempt.
+        if case .unavailable = reason { failure = reason }
+        lost(failure ?? reason)
     }
 }
 
-/// A hiredis reply callback (`redisCallbackFn`) as a C function pointer: (context, reply, privdata).
-package typealias HiredisReplyCallback = @convention(c) (UnsafeMutablePointer<redisAsyncContext>?, UnsafeMutableRawPointer?,
-                                                 UnsafeMutableRawPointer?) -> Void
+/// How a connection attempt ended (`RedisConnection.whenAttemptEnds`).
+package enum RedisAttemptOutcome: Sendable, Equatable {
+    /// Connected and logged in.
+    case ready
+    /// TLS or the login refused this client: the server's certificate failed the check (a wrong CA, a wrong
+    /// host name), a client certificate was required or refused, or Redis refused AUTH (a wrong password, an
+    /// unknown ACL user) or SELECT. A configuration problem that retrying does not fix. The text says why,
+    /// without secrets.
+    case refused(String)
+    /// Redis could not be reached or did not answer in time (down, unknown host, timed out): it may come.
+    case unreachable(String)
+    /// The connection was closed.
+    case closed
+}
 
-/// One command handed to hiredis: completed exactly once, by its reply, the connection's failure, or at once.
+/// One command sent on a connection: completed exactly once, by its reply, the connection's failure, or at once.
 package final class RedisCall {
     fileprivate let connection: RedisConnection
     private var continuation: CheckedContinuation<Result<RedisReply, RedisError>, Never>?
@@ -523,27 +606,6 @@ package final class RedisCall {
             handler(result)
         }
     }
-}
-
-/// hiredis's reply callback for a `RedisCall`: runs exactly once per accepted command.
-private func replyCallback(_: UnsafeMutablePointer<redisAsyncContext>?, reply: UnsafeMutableRawPointer?,
-                           privdata: UnsafeMutableRawPointer?) {
-    guard let privdata else { return }
-    let call = Unmanaged<RedisCall>.fromOpaque(privdata).takeRetainedValue()
-    call.connection.replied(call, reply?.assumingMemoryBound(to: redisReply.self))
-}
-
-/// hiredis's connect callback: finds the connection through `data`.
-private func connectCallback(_ ac: UnsafePointer<redisAsyncContext>?, status: Int32) {
-    guard let ac, let data = ac.pointee.data else { return }
-    Unmanaged<RedisConnection>.fromOpaque(data).takeUnretainedValue()
-        .connected(UnsafeMutablePointer(mutating: ac), ok: status == REDIS_OK)
-}
-
-/// hiredis's disconnect callback: finds the connection through `data`.
-private func disconnectCallback(_ ac: UnsafePointer<redisAsyncContext>?, status: Int32) {
-    guard let ac, let data = ac.pointee.data else { return }
-    Unmanaged<RedisConnection>.fromOpaque(data).takeUnretainedValue().disconnected(UnsafeMutablePointer(mutating: ac))
 }
 
 extension RedisReply {

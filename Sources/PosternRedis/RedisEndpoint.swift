@@ -1,11 +1,11 @@
 import FoundationEssentials
 import PosternIO
 
-/// Where Redis is and how to log in: parsed from `redis://[:password@]host:port[/db]` (docs/api.md,
+/// Where Redis is and how to log in: parsed from `redis[s]://[[user]:password@]host:port[/db]` (docs/api.md,
 /// Several instances (Redis)).
 ///
-/// `rediss://` is refused: the hiredis of Debian 12 (0.14) has no TLS. The password never appears in
-/// `description` nor in any parse error.
+/// `rediss://` is TLS (`tls`): the server's certificate is verified, and the host name is checked against it
+/// and sent as SNI. The password never appears in `description` nor in any parse error.
 package struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// Host name or IP address (an IPv6 address without its brackets).
     package var host: String
@@ -17,31 +17,32 @@ package struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     package var password: String?
     /// Database number selected with `SELECT` after each connect (default 0).
     package var database: Int
+    /// TLS (`rediss://`): the context that verifies the server (and holds the client certificate, if any);
+    /// nil for plain TCP.
+    package var tls: TLSClientContext?
 
     /// The default Redis port.
     package static let defaultPort = 6379
 
     /// An endpoint from its parts.
     package init(host: String, port: Int = RedisEndpoint.defaultPort, username: String? = nil, password: String? = nil,
-                database: Int = 0) {
+                database: Int = 0, tls: TLSClientContext? = nil) {
         self.host = host
         self.port = port
         self.username = username
         self.password = password
         self.database = database
+        self.tls = tls
     }
 
-    /// Parses `redis://[[username]:password@]host[:port][/db]`; user name and password may be percent-encoded.
-    package init(url: String) throws(RedisError) {
+    /// Parses `redis[s]://[[username]:password@]host[:port][/db]`; user name and password may be
+    /// percent-encoded. `rediss://` verifies the server with `tls`, by default the system's trust store.
+    package init(url: String, tls: TLSClientContext = .shared) throws(RedisError) {
         guard let schemeEnd = url.byteRange(of: "://") else {
             throw .invalidURL("expected redis://[:password@]host:port[/db]")
         }
         let scheme = url[..<schemeEnd.lowerBound].lowercased()
-        if scheme == "rediss" {
-            throw .invalidURL("rediss:// (TLS) is not supported: the hiredis library (0.14) has no TLS; "
-                + "use redis:// on a private network or a TLS tunnel")
-        }
-        guard scheme == "redis" else { throw .invalidURL("the scheme must be redis://") }
+        guard scheme == "redis" || scheme == "rediss" else { throw .invalidURL("the scheme must be redis:// or rediss://") }
         var rest = Substring(url[schemeEnd.upperBound...])
         if rest.contains("?") || rest.contains("#") {
             throw .invalidURL("query parameters and fragments are not supported")
@@ -74,14 +75,21 @@ package struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
             }
             database = number
         }
-        self.init(host: host, port: port, username: username, password: password, database: database)
+        self.init(host: host, port: port, username: username, password: password, database: database,
+                  tls: scheme == "rediss" ? tls : nil)
+    }
+
+    /// Equal when every part is, the TLS context by identity.
+    package static func == (lhs: RedisEndpoint, rhs: RedisEndpoint) -> Bool {
+        lhs.host == rhs.host && lhs.port == rhs.port && lhs.username == rhs.username && lhs.password == rhs.password
+            && lhs.database == rhs.database && lhs.tls === rhs.tls
     }
 
     /// The URL with the password masked, for logs and error messages.
     package var description: String {
         let hostPart = host.contains(":") ? "[\(host)]" : host
         let credentials = password == nil ? "" : "\(username ?? ""):***@"
-        return "redis://\(credentials)\(hostPart):\(port)/\(database)"
+        return "\(tls == nil ? "redis" : "rediss")://\(credentials)\(hostPart):\(port)/\(database)"
     }
 
     private static func hostAndPort(_ authority: Substring) throws(RedisError) -> (String, Int) {

@@ -1,4 +1,3 @@
-import CHiredis
 import PosternIO
 import Synchronization
 
@@ -98,17 +97,14 @@ private final class SubscriberCore: @unchecked Sendable {
     }
 
     private func subscribe() {
-        // Long-lived callback: hiredis calls it for the confirmation, each message, and once with NULL when the
-        // context goes away. Unretained: the hooks keep this core alive until close(), which frees the context
-        // (the NULL call included) before returning.
-        let privdata = Unmanaged.passUnretained(self).toOpaque()
-        if !connection.sendRaw(["SUBSCRIBE", .string(channel)], callback: subscriptionCallback, privdata: privdata) {
+        // The handler holds this core until the socket goes away or close() runs (which drops the socket).
+        if !connection.subscribe(["SUBSCRIBE", .string(channel)], handler: { [self] reply in received(reply) }) {
             connection.restart(.unavailable("cannot send SUBSCRIBE"))
         }
     }
 
     /// One pub/sub reply (loop thread): `["subscribe", channel, count]` or `["message", channel, payload]`.
-    fileprivate func received(_ reply: RedisReply) {
+    private func received(_ reply: RedisReply) {
         guard case .array(let parts) = reply, parts.count >= 3, let kind = parts[0].string else { return }
         switch kind {
         case "message":
@@ -122,12 +118,4 @@ private final class SubscriberCore: @unchecked Sendable {
             break
         }
     }
-}
-
-/// hiredis's callback for the subscription (see `SubscriberCore.subscribe`).
-private func subscriptionCallback(_: UnsafeMutablePointer<redisAsyncContext>?, reply: UnsafeMutableRawPointer?,
-                                  privdata: UnsafeMutableRawPointer?) {
-    guard let privdata, let reply else { return }  // NULL: the context is going away; the connection handles it
-    let core = Unmanaged<SubscriberCore>.fromOpaque(privdata).takeUnretainedValue()
-    core.received(RedisReply(reply.assumingMemoryBound(to: redisReply.self)))
 }

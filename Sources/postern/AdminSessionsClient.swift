@@ -105,7 +105,7 @@ enum AdminSessionsClient {
     }
 
     /// A transport failure in words.
-    private static func describe(_ failure: UpstreamFailure) -> String {
+    static func describe(_ failure: UpstreamFailure) -> String {
         switch failure {
         case .unreachable(let reason): return reason.isEmpty ? "connection refused" : reason
         case .timeout: return "no answer within \(Int(timeout)) s"

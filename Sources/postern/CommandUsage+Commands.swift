@@ -15,7 +15,8 @@ extension CommandUsage {
                          + "after the requests in flight, non-zero with a one-line reason when it cannot start.",
                      options: [config]),
         CommandUsage(name: "check", synopsis: ["postern check [--config FILE]"],
-                     summary: "Validates the config, prints every problem by its key path, exits 1 on any; then names "
+                     summary: "Validates the config, prints every problem by its key path, exits 1 on any; with a Redis "
+                         + "store, connects to it once (a Redis that refuses the gateway is a problem); then names "
                          + "every value that came from the environment rather than the file.",
                      options: [config]),
         CommandUsage(name: "demo", synopsis: ["postern demo [--config FILE] [--standin-port N]"],
@@ -47,6 +48,14 @@ extension CommandUsage {
                      summary: "Ends one session (a full id, or the first 8 or more characters of exactly one; after `--` "
                          + "when it starts with -), or every session of a user.",
                      details: sessionsDetails, options: sessionsOptions, listed: false),
+        CommandUsage(name: "reload", synopsis: ["postern reload [--json] [--admin URL] [--config FILE]"],
+                     summary: "Asks the running gateway to read its config file again, without a restart "
+                         + "(POST /admin/reload on its admin listener; SIGHUP does the same).",
+                     details: "Prints `reloaded: config generation N`, or `unchanged: config generation N keeps serving`. "
+                         + "The admin token is POSTERN_ADMIN_TOKEN (admin.token). Exit status: 0 reloaded or unchanged; 1 "
+                         + "refused (an invalid file, each problem on standard error; a key only a restart can change; a "
+                         + "wrong token), or the admin listener unreachable; 2 usage or configuration.",
+                     options: [Option(name: "--json", value: nil, help: "print the answer's body as it came"), admin, config]),
         CommandUsage(name: "version", synopsis: ["postern version"], summary: "Prints the version."),
         CommandUsage(name: "standin",
                      synopsis: ["postern standin [PORT [ACCESS_TOKEN_TTL_S]] [--host HOST] [--unbootstrapped] "

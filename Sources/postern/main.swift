@@ -75,6 +75,8 @@ enum CLI {
             return await Healthcheck.run(config: config) ? 0 : 1
         case "sessions":
             return await SessionsCommand.run(arguments)
+        case "reload":
+            return await ReloadCommand.run(arguments)
         case "version":
             print("postern \(PosternVersion.current)")
             return 0
@@ -116,10 +118,13 @@ enum CLI {
         switch PosternConfig.load(configPath: configPath, environment: environment) {
         case .success(let config):
             let path = PosternConfig.resolvedPath(configPath: configPath, environment: environment)
-            print("config OK (\(path ?? "built-in defaults"))")
+            // A Redis store is connected to once: a refused TLS or login is a problem (docs/api.md).
+            let redis = Application.checkRedisStore(config)
+            if redis?.problem != true { print("config OK (\(path ?? "built-in defaults"))") }
+            if let redis { print(redis.line) }
             for warning in config.warnings() { print(warning) }
             for origin in origins { print(origin.description) }
-            return 0
+            return redis?.problem == true ? 1 : 0
         case .failure(let error):
             for problem in error.problems { print(problem.description) }
             for origin in origins { print(origin.description) }
@@ -139,10 +144,15 @@ enum CLI {
     }
 
     static func serve(configPath: String?) -> Int32 {
+        // Before anything else: SIGHUP reloads the config once serving, and must not end the process before.
+        Application.ignoreHangUp()
         guard let config = loadConfig(configPath, command: "serve") else { return 1 }
         Application.ignoreSIGPIPE()
         do {
-            let app = try Application.build(config: config)
+            // A reload reads the same file again with the environment as it is now, at start (docs/api.md,
+            // Reloading the config).
+            let source = ConfigSource.file(configPath: configPath, environment: ProcessInfo.processInfo.environment)
+            let app = try Application.build(config: config, source: source)
             try app.start()
             app.runUntilSignal()
             return 0

@@ -18,15 +18,18 @@ package final class TestGateway: @unchecked Sendable {
     package private(set) var app: Application
     private let config: PosternConfig
     private let clock: GatewayClock
+    private let source: ConfigSource?
     /// The gateway's log lines.
     package let logLines = LogCapture()
     /// Holds chosen stand-in answers until opened (closed on nothing by default).
     package let upstreamGate = UpstreamGate()
 
     /// Starts both; `configure` adjusts the gateway config (the Directus URL is set here), and the gateway reads
-    /// `clock` (a `TestClock`'s `gatewayClock` when the test moves time).
+    /// `clock` (a `TestClock`'s `gatewayClock` when the test moves time). `reloadSource` makes, from the config the
+    /// gateway starts with, where a reload reads it again (none: a reload changes nothing).
     package init(standInOptions: DirectusStandIn.Options = DirectusStandIn.Options(), store: (any SessionStore)? = nil,
-         clock: GatewayClock = .system, configure: (inout PosternConfig) -> Void = { _ in }) throws {
+         clock: GatewayClock = .system, configure: (inout PosternConfig) -> Void = { _ in },
+         reloadSource: ((PosternConfig) -> ConfigSource)? = nil) throws {
         standIn = DirectusStandIn(options: standInOptions)
         standInGroup = EventLoopGroup(count: 1, name: "standin")
         let standIn = self.standIn
@@ -43,7 +46,9 @@ package final class TestGateway: @unchecked Sendable {
         self.config = config
         let capture = logLines
         self.clock = clock
-        app = try Application.build(config: config, store: store, logSink: { capture.append($0) }, clock: clock)
+        let source = reloadSource?(config)
+        self.source = source
+        app = try Application.build(config: config, store: store, logSink: { capture.append($0) }, clock: clock, source: source)
         try app.start()
     }
 
@@ -51,7 +56,7 @@ package final class TestGateway: @unchecked Sendable {
     package func restartGateway() throws {
         app.shutdown()
         let capture = logLines
-        app = try Application.build(config: config, logSink: { capture.append($0) }, clock: clock)
+        app = try Application.build(config: config, logSink: { capture.append($0) }, clock: clock, source: source)
         try app.start()
     }
 
@@ -146,6 +151,9 @@ extension PosternConfig {
 package final class LogCapture: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [String] = []
+
+    /// An empty capture.
+    package init() {}
 
     /// Adds one line.
     package func append(_ line: String) { lock.withLock { lines.append(line) } }

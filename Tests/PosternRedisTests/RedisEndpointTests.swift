@@ -13,14 +13,16 @@ import PosternTesting
         ("redis://app:secret@host/1", RedisEndpoint(host: "host", username: "app", password: "secret", database: 1)),
         ("redis://[::1]:6390/3", RedisEndpoint(host: "::1", port: 6390, database: 3)),
         ("redis://host/", RedisEndpoint(host: "host")),
+        ("rediss://app:secret@redis.example.com:6380/2",
+         RedisEndpoint(host: "redis.example.com", port: 6380, username: "app", password: "secret", database: 2, tls: .shared)),
+        ("REDISS://:secret@10.0.0.5", RedisEndpoint(host: "10.0.0.5", password: "secret", tls: .shared)),
     ])
     func parsesValidURLs(url: String, expected: RedisEndpoint) throws {
         #expect(try RedisEndpoint(url: url) == expected)
     }
 
     @Test(arguments: [
-        ("rediss://:secret@host:6380", "rediss:// (TLS) is not supported"),
-        ("http://host:6379", "the scheme must be redis://"),
+        ("http://host:6379", "the scheme must be redis:// or rediss://"),
         ("host:6379", "expected redis://"),
         ("redis://", "the host is missing"),
         ("redis://:6379", "the host is missing"),
@@ -51,7 +53,9 @@ import PosternTesting
         let endpoint = try RedisEndpoint(url: "redis://:hunter2@cache:6379/4")
         #expect(endpoint.description == "redis://:***@cache:6379/4")
         #expect(!endpoint.description.contains("hunter2"))
-        for bad in ["rediss://:hunter2@cache", "redis://:hunter2@cache:99999", "redis://:hunter2@cache/x"] {
+        let tls = try RedisEndpoint(url: "rediss://app:hunter2@cache:6380")
+        #expect(tls.description == "rediss://app:***@cache:6380/0")
+        for bad in ["rediss://:hunter2@cache:0", "redis://:hunter2@cache:99999", "redis://:hunter2@cache/x"] {
             do {
                 _ = try RedisEndpoint(url: bad)
                 Issue.record("\(bad) was accepted")

@@ -21,14 +21,44 @@ package final class RedisServer: @unchecked Sendable {
     package let directory: URL
     /// Whether it writes every change to an append-only file (kept across `restart()`).
     package let persistent: Bool
+    /// The TLS port (`--tls-port`, the same after `restart()`), when started with `tls`.
+    package let tlsPort: Int?
+    /// TLS settings of a server that also listens with TLS (`--tls-port`).
+    package struct TLS: Sendable {
+        /// Its certificate, key and the CA that verifies client certificates.
+        package var certificates: TestCertificates
+        /// `--tls-auth-clients yes`: a client must present a certificate signed by the CA.
+        package var requireClientCertificate = false
+        /// TLS settings with these certificates.
+        package init(certificates: TestCertificates, requireClientCertificate: Bool = false) {
+            self.certificates = certificates
+            self.requireClientCertificate = requireClientCertificate
+        }
+    }
+    /// Options beyond the port, password and persistence (TLS, ACL users), the same on every start.
+    private let extraArguments: [String]
     private let executable: String
     private let lock = NSLock()
     private var process: pid_t?
 
     /// Starts a server; throws when redis-server is missing or does not come up. A `persistent` server
     /// writes every change to an append-only file in its directory (fsync always), so data survives `restart()`.
-    package init(password: String? = nil, persistent: Bool = false) throws {
+    /// With `tls`, it also listens with TLS on `tlsPort`. Each of `users` is an ACL rule set as `--user` takes
+    /// it, e.g. `"app on >secret ~* &* +@all"`.
+    package init(password: String? = nil, persistent: Bool = false, tls: TLS? = nil, users: [String] = []) throws {
         self.persistent = persistent
+        var extra: [String] = []
+        for user in users { extra += ["--user"] + user.split(separator: " ").map(String.init) }
+        if let tls {
+            let port = try RedisServer.freePort()
+            tlsPort = port
+            extra += ["--tls-port", String(port), "--tls-cert-file", tls.certificates.serverCertificateFile,
+                      "--tls-key-file", tls.certificates.serverKeyFile, "--tls-ca-cert-file", tls.certificates.caFile,
+                      "--tls-auth-clients", tls.requireClientCertificate ? "yes" : "no"]
+        } else {
+            tlsPort = nil
+        }
+        extraArguments = extra
         guard let executable = RedisServer.findExecutable() else {
             throw Failure(description: "redis-server is not installed: run `make deps` (it installs redis-server)")
         }
@@ -42,7 +72,7 @@ package final class RedisServer: @unchecked Sendable {
             let candidate = try RedisServer.freePort()
             do {
                 process = try RedisServer.launch(executable: executable, port: candidate, password: password, directory: directory,
-                                                persistent: persistent)
+                                                persistent: persistent, extra: extra)
                 port = candidate
                 return
             } catch let failure as Failure where failure.description.contains("Address already in use") {
@@ -63,6 +93,14 @@ package final class RedisServer: @unchecked Sendable {
         let secret = password ?? self.password
         let credentials = secret.map { ":\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0)@" } ?? ""
         return "redis://\(credentials)127.0.0.1:\(port)/\(database)"
+    }
+
+    /// `rediss://[user:password@]localhost:tlsPort/db`, the credentials as written (no `/` in them); the server's
+    /// certificate is for `localhost` and 127.0.0.1.
+    package func tlsURL(user: String? = nil, password: String? = nil, host: String = "localhost", database: Int = 0) -> String {
+        var credentials = ""
+        if let password { credentials = "\(user ?? ""):\(password)@" }
+        return "rediss://\(credentials)\(host):\(tlsPort ?? 0)/\(database)"
     }
 
     /// Every server still running, stopped at exit should a test have leaked one (a hung task holding it).
@@ -98,8 +136,25 @@ package final class RedisServer: @unchecked Sendable {
     package func restart() throws {
         stop()
         let started = try RedisServer.launch(executable: executable, port: port, password: password, directory: directory,
-                                              persistent: persistent)
+                                              persistent: persistent, extra: extraArguments)
         lock.withLock { process = started }
+    }
+
+    /// Runs one command with `redis-cli` on the plain port (as the default user) and returns what it printed.
+    @discardableResult
+    package func cli(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+        process.arguments = ["-h", "127.0.0.1", "-p", String(port)] + (password.map { ["-a", $0, "--no-auth-warning"] } ?? [])
+            + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw Failure(description: "redis-cli \(arguments): \(text)") }
+        return text
     }
 
     /// Freezes the server (SIGSTOP): connections stay open but nothing is answered.
@@ -113,11 +168,13 @@ package final class RedisServer: @unchecked Sendable {
     /// Spawns redis-server and returns its pid once it is ready. posix_spawn rather than Foundation's Process:
     /// the test threads block most signals and Process passes that mask on, so redis-server would never see
     /// SIGTERM; here the child starts with no signal blocked and default handlers.
-    private static func launch(executable: String, port: Int, password: String?, directory: URL, persistent: Bool) throws -> pid_t {
+    private static func launch(executable: String, port: Int, password: String?, directory: URL, persistent: Bool,
+                               extra: [String]) throws -> pid_t {
         var arguments = ["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "",
                          "--appendonly", persistent ? "yes" : "no", "--appendfsync", "always",
                          "--dir", directory.path, "--daemonize", "no", "--logfile", "", "--hz", "50"]
         if let password { arguments += ["--requirepass", password] }
+        arguments += extra
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw Failure(description: "pipe failed") }
         let (readEnd, writeEnd) = (fds[0], fds[1])

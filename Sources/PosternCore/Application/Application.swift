@@ -15,8 +15,8 @@ package struct StartError: Error, CustomStringConvertible, Sendable {
 
 /// The composition root: config in, a running gateway out. `main` and tests use the same builder.
 package final class Application: @unchecked Sendable {
-    /// The validated configuration.
-    package let config: PosternConfig
+    /// The configuration serving now (the newest generation's; a reload changes it).
+    package var config: PosternConfig { gateway.generation.config }
     /// The request pipeline (usable without sockets).
     package let gateway: Gateway
     /// The session manager.
@@ -31,7 +31,10 @@ package final class Application: @unchecked Sendable {
     private var maintenance: DispatchSourceTimer?
     private let maintenanceQueue = DispatchQueue(label: "postern.maintenance")
     private var closeStore: (() -> Void)?
-    private var rateLimits: RateLimits?
+    /// Reads the config again on SIGHUP, `POST /admin/reload` and the watch.
+    private(set) var reloader: ConfigReloader?
+    private var watch: ConfigWatch?
+    private var hangUp: DispatchSourceSignal?
     /// The session store with its buses and counters (chosen from `sessions.store`).
     private(set) var backend: SessionBackend?
 
@@ -43,27 +46,28 @@ package final class Application: @unchecked Sendable {
     /// Builds everything from `config`. `transport` and `store` replace the real ones in tests; with a
     /// `transport`, nothing runs until `start()` (`gateway.handle` answers in process). `logSink` takes the log
     /// lines instead of stdout (tests). `clock` is what session expiry and the circuit breaker read (tests move it).
+    /// `source` is where a reload reads the config again (docs/api.md, Reloading the config); without one, a reload
+    /// finds `config` again and changes nothing.
     package static func build(config: PosternConfig, transport: (any UpstreamTransport)? = nil, store: (any SessionStore)? = nil,
                              logSink: (@Sendable (String) -> Void)? = nil,
-                             clock: GatewayClock = .system) throws(StartError) -> Application {
+                             clock: GatewayClock = .system, source: ConfigSource? = nil) throws(StartError) -> Application {
         let problems = config.problems()
         if let first = problems.first { throw StartError("invalid config: \(first)") }
         let log = AccessLog(level: AccessLog.Level(config.logLevel), sink: logSink)
         var group: EventLoopGroup?
         let upstream: any UpstreamTransport
+        var makeTransport: (@Sendable (PosternConfig) -> (any UpstreamTransport)?)?
         if let transport {
             upstream = transport
         } else {
-            guard let endpoint = UpstreamEndpoint(url: config.directus.url) else {
+            let workers = EventLoopGroup(count: config.effectiveWorkers)
+            guard let pool = Application.directusPool(config, group: workers) else {
+                workers.shutdown()
                 throw StartError("directus.url is not an http(s) URL")
             }
-            let workers = EventLoopGroup(count: config.effectiveWorkers)
             group = workers
-            upstream = LoopTransport(group: workers, endpoint: endpoint, maxConnections: config.directus.maxConnectionsPerWorker,
-                                     maxWaiting: config.directus.maxWaitingPerWorker,
-                                     keepaliveIdle: Double(config.directus.keepaliveIdleMs) / 1000,
-                                     pipelineDepth: config.directus.pipelineDepth,
-                                     maxResponseBytes: config.directus.maxResponseBytes, keptHeaders: UpstreamHTTPClient.gatewayHeaders)
+            upstream = pool
+            makeTransport = { Application.directusPool($0, group: workers) }
         }
         let backend: SessionBackend
         do {
@@ -87,13 +91,22 @@ package final class Application: @unchecked Sendable {
         let rateLimits = RateLimits(config.rateLimits, metrics: metrics, counters: backend.counters)
         let gateway = Gateway(config: config, directus: directus, sessions: sessions, log: log, metrics: metrics,
                               rateLimits: rateLimits, breaker: breaker, invalidations: backend.invalidations, clock: clock)
-        let app = Application(config: config, gateway: gateway, group: group, log: log)
+        let app = Application(gateway: gateway, group: group, log: log)
         app.closeStore = backend.close
-        app.rateLimits = rateLimits
         app.backend = backend
+        let reloader = ConfigReloader(source: source ?? .fixed(config), gateway: gateway, log: log, transport: upstream,
+                                      makeTransport: makeTransport, counters: backend.counters, clock: clock)
+        // Weakly: the application owns the reloader, which holds the gateway (no cycle through the gateway's route).
+        gateway.attachReload { [weak reloader, weak gateway] in
+            guard let reloader else { return .reloaded(generation: gateway?.generation.number ?? 0, changed: false) }
+            return await reloader.reload(trigger: "admin")
+        }
+        app.reloader = reloader
         // Counted by `/metrics` just before it renders (the store may answer asynchronously).
         metrics.gauge("postern_active_sessions", help: "Sessions in the session store.") { Double(sessions.lastKnownActiveSessions) }
-        metrics.gauge("postern_circuit_state", help: "Upstream circuit: 0 closed, 1 open, 2 half-open.") { Double(breaker.state.rawValue) }
+        metrics.gauge("postern_circuit_state", help: "Upstream circuit: 0 closed, 1 open, 2 half-open.") { [weak gateway] in
+            Double((gateway?.generation.breaker ?? breaker).state.rawValue)
+        }
         metrics.gauge("postern_requests_in_flight", help: "Requests being handled.") { [weak app] in Double(app?.server?.inFlight ?? 0) }
         metrics.gauge("postern_open_connections", help: "Client connections open on the package listener.") { [weak app] in
             Double(app?.server?.openConnections ?? 0)
@@ -101,11 +114,20 @@ package final class Application: @unchecked Sendable {
         return app
     }
 
-    private init(config: PosternConfig, gateway: Gateway, group: EventLoopGroup?, log: AccessLog) {
-        self.config = config
+    private init(gateway: Gateway, group: EventLoopGroup?, log: AccessLog) {
         self.gateway = gateway
         self.group = group
         self.log = log
+    }
+
+    /// The Directus pool of `config` on `group`'s loops (nil when `directus.url` is not an http(s) URL).
+    private static func directusPool(_ config: PosternConfig, group: EventLoopGroup) -> LoopTransport? {
+        guard let endpoint = UpstreamEndpoint(url: config.directus.url) else { return nil }
+        return LoopTransport(group: group, endpoint: endpoint, maxConnections: config.directus.maxConnectionsPerWorker,
+                             maxWaiting: config.directus.maxWaitingPerWorker,
+                             keepaliveIdle: Double(config.directus.keepaliveIdleMs) / 1000,
+                             pipelineDepth: config.directus.pipelineDepth,
+                             maxResponseBytes: config.directus.maxResponseBytes, keptHeaders: UpstreamHTTPClient.gatewayHeaders)
     }
 
     private static func openStore(_ config: PosternConfig, group: EventLoopGroup?, log: AccessLog) throws(StartError) -> SessionBackend {
@@ -148,8 +170,9 @@ package final class Application: @unchecked Sendable {
         let gateway = self.gateway
         let group = self.group ?? EventLoopGroup(count: config.effectiveWorkers)
         self.group = group
-        var immediate: ImmediateHTTPHandler?
-        if gateway.answersImmediately { immediate = { gateway.handleImmediately($0, prepared: &$1) } }
+        // Tried on every request: a reload may turn the micro-cache on (`handleImmediately` returns at once while no
+        // resource of the current generation is cached).
+        let immediate: ImmediateHTTPHandler = { gateway.handleImmediately($0, prepared: &$1) }
         let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) }, immediate: immediate, handling: gateway)
         do {
             try server.start(host: listen.host, port: listen.port)
@@ -172,6 +195,14 @@ package final class Application: @unchecked Sendable {
         gateway.statsSampler.start()
         startMaintenance()
         for warning in config.warnings() { log.event(.warning, warning) }
+        if let reloader, reloader.source.watch, let path = reloader.source.path {
+            let watch = ConfigWatch(path: path, reloader: reloader)
+            watch.start()
+            self.watch = watch
+            log.event(.info, "watching the config file", [("path", .string(path)), ("every_s", .int(2))])
+        } else if let reloader, reloader.source.watch {
+            log.event(.warning, "POSTERN_CONFIG_WATCH is set but no config file is in use: nothing to watch")
+        }
         log.event(.info, "postern started", [("listen", .string("\(listen.host):\(port)")),
                                               ("admin_listen", .string("\(adminListen.host):\(adminPort)")),
                                               ("workers", .int(Int64(group.loops.count)))])
@@ -181,13 +212,13 @@ package final class Application: @unchecked Sendable {
         let timer = DispatchSource.makeTimerSource(queue: maintenanceQueue)
         var ticks = 0
         let sessions = self.sessions
-        let rateLimits = self.rateLimits
+        let gateway = self.gateway
         let loop = group?.loops.first
         timer.schedule(deadline: .now() + 15, repeating: 15)
         timer.setEventHandler {
             ticks += 1
             let purge = ticks % 40 == 1
-            if ticks % 4 == 0 { rateLimits?.prune() }
+            if ticks % 4 == 0 { gateway.generation.rateLimits.prune() }
             // On a worker loop when there is one: a Redis store answers there.
             Task(executorPreference: loop) {
                 await sessions.flush()
@@ -209,11 +240,17 @@ package final class Application: @unchecked Sendable {
         adminGroup = nil
         maintenance?.cancel()
         maintenance = nil
+        watch?.stop()
+        watch = nil
+        hangUp?.cancel()
+        hangUp = nil
         gateway.statsSampler.stop()
         flushSessionsBeforeShutdown()
         closeStore?()
         closeStore = nil
         group?.shutdown()
+        // The loops have stopped: their references to the generations can go (they hold the pools, which hold the loops).
+        gateway.releaseGenerations()
         log.event(.info, "postern stopped")
     }
 
@@ -229,8 +266,9 @@ package final class Application: @unchecked Sendable {
         if EventLoop.current == nil { _ = done.wait(timeout: .now() + 5) }
     }
 
-    /// Blocks until SIGTERM or SIGINT, then shuts down.
+    /// Blocks until SIGTERM or SIGINT, then shuts down; SIGHUP reloads the config meanwhile.
     package func runUntilSignal() {
+        reloadOnHangUp()
         Application.waitForTerminationSignal()
         log.event(.info, "shutting down", [("in_flight", .int(Int64(server?.inFlight ?? 0)))])
         shutdown()
@@ -250,6 +288,28 @@ package final class Application: @unchecked Sendable {
         }
         stop.wait()
         for source in sources { source.cancel() }
+    }
+
+    /// Reloads the config on every SIGHUP (docs/api.md, Reloading the config).
+    package func reloadOnHangUp() {
+        guard hangUp == nil, let reloader else { return }
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: reloader.queue)
+        source.setEventHandler { _ = reloader.reloadNow(trigger: "SIGHUP") }
+        source.resume()
+        hangUp = source
+    }
+
+    /// Reloads the config now, off the loops (what SIGHUP and `POST /admin/reload` do).
+    package func reload(trigger: String = "admin") async -> ConfigReloadOutcome {
+        guard let reloader else { return .reloaded(generation: gateway.generation.number, changed: false) }
+        return await reloader.reload(trigger: trigger)
+    }
+
+    /// Ignores SIGHUP until the reload handler is in place (`serve` calls it first: the default action would end
+    /// the process).
+    package static func ignoreHangUp() {
+        signal(SIGHUP, SIG_IGN)
     }
 
     /// Ignores SIGPIPE (writes to closed sockets must fail, not kill the process).

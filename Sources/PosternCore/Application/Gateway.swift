@@ -1,28 +1,31 @@
 import FoundationEssentials
 import PosternHTTP
 
-/// The whole request pipeline, built once from config: route → edge stages (metrics and log, headers,
-/// CORS, limits, error rendering) → the route's chain (limits → authentication → policy) → handler.
-/// No sockets: tests call `handle`.
+/// The whole request pipeline: route → edge stages (metrics and log, headers, CORS, limits, error rendering) →
+/// the route's chain (limits → authentication → policy) → handler, built from config as one immutable
+/// `GatewayGeneration`; a config reload installs the next one (docs/api.md, Reloading the config), and each
+/// request is answered by the generation it was routed with. No sockets: tests call `handle`.
 package final class Gateway: HTTPRequestHandler {
-    private let routes: RouteTable
-    private let clientAddress: ClientAddress
-    private let log: AccessLog
+    /// What every generation shares (sessions, metrics, the log, the cache, the sampler).
+    let shared: RouteTable.Shared
+    /// Each loop's reference to the current generation.
+    private let slots: GenerationSlots
+    /// Guards the numbering of new generations.
+    private let installing = PlainLock()
     /// The metrics registry (rendered on the admin port's `/metrics`).
-    package let metrics: Metrics
+    package var metrics: Metrics { shared.metrics }
     /// The session manager (for maintenance timers and metrics).
-    package let sessions: SessionManager
+    package var sessions: SessionManager { shared.sessions }
     /// What Directus's answers said about its schema (a missing collection makes `/readyz` 503).
-    package let schema: SchemaWatch
-
-    /// The process-wide micro-cache (docs/api.md, Micro-cache).
-    let cache: MicroCache
-    /// `limits.max_body_bytes` (named in the 413 the server gives for a body above its ceiling).
-    private let maxBodyBytes: Int
+    package var schema: SchemaWatch { shared.schema }
+    /// The process-wide micro-cache (docs/api.md, Micro-cache); a reload drops its answers.
+    var cache: MicroCache { shared.cache }
     /// The operator console's sampler of the metrics (docs/api.md, Operator console); `Application` runs it.
-    var statsSampler: StatsSampler { routes.sampler }
-    /// Whether `handleImmediately` can ever answer (some resource is cached); when not, the server need not try it.
-    package let answersImmediately: Bool
+    var statsSampler: StatsSampler { shared.sampler }
+    /// Whether `handleImmediately` can answer now (some resource of the current generation is cached).
+    package var answersImmediately: Bool { slots.current.answersImmediately }
+    /// The generation serving now (the newest published).
+    package var generation: GatewayGeneration { slots.newest }
 
     /// Builds the pipeline. `metrics`, `rateLimits` and the cache are process-wide (shared by every loop);
     /// `invalidations` carries cache invalidations (in-process unless given).
@@ -30,44 +33,62 @@ package final class Gateway: HTTPRequestHandler {
                 metrics: Metrics = Metrics(), rateLimits: RateLimits? = nil, breaker: CircuitBreaker? = nil,
                 invalidations: (any CacheInvalidationBus)? = nil, cacheClock: MicroCache.Clock? = nil,
                 clock: GatewayClock = .system) {
-        self.sessions = sessions
-        self.metrics = metrics
-        maxBodyBytes = config.limits.maxBodyBytes
-        answersImmediately = config.resources.contains { $0.cache.ttlMs > 0 }
-        self.log = log
-        let schema = SchemaWatch(log: log)
-        self.schema = schema
         // A stored answer carries the edge's fields alike on every answer under /api/ (every cached answer is a
         // resource's), so that a hit only adds its request id.
         let cache = MicroCache(maxEntries: config.cacheMaxEntries, now: cacheClock ?? MicroCache.monotonicClock(),
                                preparing: { EdgeStages.decorateAlike(&$0, underAPI: true) })
         let invalidations = invalidations ?? LocalInvalidationBus()
         cache.attach(to: invalidations, metrics: metrics)
-        self.cache = cache
-        clientAddress = ClientAddress(trustedProxies: Set(config.rateLimits.trustedProxies))
-        routes = RouteTable(config: config, directus: directus, sessions: sessions, log: log, metrics: metrics,
-                            rateLimits: rateLimits ?? RateLimits(config.rateLimits, metrics: metrics), breaker: breaker,
-                            schema: schema, cache: cache, invalidations: invalidations, clock: clock.seconds)
+        shared = RouteTable.Shared(sessions: sessions, log: log, metrics: metrics, schema: SchemaWatch(log: log),
+                                   cache: cache, sampler: StatsSampler(metrics: metrics, counted: RouteTable.countedInStats),
+                                   invalidations: invalidations, reload: ReloadTrigger(),
+                                   adminFailures: AdminAuthFailures(log: log, metrics: metrics, clock: clock.seconds),
+                                   clock: clock.seconds)
+        slots = GenerationSlots(GatewayGeneration(number: 1, config: config, directus: directus,
+                                                  rateLimits: rateLimits ?? RateLimits(config.rateLimits, metrics: metrics),
+                                                  breaker: breaker, shared: shared))
+    }
+
+    /// Builds the next generation from `config` over the kept parts and makes it the one every request routed from
+    /// now on uses; requests in flight finish on theirs. The cached answers are dropped. Call off the loops.
+    package func install(_ config: PosternConfig, directus: DirectusClient, rateLimits: RateLimits,
+                         breaker: CircuitBreaker?) -> GatewayGeneration {
+        installing.withLock {
+            let next = GatewayGeneration(number: slots.newest.number + 1, config: config, directus: directus,
+                                         rateLimits: rateLimits, breaker: breaker, shared: shared)
+            slots.publish(next)
+            // Keys carry the generation, so an answer an older generation stores later is never served by this one.
+            shared.cache.invalidateAll()
+            return next
+        }
+    }
+
+    /// Lets `POST /admin/reload` run `reload`.
+    package func attachReload(_ reload: @escaping @Sendable () async -> ConfigReloadOutcome) {
+        shared.reload.attach(reload)
+    }
+
+    /// Drops the loops' references to the generations (after the loops stopped).
+    func releaseGenerations() {
+        slots.release()
     }
 
     /// Answers one request on the public listener; never throws, every error is rendered.
     package func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        await handle(request, router: routes.router, prepared: nil)
+        await handle(request, prepared: nil, admin: false)
     }
 
     /// Answers one request on the public listener, going on from what `handleImmediately` prepared for it
     /// (`prepared`, when it is that), else from the start.
     package func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse {
-        await handle(request, router: routes.router, prepared: prepared)
+        await handle(request, prepared: prepared, admin: false)
     }
 
     /// Answers one request on the admin listener (operations, `/metrics`, the operator console), behind the admin
     /// edge (no CORS: `RouteTable.adminEdge`). A path under `/admin/` passes the admin guard first, routed or not
     /// (`AdminGuard`); handlers read the caller's address in `context.clientIP`.
     package func handleAdmin(_ request: HTTPRequest) async -> HTTPResponse {
-        let start = prepare(request, router: routes.adminRouter, edge: routes.adminEdge, guarded: AdminGuard.covers(request.path))
-        return await routes.adminEdge.respond(to: request, context: start.context, endpoint: start.endpoint,
-                                         from: start.progress, trace: start.trace)
+        await handle(request, prepared: nil, admin: true)
     }
 
     /// `handle`'s answer when it is ready without suspending (e.g. a fresh micro-cache answer for a cached
@@ -76,25 +97,32 @@ package final class Gateway: HTTPRequestHandler {
     /// for `handle(_:prepared:)` to go on from. Tried first on every request of the public listener, on its loop
     /// thread.
     package func handleImmediately(_ request: HTTPRequest, prepared: inout AnyObject?) -> HTTPResponse? {
-        let start = prepare(request, router: routes.router, edge: routes.edge)
+        let generation = slots.current
+        guard generation.answersImmediately else { return nil }
+        let start = prepare(request, generation, admin: false)
         guard case .answered(var response) = start.progress else {
             prepared = PreparedRequest(start)
             return nil
         }
-        routes.edge.finish(&response, request, start.context, start.trace)
+        generation.routes.edge.finish(&response, request, start.context, start.trace)
         return response
     }
 
+    /// A request routed with the current generation (or what the immediate path prepared, with the generation it
+    /// was routed with) answered by that generation's stages.
     @inline(__always)  // one async frame per request, not two
-    private func handle(_ request: HTTPRequest, router: Router, prepared: AnyObject?) async -> HTTPResponse {
-        let start = (prepared as? PreparedRequest)?.start ?? prepare(request, router: router, edge: routes.edge)
-        return await routes.edge.respond(to: request, context: start.context, endpoint: start.endpoint,
-                                         from: start.progress, trace: start.trace)
+    private func handle(_ request: HTTPRequest, prepared: AnyObject?, admin: Bool) async -> HTTPResponse {
+        let start = (prepared as? PreparedRequest)?.start ?? prepare(request, slots.current, admin: admin)
+        let routes = start.generation.routes
+        return await (admin ? routes.adminEdge : routes.edge).respond(to: request, context: start.context, endpoint: start.endpoint,
+                                                                      from: start.progress, trace: start.trace)
     }
 
     /// What the first, synchronous step of a request found: its context, its endpoint, its access-log trace and
     /// how far the stages went (`EdgeStages.prepare`).
     struct Start {
+        /// The generation the request was routed with (it is answered by it).
+        let generation: GatewayGeneration
         /// The request's context.
         let context: RequestContext
         /// The endpoint that answers it (the 404 one when no route matches).
@@ -116,26 +144,28 @@ package final class Gateway: HTTPRequestHandler {
     /// endpoint's stages as far as they go without an `await`. Synchronous and not inlined: what routing builds
     /// stays off the async frame.
     @inline(never)
-    private func prepare(_ request: HTTPRequest, router: Router, edge: EdgeStages, guarded: Bool = false) -> Start {
+    private func prepare(_ request: HTTPRequest, _ generation: GatewayGeneration, admin: Bool) -> Start {
+        let routes = generation.routes
         let context: RequestContext
         var endpoint: Endpoint
-        if let match = router.match(path: request.path) {
-            context = self.context(request, match)
+        if let match = (admin ? routes.adminRouter : routes.router).match(path: request.path) {
+            context = self.context(request, match, generation)
             endpoint = match.route.responder(for: request.method)
         } else {
-            context = self.context(request, nil)
+            context = self.context(request, nil, generation)
             endpoint = routes.notFound
         }
-        if guarded { endpoint = routes.adminGuard.guarding(endpoint) }
+        if admin && AdminGuard.covers(request.path) { endpoint = routes.adminGuard.guarding(endpoint) }
+        let edge = admin ? routes.adminEdge : routes.edge
         let trace = edge.trace()
-        return Start(context: context, endpoint: endpoint, trace: trace,
+        return Start(generation: generation, context: context, endpoint: endpoint, trace: trace,
                      progress: edge.prepare(request, context, endpoint, trace: trace))
     }
 
     /// A new request's context: its id, the client's address, and what routing found.
-    private func context(_ request: HTTPRequest, _ match: RouteMatch?) -> RequestContext {
+    private func context(_ request: HTTPRequest, _ match: RouteMatch?, _ generation: GatewayGeneration) -> RequestContext {
         let context = RequestContext(headers: request.headers,
-                                     clientIP: clientAddress.clientIP(request))
+                                     clientIP: generation.clientAddress.clientIP(request))
         guard let match else { return context }
         context.routePattern = match.route.pattern
         context.resourceName = match.route.resource
@@ -151,7 +181,7 @@ package final class Gateway: HTTPRequestHandler {
         case .badFraming(let request, let reason):
             return refuse(request, .invalidRequest(reason))
         case .bodyTooLarge(let request):
-            return refuse(request, .payloadTooLarge(maxBodyBytes))
+            return refuse(request, .payloadTooLarge(slots.current.maxBodyBytes))
         case .requestTimeout:
             let context = RequestContext(headers: HTTPHeaders(), clientIP: "")
             var response = ErrorRenderer.render(GatewayError(status: 408, code: .requestTimeout, message: "request not received in time"),
@@ -163,9 +193,10 @@ package final class Gateway: HTTPRequestHandler {
 
     /// The answer to a refused request that arrived far enough to be logged.
     private func refuse(_ request: HTTPRequest, _ error: GatewayError) -> HTTPResponse {
+        let generation = slots.current
         let context = RequestContext(headers: request.headers,
-                                     clientIP: clientAddress.clientIP(request))
-        if let match = routes.router.match(path: request.path) {
+                                     clientIP: generation.clientAddress.clientIP(request))
+        if let match = generation.routes.router.match(path: request.path) {
             context.routePattern = match.route.pattern
             context.resourceName = match.route.resource
         }
@@ -173,7 +204,7 @@ package final class Gateway: HTTPRequestHandler {
         EdgeStages.decorate(&response, path: request.path, requestID: context.requestID)
         metrics.request(route: context.routePattern, method: EdgeStages.methodLabel(request.method), status: error.status,
                         seconds: 0)
-        log.access(request, response, context: context, trace: RequestTrace())
+        shared.log.access(request, response, context: context, trace: RequestTrace())
         return response
     }
 }

@@ -43,34 +43,31 @@ package struct DirectusBootstrap: Sendable {
 
         // The collection, its fields and the m2o relations to directus_users.
         let collection = BootstrapPlan.collection
-        let existing = try await admin.lookup("collection \(collection)", "/collections/\(collection)")
-        if let row = existing, row["schema"]?.isNull ?? false {
-            // A folder: a directus_collections row without a table. Directus answers 403 on its fields, which
-            // is not about admin rights.
-            throw .step(name: "collection \(collection)", reason: "\"\(collection)\" exists in Directus as a folder "
-                + "(a collection with no table: schema is null), so it cannot hold items; delete it or make it a "
-                + "collection with a table (Settings → Data Model), then run `postern bootstrap` again")
-        } else if existing == nil {
-            _ = try await admin.send("collection \(collection)", .post, "/collections", BootstrapPlan.collectionBody)
-            record("collection \(collection)", .created, "\(BootstrapPlan.fields.count) fields")
-        } else {
-            record("collection \(collection)", .unchanged)
-            let existing = Set((try await admin.send("fields of \(collection)", .get, "/fields/\(collection)"))?
-                .arrayValue?.compactMap { $0["field"]?.stringValue } ?? [])
-            for field in BootstrapPlan.fields {
-                guard let name = field["field"]?.stringValue, !existing.contains(name) else { continue }
-                _ = try await admin.send("field \(collection).\(name)", .post, "/fields/\(collection)", field)
-                record("field \(collection).\(name)", .created)
-            }
+        for (name, outcome) in try await ensureCollection(admin, collection, body: BootstrapPlan.collectionBody,
+                                                          fields: BootstrapPlan.fields) {
+            record(name, outcome.0, outcome.1)
         }
         for field in BootstrapPlan.userFields {
-            let name = "relation \(collection).\(field) → directus_users"
-            if try await admin.lookup(name, "/relations/\(collection)/\(field)") == nil {
-                _ = try await admin.send(name, .post, "/relations", BootstrapPlan.relationBody(field: field))
-                record(name, .created)
-            } else {
-                record(name, .unchanged)
-            }
+            let (name, outcome) = try await ensureRelation(admin, BootstrapPlan.relationBody(field: field))
+            record(name, outcome)
+        }
+        // The demo's comments (DESIGN §8.4): the collection, the alias `posts.comments`, `comments.post` → posts
+        // (with the alias as its one-to-many side) and `comments.user_created` → directus_users.
+        for (name, outcome) in try await ensureCollection(admin, BootstrapPlan.commentsCollection,
+                                                          body: BootstrapPlan.commentsCollectionBody,
+                                                          fields: BootstrapPlan.commentFields) {
+            record(name, outcome.0, outcome.1)
+        }
+        let aliasName = "field \(collection).\(BootstrapPlan.commentsAlias) (one-to-many alias)"
+        if try await admin.lookup(aliasName, "/fields/\(collection)/\(BootstrapPlan.commentsAlias)") == nil {
+            _ = try await admin.send(aliasName, .post, "/fields/\(collection)", BootstrapPlan.commentsAliasField)
+            record(aliasName, .created)
+        } else {
+            record(aliasName, .unchanged)
+        }
+        for body in [BootstrapPlan.commentPostRelationBody, BootstrapPlan.commentUserRelationBody] {
+            let (name, outcome) = try await ensureRelation(admin, body)
+            record(name, outcome)
         }
 
         // The app role, its policy, the access row between them, and the policy's rules.
@@ -189,6 +186,54 @@ package struct DirectusBootstrap: Sendable {
         return version
     }
 
+    // MARK: - Schema
+
+    /// Creates `name` with `body` when missing, else adds the fields of `fields` it lacks; refuses a folder.
+    private func ensureCollection(_ admin: Admin, _ name: String, body: JSONValue,
+                                  fields: [JSONValue]) async throws(BootstrapError) -> [(String, (BootstrapOutcome, String))] {
+        let step = "collection \(name)"
+        let existing = try await admin.lookup(step, "/collections/\(name)")
+        if let row = existing, row["schema"]?.isNull ?? false {
+            // A folder: a directus_collections row without a table. Directus answers 403 on its fields, which
+            // is not about admin rights.
+            throw .step(name: step, reason: "\"\(name)\" exists in Directus as a folder "
+                + "(a collection with no table: schema is null), so it cannot hold items; delete it or make it a "
+                + "collection with a table (Settings → Data Model), then run `postern bootstrap` again")
+        }
+        if existing == nil {
+            _ = try await admin.send(step, .post, "/collections", body)
+            return [(step, (.created, "\(fields.count) fields"))]
+        }
+        var outcomes: [(String, (BootstrapOutcome, String))] = [(step, (.unchanged, ""))]
+        let present = Set((try await admin.send("fields of \(name)", .get, "/fields/\(name)"))?
+            .arrayValue?.compactMap { $0["field"]?.stringValue } ?? [])
+        for field in fields {
+            guard let fieldName = field["field"]?.stringValue, !present.contains(fieldName) else { continue }
+            _ = try await admin.send("field \(name).\(fieldName)", .post, "/fields/\(name)", field)
+            outcomes.append(("field \(name).\(fieldName)", (.created, "")))
+        }
+        return outcomes
+    }
+
+    /// Creates the relation `body` describes when its field has none; when it has one whose one-to-many side
+    /// (`meta.one_field`) differs from the wanted one, sets it with `PATCH /relations/:collection/:field`.
+    private func ensureRelation(_ admin: Admin, _ body: JSONValue) async throws(BootstrapError) -> (String, BootstrapOutcome) {
+        let collection = body["collection"]?.stringValue ?? ""
+        let field = body["field"]?.stringValue ?? ""
+        let related = body["related_collection"]?.stringValue ?? ""
+        let name = "relation \(collection).\(field) → \(related)"
+        guard let existing = try await admin.lookup(name, "/relations/\(collection)/\(field)") else {
+            _ = try await admin.send(name, .post, "/relations", body)
+            return (name, .created)
+        }
+        if let wanted = body["meta"]?["one_field"]?.stringValue, existing["meta"]?["one_field"]?.stringValue != wanted {
+            _ = try await admin.send(name, .patch, "/relations/\(collection)/\(field)",
+                                     .object([("meta", .object([("one_field", .string(wanted))]))]))
+            return (name, .updated)
+        }
+        return (name, .unchanged)
+    }
+
     // MARK: - Steps
 
     /// Looks a row up by `filter` and returns its id, creating it with `body` when there is none.
@@ -221,12 +266,27 @@ package struct DirectusBootstrap: Sendable {
             .filter { Admin.id($0["id"]) != nil } ?? []
         var outcomes: [(String, BootstrapOutcome)] = []
         var missing: [DirectusPermissionRow] = []
+        // Several rules may share a collection and action (directus_users read: one's own row, every row's
+        // names): each rule claims one row, first one saying the same, else one left unclaimed to PATCH.
+        var claimed = Set<String>()
+        var pending: [(DirectusPermissionRow, String)] = []
         for rule in rules {
             let name = "\(label) \(rule.collection) \(rule.action)"
-            let same = existing.filter { $0["collection"]?.stringValue == rule.collection && $0["action"]?.stringValue == rule.action }
-            if same.contains(where: rule.matches) {
+            if let row = existing.first(where: { row in
+                Admin.id(row["id"]).map { !claimed.contains($0) } ?? false && rule.matches(row)
+            }), let id = Admin.id(row["id"]) {
+                claimed.insert(id)
                 outcomes.append((name, .unchanged))
-            } else if let row = same.first, let id = Admin.id(row["id"]) {
+            } else {
+                pending.append((rule, name))
+            }
+        }
+        for (rule, name) in pending {
+            if let row = existing.first(where: { row in
+                guard let id = Admin.id(row["id"]), !claimed.contains(id) else { return false }
+                return row["collection"]?.stringValue == rule.collection && row["action"]?.stringValue == rule.action
+            }), let id = Admin.id(row["id"]) {
+                claimed.insert(id)
                 _ = try await admin.send(name, .patch, "/permissions/\(QueryString.encode(id))", .object(rule.changes))
                 outcomes.append((name, .updated))
             } else {

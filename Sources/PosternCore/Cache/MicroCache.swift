@@ -156,6 +156,12 @@ package final class MicroCache: @unchecked Sendable {
         MicroCache.invalidate(collection: collection, in: generations)
     }
 
+    /// Drops every stored answer (a config reload: docs/api.md, Reloading the config) and stops reads in flight
+    /// from storing theirs.
+    package func invalidateAll() {
+        for generation in generations.withLock({ Array($0.values) }) { generation.bump() }
+    }
+
     /// `invalidate(collection:)` over the write counters themselves.
     private static func invalidate(collection: String, in generations: LockedBox<[String: Generation]>) {
         // No counter yet: nothing over the collection is stored or in flight.

@@ -6,7 +6,8 @@ import PosternHTTP
 final class ResourceCache: Sendable {
     /// The shared cache; nil when this resource is not cached (`cache.ttl_ms` 0).
     let cache: MicroCache?
-    /// The resource name.
+    /// The resource name as its keys carry it: with the config generation after the first (docs/api.md, Reloading
+    /// the config), so that an answer stored by an older generation is never served by a newer one.
     let resource: String
     /// The Directus collection behind the resource.
     let collection: String
@@ -22,12 +23,13 @@ final class ResourceCache: Sendable {
     private let plainList: CacheKey.Prefix?
 
     /// The view of `resource` over `cache`; `plainList` is the upstream path and query of a list without
-    /// parameters, when known.
+    /// parameters, when known; `generation` is the config generation of the routes it serves.
     init(_ resource: ResourceConfig, cache: MicroCache, invalidations: any CacheInvalidationBus,
-         plainList: (path: String, query: [(String, String)])? = nil) {
-        self.plainList = plainList.map { CacheKey.Prefix(resource: resource.name, path: $0.path, query: $0.query) }
+         plainList: (path: String, query: [(String, String)])? = nil, generation configGeneration: Int = 1) {
+        let name = configGeneration > 1 ? "\(resource.name)@\(configGeneration)" : resource.name
+        self.plainList = plainList.map { CacheKey.Prefix(resource: name, path: $0.path, query: $0.query) }
         self.cache = resource.cache.ttlMs > 0 ? cache : nil
-        self.resource = resource.name
+        self.resource = name
         self.collection = resource.collection
         generation = resource.cache.ttlMs > 0 ? cache.generation(for: resource.collection) : nil
         ttl = .milliseconds(resource.cache.ttlMs)

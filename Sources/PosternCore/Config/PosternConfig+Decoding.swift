@@ -11,7 +11,8 @@ enum ConfigKeys {
     static let directus = ["url", "timeout_ms", "max_connections_per_worker", "registration", "keepalive_idle_ms",
                            "max_waiting_per_worker", "pipeline_depth", "max_response_bytes"]
     /// `sessions`.
-    static let sessions = ["store", "idle_ttl_s", "max_ttl_s", "max_per_user"]
+    static let sessions = ["store", "idle_ttl_s", "max_ttl_s", "max_per_user", "redis_ca_file", "redis_cert_file",
+                           "redis_key_file"]
     /// `limits`.
     static let limits = ["max_body_bytes", "inactivity_timeout_s", "request_timeout_s", "shutdown_grace_s"]
     /// `rate_limits`.
@@ -63,6 +64,9 @@ extension PosternConfig {
             if let v = reader.int(o, "idle_ttl_s", at: p, rule: .positive) { config.sessions.idleTTLSeconds = v }
             if let v = reader.int(o, "max_ttl_s", at: p, rule: .positive) { config.sessions.maxTTLSeconds = v }
             if let v = reader.int(o, "max_per_user", at: p, rule: .positive) { config.sessions.maxPerUser = v }
+            if let v = reader.string(o, "redis_ca_file", at: p) { config.sessions.redisCAFile = v }
+            if let v = reader.string(o, "redis_cert_file", at: p) { config.sessions.redisCertFile = v }
+            if let v = reader.string(o, "redis_key_file", at: p) { config.sessions.redisKeyFile = v }
         }
         if let value = top["limits"], let o = reader.object(value, at: "limits", keys: ConfigKeys.limits) {
             let p = "limits"

@@ -7,10 +7,10 @@ package enum SessionStoreKind: Sendable, Equatable {
     case memory
     /// An embedded SQLite file at this path.
     case sqlite(path: String)
-    /// A Redis server (planned).
+    /// A Redis server (`redis://`, or `rediss://` over TLS).
     case redis(HostPort)
 
-    /// Parses `memory`, `sqlite:<path>` or `redis://[:password@]host:port[/db]`; nil for anything else.
+    /// Parses `memory`, `sqlite:<path>` or `redis[s]://[[user]:password@]host:port[/db]`; nil for anything else.
     package init?(_ text: String) {
         if text == "memory" {
             self = .memory
@@ -42,7 +42,8 @@ extension SessionsConfig {
     /// The parsed `store`; nil only when the config was not validated.
     package var storeKind: SessionStoreKind? { SessionStoreKind(store) }
 
-    /// The parsed `redis://` URL of a Redis store (password and database included); nil for other stores.
+    /// The parsed `redis[s]://` URL of a Redis store (user, password, TLS and database included); nil for other
+    /// stores.
     package var redisURL: RedisURL? { RedisURL(store) }
 }
 

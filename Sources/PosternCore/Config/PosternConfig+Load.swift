@@ -12,6 +12,9 @@ extension PosternConfig {
         ("POSTERN_DIRECTUS_URL", "directus.url"),
         ("POSTERN_UPSTREAM_TIMEOUT_MS", "directus.timeout_ms"),
         ("POSTERN_SESSION_STORE", "sessions.store"),
+        ("POSTERN_REDIS_CA_FILE", "sessions.redis_ca_file"),
+        ("POSTERN_REDIS_CERT_FILE", "sessions.redis_cert_file"),
+        ("POSTERN_REDIS_KEY_FILE", "sessions.redis_key_file"),
         ("POSTERN_LOG_LEVEL", "log_level"),
         ("POSTERN_SECRET_KEY", "secret_key"),
         ("POSTERN_CACHE_TTL_MS", "resources[*].cache.ttl_ms"),
@@ -105,6 +108,9 @@ extension PosternConfig {
                 guard let v = integer(variable, .timeoutMs) else { continue }
                 config.directus.timeoutMs = v
             case "sessions.store": config.sessions.store = text
+            case "sessions.redis_ca_file": config.sessions.redisCAFile = text
+            case "sessions.redis_cert_file": config.sessions.redisCertFile = text
+            case "sessions.redis_key_file": config.sessions.redisKeyFile = text
             case "log_level": config.logLevel = text
             case "secret_key": config.secretKey = text
             case "resources[*].cache.ttl_ms":

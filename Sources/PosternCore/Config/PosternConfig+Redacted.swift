@@ -33,6 +33,9 @@ extension PosternConfig {
                 ("idle_ttl_s", int(sessions.idleTTLSeconds)),
                 ("max_ttl_s", int(sessions.maxTTLSeconds)),
                 ("max_per_user", int(sessions.maxPerUser)),
+                ("redis_ca_file", sessions.redisCAFile.map { .string($0) } ?? .null),
+                ("redis_cert_file", sessions.redisCertFile.map { .string($0) } ?? .null),
+                ("redis_key_file", sessions.redisKeyFile.map { .string($0) } ?? .null),
             ])),
             ("limits", .object([
                 ("max_body_bytes", int(limits.maxBodyBytes)),

@@ -42,13 +42,13 @@ extension PosternConfig {
             report("directus.registration", "must be \"users\" or \"register\" (got \"\(directus.registration)\")")
         }
 
-        if sessions.store.hasPrefix("rediss://") {
-            report("sessions.store", "rediss:// (Redis over TLS) is not supported; use redis:// on a private network")
-        } else if sessions.storeKind == nil {
+        if sessions.storeKind == nil {
             // A URL with credentials is not echoed: it may hold a password.
             let shown = sessions.store.contains("@") ? "a URL with credentials" : "\"\(sessions.store)\""
-            report("sessions.store", "must be memory, sqlite:<path> or redis://[:password@]host:port[/db] (got \(shown))")
+            report("sessions.store",
+                   "must be memory, sqlite:<path> or redis[s]://[[user]:password@]host:port[/db] (got \(shown))")
         }
+        for problem in sessions.redisTLSProblems() { report(problem.path, problem.message) }
         check("sessions.idle_ttl_s", sessions.idleTTLSeconds, .positive)
         check("sessions.max_ttl_s", sessions.maxTTLSeconds, .positive)
         check("sessions.max_per_user", sessions.maxPerUser, .positive)

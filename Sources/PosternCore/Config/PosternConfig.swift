@@ -69,8 +69,15 @@ package struct DirectusConfig: Sendable, Equatable {
 
 /// Session storage (`sessions`).
 package struct SessionsConfig: Sendable, Equatable {
-    /// `memory`, `sqlite:/path`, or `redis://host:port`.
+    /// `memory`, `sqlite:/path`, or `redis[s]://[[user]:password@]host:port[/db]`.
     package var store = "sqlite:data/sessions.db"
+    /// PEM file of the CA certificates that verify a `rediss://` server (`POSTERN_REDIS_CA_FILE`); nil: the
+    /// system's trust store.
+    package var redisCAFile: String?
+    /// PEM client certificate presented to a `rediss://` server that asks for one (`POSTERN_REDIS_CERT_FILE`).
+    package var redisCertFile: String?
+    /// PEM private key of `redisCertFile` (`POSTERN_REDIS_KEY_FILE`).
+    package var redisKeyFile: String?
     /// Idle expiry in seconds.
     package var idleTTLSeconds = 604_800
     /// Absolute expiry in seconds.

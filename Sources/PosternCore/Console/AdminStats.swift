@@ -5,8 +5,8 @@ import PosternHTTP
 /// latencies, with the live sessions, Redis, the breaker, the version and the redacted config.
 enum AdminStats {
     /// The JSON of one report.
-    static func json(_ report: StatsSampler.Report, config: JSONValue, liveSessions: Int, redisConnected: Bool?,
-                     circuit: CircuitBreaker.State) -> JSONValue {
+    static func json(_ report: StatsSampler.Report, config: JSONValue, generation: Int = 1, liveSessions: Int,
+                     redisConnected: Bool?, circuit: CircuitBreaker.State) -> JSONValue {
         func number(_ value: Double, _ places: Double = 1000) -> JSONValue { .double((value * places).rounded() / places) }
         func ms(_ seconds: Double?) -> JSONValue { seconds.map { number($0 * 1000) } ?? .null }
         func int(_ value: Int) -> JSONValue { .int(Int64(value)) }
@@ -29,6 +29,7 @@ enum AdminStats {
         }
         return .object([
             ("version", .string(PosternVersion.current)),
+            ("generation", int(generation)),
             ("uptime_s", number(report.uptime, 10)),
             ("window_s", number(window, 10)),
             ("requests", .object([

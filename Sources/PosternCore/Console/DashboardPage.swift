@@ -24,6 +24,7 @@ enum DashboardPage {
   <div class="brand">Postern<small>operator console</small></div>
   <div class="chips">
     <span class="chip">version <b id="version">–</b></span>
+    <span class="chip">config generation <b id="generation">–</b></span>
     <span class="chip">uptime <b id="uptime">–</b></span>
     <span class="chip"><i class="dot" id="redis-dot"></i>Redis <b id="redis">–</b></span>
     <span class="chip"><i class="dot" id="circuit-dot"></i>circuit <b id="circuit">–</b></span>

@@ -2,6 +2,10 @@
 package enum PosternErrorCode: String, Sendable, Equatable, CaseIterable {
     /// 400: malformed JSON, wrong types, unknown or read-only field, bad query value.
     case invalidRequest = "invalid_request"
+    /// 400 (`POST /admin/reload`): the config file is invalid; the old config keeps serving.
+    case invalidConfig = "invalid_config"
+    /// 409 (`POST /admin/reload`): a key that only a restart can change was changed; nothing was reloaded.
+    case restartRequired = "restart_required"
     /// 401: no bearer, or an unknown, expired or revoked token.
     case unauthorized
     /// 401: login with a wrong email or password.

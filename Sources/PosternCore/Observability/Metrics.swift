@@ -120,6 +120,9 @@ package final class Metrics: @unchecked Sendable {
     private var gauges: [(name: String, help: String, read: @Sendable () -> Double)] = []
     /// Counters kept by their owner (e.g. the micro-cache), read at scrape time.
     private var counters: [(name: String, help: String, read: @Sendable () -> Double)] = []
+    /// Counters kept by their owner with one label (e.g. the config reloads by result), read at scrape time.
+    private var labeledCounters: [(name: String, help: String, label: String, values: [String],
+                                   read: @Sendable (String) -> Double)] = []
 
     /// An empty registry.
     package init() {
@@ -210,6 +213,11 @@ package final class Metrics: @unchecked Sendable {
         gaugeLock.withLock { counters.append((name, help, read)) }
     }
 
+    /// Registers a counter kept elsewhere with one label taking `values`, read at scrape time (set up once at start).
+    func counter(_ name: String, help: String, label: String, values: [String], _ read: @escaping @Sendable (String) -> Double) {
+        gaugeLock.withLock { labeledCounters.append((name, help, label, values, read)) }
+    }
+
     /// Every count so far, summed over the shards, for the operator console's sampler (`StatsSampler`): per route
     /// pattern and method, the answers by status and the latency histogram; upstream errors by kind; the counters
     /// kept elsewhere (the micro-cache's) by name. Taken one shard at a time, as a scrape is.
@@ -240,7 +248,7 @@ package final class Metrics: @unchecked Sendable {
     /// The Prometheus text exposition (version 0.0.4).
     package func render() -> String {
         let (requests, requestLatency, upstreamLatency, upstreamErrors, rateLimits) = summed()
-        let (gauges, counters) = gaugeLock.withLock { (self.gauges, self.counters) }
+        let (gauges, counters, labeled) = gaugeLock.withLock { (self.gauges, self.counters, self.labeledCounters) }
         var out = ""
         out += "# HELP postern_requests_total Requests answered, by route pattern, method and status.\n"
         out += "# TYPE postern_requests_total counter\n"
@@ -261,6 +269,12 @@ package final class Metrics: @unchecked Sendable {
         }
         for counter in counters {
             out += "# HELP \(counter.name) \(counter.help)\n# TYPE \(counter.name) counter\n\(counter.name) \(Metrics.number(counter.read()))\n"
+        }
+        for counter in labeled {
+            out += "# HELP \(counter.name) \(counter.help)\n# TYPE \(counter.name) counter\n"
+            for value in counter.values {
+                out += "\(counter.name){\(counter.label)=\"\(value)\"} \(Metrics.number(counter.read(value)))\n"
+            }
         }
         for gauge in gauges {
             out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n\(gauge.name) \(Metrics.number(gauge.read()))\n"

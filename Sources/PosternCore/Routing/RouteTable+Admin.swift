@@ -10,7 +10,7 @@ extension RouteTable {
 
     /// The operator console's routes on the admin listener (docs/api.md, Operator console): the page at `/` and
     /// `GET /admin/stats` (behind the admin guard, as every path under `/admin/`).
-    static func consoleRoutes(config: PosternConfig, sampler: StatsSampler, sessions: SessionManager,
+    static func consoleRoutes(config: PosternConfig, generation: Int, sampler: StatsSampler, sessions: SessionManager,
                               breaker: CircuitBreaker?) -> [Route] {
         let page = DashboardPage.response()
         let redactedConfig = config.redactedJSON()
@@ -20,7 +20,7 @@ extension RouteTable {
             Route("/admin/stats", methods: [(.get, Endpoint { _, _ in
                 let live = await sessions.activeSessions()
                 let redisConnected: Bool? = redis ? await sessions.storeIsAvailable() : nil
-                let body = AdminStats.json(sampler.report(), config: redactedConfig, liveSessions: live,
+                let body = AdminStats.json(sampler.report(), config: redactedConfig, generation: generation, liveSessions: live,
                                            redisConnected: redisConnected, circuit: breaker?.state ?? .closed)
                 var response = HTTPResponse.json(200, body)
                 response.headers.set("Cache-Control", "no-store")
@@ -37,5 +37,10 @@ extension RouteTable {
             Route("/admin/sessions/{id}", methods: [(.delete, Endpoint(handler: admin.revokeOne))]),
             Route("/admin/users/{id}/sessions", methods: [(.delete, Endpoint(handler: admin.revokeUser))]),
         ]
+    }
+
+    /// `POST /admin/reload` (`AdminReload`, docs/api.md, Reloading the config).
+    static func reloadRoute(_ admin: AdminReload) -> Route {
+        Route("/admin/reload", methods: [(.post, Endpoint(handler: admin.reload))])
     }
 }

@@ -36,26 +36,52 @@ struct RouteTable: Sendable {
         let cache: MicroCache
         /// Where writes announce that a collection changed.
         let invalidations: any CacheInvalidationBus
+        /// The config generation these routes belong to (its cached answers are its own).
+        let generation: Int
     }
 
-    /// Builds every route. `metrics` and `rateLimits` are process-wide (shared by every loop); `clock` (monotonic seconds,
-    /// the gateway's) times `/readyz`'s ping reuse and the admin listener's failed-authentication limit.
-    init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog, metrics: Metrics,
-         rateLimits: RateLimits, breaker: CircuitBreaker?, schema: SchemaWatch, cache: MicroCache,
-         invalidations: any CacheInvalidationBus,
-         clock: @escaping @Sendable () -> TimeInterval = { ProcessInfo.processInfo.systemUptime }) {
-        edge = EdgeStages(metrics: metrics, log: log, cors: CORSPolicy(config.cors))
-        adminEdge = EdgeStages(metrics: metrics, log: log, cors: CORSPolicy.noOrigin)
+    /// What the route tables of every config generation share: built once, kept across reloads (docs/api.md,
+    /// Reloading the config).
+    struct Shared: Sendable {
+        /// The sessions.
+        let sessions: SessionManager
+        /// The access and event log.
+        let log: AccessLog
+        /// The process-wide metrics.
+        let metrics: Metrics
+        /// What Directus's answers said about its schema.
+        let schema: SchemaWatch
+        /// The process-wide micro-cache.
+        let cache: MicroCache
+        /// The operator console's sampler of `metrics`.
+        let sampler: StatsSampler
+        /// Where writes announce that a collection changed.
+        let invalidations: any CacheInvalidationBus
+        /// What `POST /admin/reload` runs.
+        let reload: ReloadTrigger
+        /// The failed admin authentications per client IP (a reload keeps the count).
+        let adminFailures: AdminAuthFailures
+        /// Monotonic seconds, the gateway's: `/readyz`'s ping reuse, the admin listener's failed-authentication limit.
+        let clock: @Sendable () -> TimeInterval
+    }
+
+    /// Builds every route of config generation `generation` of `config` over the parts every generation shares.
+    init(config: PosternConfig, generation: Int, directus: DirectusClient, shared: Shared, rateLimits: RateLimits,
+         breaker: CircuitBreaker?) {
+        let sessions = shared.sessions
+        let schema = shared.schema
+        edge = EdgeStages(metrics: shared.metrics, log: shared.log, cors: CORSPolicy(config.cors))
+        adminEdge = EdgeStages(metrics: shared.metrics, log: shared.log, cors: CORSPolicy.noOrigin)
         let stages = Stages(limit: BodyLimitStage(maxBytes: config.limits.maxBodyBytes),
                             optionalAuth: AuthenticationStage(sessions: sessions, required: false, rateLimits: rateLimits),
                             requiredAuth: AuthenticationStage(sessions: sessions, required: true, rateLimits: rateLimits),
                             items: DirectusItems(directus: directus, sessions: sessions), schema: schema,
-                            cache: cache, invalidations: invalidations)
+                            cache: shared.cache, invalidations: shared.invalidations, generation: generation)
         let users = UserHandlers(directus: directus, sessions: sessions, rateLimits: rateLimits,
                                  registerEndpoint: config.directus.registration == "register")
         // The public listener's /readyz shares a ping per worker (anyone may call it); the admin listener's pings on
         // every probe (private: the orchestrator's probe and the operator see Directus's health as of now).
-        let coalesced = ReadinessPing(directus: directus, clock: clock)
+        let coalesced = ReadinessPing(directus: directus, clock: shared.clock)
         let operations = RouteTable.operationsRoutes(ping: { await coalesced.ping(context: $0) }, breaker: breaker,
                                                      schema: schema, sessions: sessions)
         let adminOperations = RouteTable.operationsRoutes(ping: { await directus.ping(context: $0) }, breaker: breaker,
@@ -63,12 +89,13 @@ struct RouteTable: Sendable {
         let publicRoutes = operations + [RouteTable.openAPIRoute(config)] + RouteTable.userRoutes(users, stages)
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
         router = Router(routes: publicRoutes)
-        let sampler = StatsSampler(metrics: metrics, counted: RouteTable.countedInStats)
-        self.sampler = sampler
-        adminRouter = Router(routes: adminOperations + [RouteTable.metricsRoute(metrics, sessions: sessions)]
-            + RouteTable.consoleRoutes(config: config, sampler: sampler, sessions: sessions, breaker: breaker)
-            + RouteTable.sessionRoutes(AdminSessions(sessions: sessions, log: log)))
-        adminGuard = AdminGuard(config.admin, failures: AdminAuthFailures(log: log, metrics: metrics, clock: clock))
+        sampler = shared.sampler
+        adminRouter = Router(routes: adminOperations + [RouteTable.metricsRoute(shared.metrics, sessions: sessions)]
+            + RouteTable.consoleRoutes(config: config, generation: generation, sampler: shared.sampler, sessions: sessions,
+                                       breaker: breaker)
+            + RouteTable.sessionRoutes(AdminSessions(sessions: sessions, log: shared.log))
+            + [RouteTable.reloadRoute(AdminReload(trigger: shared.reload, log: shared.log))])
+        adminGuard = AdminGuard(config.admin, failures: shared.adminFailures)
         notFound = Endpoint(answering: .notFound("no such route"))
     }
 
@@ -129,7 +156,8 @@ struct RouteTable: Sendable {
         let mapper = ResourceMapper(resource)
         let handlers = ResourceHandlers(mapper: mapper, items: stages.items, schema: stages.schema,
                                         cache: ResourceCache(resource, cache: stages.cache, invalidations: stages.invalidations,
-                                                             plainList: (mapper.upstreamCollectionPath, mapper.defaultListQuery)))
+                                                             plainList: (mapper.upstreamCollectionPath, mapper.defaultListQuery),
+                                                             generation: stages.generation))
         func rule(_ action: ResourceAction) -> PermissionRule { resource.permissions[action] ?? .nobody }
         func policy(_ action: ResourceAction) -> PolicyStage {
             PolicyStage(action: action, rule: rule(action), mapper: mapper, items: stages.items)

@@ -100,13 +100,13 @@ extension SQLiteSessionStore {
     func configure() throws {
         try exec("PRAGMA busy_timeout = 5000")
         // Fails here with "file is not a database" for a garbage file.
-        try exec("PRAGMA journal_mode = WAL")
+        try execWaitingForLock("PRAGMA journal_mode = WAL")
         try exec("PRAGMA synchronous = NORMAL")
         try exec("PRAGMA secure_delete = ON")
         // The version is read inside the write transaction: two processes opening one file at once would both read
         // the old version outside it, and the second would migrate again (`duplicate column name`). BEGIN IMMEDIATE
         // takes the write lock first (waiting up to the busy timeout), so the second reads what the first wrote.
-        try exec("BEGIN IMMEDIATE")
+        try execWaitingForLock("BEGIN IMMEDIATE")
         do {
             let version = try userVersion()
             if version == 0 {
@@ -138,6 +138,24 @@ extension SQLiteSessionStore {
                 throw SessionStoreError.failed("prepare: \(errorMessage())")
             }
             control.append(stmt)
+        }
+    }
+
+    /// `exec` for the statements of opening that take a lock another process may hold for a moment (the switch to WAL,
+    /// the migration's write transaction): SQLite answers some of those with SQLITE_BUSY at once, without calling the
+    /// busy handler (a WAL file being checkpointed and removed by the last connection closing, a journal mode change
+    /// while another connection reads), so they are tried again every 5 ms for up to the busy timeout (5 s).
+    func execWaitingForLock(_ sql: String) throws {
+        var waited = 0
+        while true {
+            let rc = sqlite3_exec(db, sql, nil, nil, nil)
+            if rc == SQLITE_OK { return }
+            let primary = rc & 0xff
+            guard (primary == SQLITE_BUSY || primary == SQLITE_LOCKED), waited < 5000 else {
+                throw SessionStoreError.failed(errorMessage())
+            }
+            usleep(5000)
+            waited += 5
         }
     }
 

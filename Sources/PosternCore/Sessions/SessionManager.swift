@@ -27,7 +27,10 @@ package struct IssuedTokens: Sendable {
 package final class SessionManager: @unchecked Sendable {
     /// Where sessions live (read by the shared-refresh extension).
     let store: any SessionStore
-    private let directus: DirectusClient
+    /// The Directus client for refresh and logout: a config reload hands the manager the new one
+    /// (`useDirectus`), so that a changed `directus.url` reaches them too. Read only on those calls.
+    private let directusClient: LockedBox<DirectusClient>
+    private var directus: DirectusClient { directusClient.withLock { $0 } }
     /// Idle expiry in seconds.
     package let idleTTL: TimeInterval
     /// Absolute expiry in seconds.
@@ -53,6 +56,11 @@ package final class SessionManager: @unchecked Sendable {
     /// `SessionCache`); the others are read from the store.
     package static let defaultCacheCapacity = 50_000
 
+    /// Makes `directus` the client of the refreshes and logouts from now on (a config reload).
+    package func useDirectus(_ directus: DirectusClient) {
+        directusClient.withLock { $0 = directus }
+    }
+
     /// Creates a manager over `store`, caching at most `cacheCapacity` sessions in process; `revocations`
     /// tells the other instances of a shared store which sessions changed, and tells this one theirs.
     package init(store: any SessionStore, directus: DirectusClient, idleTTL: TimeInterval, maxTTL: TimeInterval,
@@ -61,7 +69,7 @@ package final class SessionManager: @unchecked Sendable {
                 clock: @escaping @Sendable () -> Date = { Date() }) {
         self.cache = SessionCache(capacity: cacheCapacity)
         self.store = store
-        self.directus = directus
+        directusClient = LockedBox(directus)
         self.idleTTL = idleTTL
         self.maxTTL = maxTTL
         self.maxPerUser = max(1, maxPerUser)

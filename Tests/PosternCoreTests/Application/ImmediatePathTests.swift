@@ -150,7 +150,7 @@ import PosternCoreTesting
     @Test func uncachedResourcesNeverTakeTheImmediatePath() throws {
         let gw = try TestGateway()
         defer { gw.stop() }
-        #expect(!gw.app.gateway.answersImmediately, "the server does not even try")
+        #expect(!gw.app.gateway.answersImmediately, "the immediate hook returns at once")
         let token = try gw.login()
         for _ in 0..<2 {
             #expect(try gw.client().json("GET", "/api/v1/books", token: token).status == 200)

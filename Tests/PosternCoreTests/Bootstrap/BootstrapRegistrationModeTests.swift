@@ -23,6 +23,8 @@ import DirectusPlan
             "GET /collections/posts", "POST /collections",
             "GET /relations/posts/user_created", "POST /relations",
             "GET /relations/posts/user_updated", "POST /relations",
+            "GET /collections/comments", "POST /collections", "GET /fields/posts/comments", "POST /fields/posts",
+            "GET /relations/comments/post", "POST /relations", "GET /relations/comments/user_created", "POST /relations",
             "GET /roles", "POST /roles", "GET /policies", "POST /policies", "GET /access", "POST /access",
             "GET /permissions", "POST /permissions",
             "GET /access", "GET /permissions", "GET /settings", "PATCH /settings",

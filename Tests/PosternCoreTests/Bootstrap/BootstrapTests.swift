@@ -75,6 +75,8 @@ final class BootstrapLines: @unchecked Sendable {
             "GET /collections/posts", "POST /collections",
             "GET /relations/posts/user_created", "POST /relations",
             "GET /relations/posts/user_updated", "POST /relations",
+            "GET /collections/comments", "POST /collections", "GET /fields/posts/comments", "POST /fields/posts",
+            "GET /relations/comments/post", "POST /relations", "GET /relations/comments/user_created", "POST /relations",
             "GET /roles", "POST /roles", "GET /policies", "POST /policies", "GET /access", "POST /access",
             "GET /permissions", "POST /permissions",
             "GET /access", "GET /permissions", "POST /permissions",
@@ -99,8 +101,8 @@ final class BootstrapLines: @unchecked Sendable {
         #expect(Self.body(received[7])?["schema"]?["on_delete"] == .string("SET NULL"))
 
         // The App User rules: update and delete only the caller's own posts.
-        let rows = try #require(Self.body(received[17])?.arrayValue)
-        #expect(rows.count == 5)
+        let rows = try #require(Self.body(received[25])?.arrayValue)
+        #expect(rows.count == 10)
         #expect(rows.allSatisfy { $0["policy"] == .string(report.policyID) })
         let own = JSONValue.object([("user_created", .object([("_eq", .string("$CURRENT_USER"))]))])
         for row in rows where row["collection"] == .string("posts") {
@@ -108,10 +110,11 @@ final class BootstrapLines: @unchecked Sendable {
             #expect(row["permissions"] == (["update", "delete"].contains(action) ? own : .null), "\(action)")
         }
         #expect(rows.map { "\($0["collection"]?.stringValue ?? "") \($0["action"]?.stringValue ?? "")" }
-            == ["posts create", "posts read", "posts update", "posts delete", "directus_users read"])
+            == ["posts create", "posts read", "posts update", "posts delete", "directus_users read", "directus_users read",
+                "comments create", "comments read", "comments update", "comments delete"])
 
         // Public registration: email and password only, the app role as a preset.
-        let publicRows = try #require(Self.body(received[20])?.arrayValue)
+        let publicRows = try #require(Self.body(received[28])?.arrayValue)
         #expect(publicRows == [.object([
             ("policy", .string(report.publicPolicyID)), ("collection", .string("directus_users")),
             ("action", .string("create")), ("fields", .array([.string("email"), .string("password")])),
@@ -134,6 +137,8 @@ final class BootstrapLines: @unchecked Sendable {
             "GET /server/health", "POST /auth/login", "GET /server/info", "GET /policies",
             "GET /collections/posts", "GET /fields/posts",
             "GET /relations/posts/user_created", "GET /relations/posts/user_updated",
+            "GET /collections/comments", "GET /fields/comments", "GET /fields/posts/comments",
+            "GET /relations/comments/post", "GET /relations/comments/user_created",
             "GET /roles", "GET /policies", "GET /access", "GET /permissions", "GET /access", "GET /permissions",
         ])
         #expect(lines.all.last?.contains("nothing changed") == true)

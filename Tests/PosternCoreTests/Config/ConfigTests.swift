@@ -180,7 +180,7 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         BadConfig(#"{"directus": {"max_response_bytes": 1073741825}}"#, "directus.max_response_bytes", "between 1024 and 1073741824"),
         BadConfig(#"{"directus": {"max_response_bytes": "16M"}}"#, "directus.max_response_bytes", "between 1024 and 1073741824"),
         BadConfig(#"{"directus": []}"#, "directus", "must be a JSON object"),
-        BadConfig(#"{"sessions": {"store": "file:x.db"}}"#, "sessions.store", "memory, sqlite:<path> or redis://[:password@]host:port[/db]"),
+        BadConfig(#"{"sessions": {"store": "file:x.db"}}"#, "sessions.store", "memory, sqlite:<path> or redis[s]://[[user]:password@]host:port[/db]"),
         BadConfig(#"{"sessions": {"store": "sqlite:"}}"#, "sessions.store", "sqlite:<path>"),
         BadConfig(#"{"sessions": {"idle_ttl_s": 0}}"#, "sessions.idle_ttl_s", "positive"),
         BadConfig(#"{"sessions": {"idle_ttl_s": 100, "max_ttl_s": 50}}"#, "sessions.idle_ttl_s", "must not exceed sessions.max_ttl_s"),

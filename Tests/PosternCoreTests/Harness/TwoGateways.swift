@@ -17,11 +17,14 @@ final class TwoGateways: @unchecked Sendable {
     private(set) var a: Application
     private(set) var b: Application
 
-    /// Starts Redis (appending every write to disk when `persistent`), the stand-in and both gateways, and
-    /// waits until both are ready (connected to Redis).
-    init(persistent: Bool = false, standInOptions: DirectusStandIn.Options = DirectusStandIn.Options(),
+    /// The log lines of both instances.
+    let logLines = LogCapture()
+
+    /// Starts Redis (appending every write to disk when `persistent`; or uses `server`), the stand-in and both
+    /// gateways, and waits until both are ready (connected to Redis).
+    init(persistent: Bool = false, server: RedisServer? = nil, standInOptions: DirectusStandIn.Options = DirectusStandIn.Options(),
          configure: (inout PosternConfig) -> Void = { _ in }) throws {
-        redis = try RedisServer(persistent: persistent)
+        redis = try server ?? RedisServer(persistent: persistent)
         standIn = DirectusStandIn(options: standInOptions)
         standInGroup = EventLoopGroup(count: 1, name: "standin")
         let standIn = self.standIn
@@ -32,9 +35,10 @@ final class TwoGateways: @unchecked Sendable {
         config.sessions.store = redis.url()
         configure(&config)
         self.config = config
-        a = try Application.build(config: config, logSink: { _ in })
+        let capture = logLines
+        a = try Application.build(config: config, logSink: { capture.append($0) })
         try a.start()
-        b = try Application.build(config: config, logSink: { _ in })
+        b = try Application.build(config: config, logSink: { capture.append($0) })
         try b.start()
         try waitUntilReady(a)
         try waitUntilReady(b)

@@ -83,6 +83,7 @@
 
   function render(s) {
     text('version', s.version);
+    text('generation', s.generation);
     text('uptime', duration(s.uptime_s));
     if (s.redis === null || s.redis === undefined) { text('redis', 'not used'); dot('redis-dot', ''); }
     else { text('redis', s.redis.connected ? 'connected' : 'down'); dot('redis-dot', s.redis.connected ? 'ok' : 'bad'); }
