@@ -39,7 +39,7 @@ test: deps check-docker check-kubernetes check-openapi check-observability check
 ## unit: the in-process tests only, for the edit-build-test loop (under a minute; about 20 s of CPU): swift test
 ## without the end-to-end tests (they run the built binary and other processes) and the suites that start
 ## redis-server or a TLS peer in Python (UNIT_SKIP, a --skip pattern); `make test` runs them all
-UNIT_SKIP := PosternEndToEndTests|RedisClientTests|RedisEventBusTests|RedisSessionStoreTests|RedisTwoInstanceTests|AdminSessionsRedisTests|TLSUpstreamTests|TLSKeepAliveTests
+UNIT_SKIP := PosternEndToEndTests|RedisClientTests|RedisTLSTests|RedisConnectionAddressTests|RedisTLSGatewayTests|RedisEventBusTests|RedisSessionStoreTests|RedisTwoInstanceTests|AdminSessionsRedisTests|TLSUpstreamTests|TLSKeepAliveTests
 unit: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(UNIT_SKIP)'
