@@ -11,7 +11,7 @@ DEB_DEPS := libevent-dev libssl-dev libsqlite3-dev libhiredis-dev node-llhttp li
 TEST_DEB_DEPS := python3-venv curl redis-server redis-tools openssl iproute2 chromium chromium-driver
 
 .DEFAULT_GOAL := build
-.PHONY: deps build release test check-docker check-kubernetes check-openapi check-observability check-dashboard docker-smoke run check bench bench-json bench-sessions soak-redis scale profile instructions fuzz clean
+.PHONY: deps build release test unit check-docker check-kubernetes check-openapi check-observability check-dashboard docker-smoke run check bench bench-json bench-sessions soak-redis scale profile instructions fuzz clean
 
 ## deps: install the Debian packages the build needs (only those missing), and the Python tools of
 ## check-openapi, check-dashboard and check-kubernetes into .build/venv (scripts/pydeps.sh)
@@ -35,6 +35,14 @@ release: deps
 test: deps check-docker check-kubernetes check-openapi check-observability check-dashboard
 	$(SWIFT) build --product postern
 	$(SWIFT) test
+
+## unit: the in-process tests only, for the edit-build-test loop (under a minute; about 20 s of CPU): swift test
+## without the end-to-end tests (they run the built binary and other processes) and the suites that start
+## redis-server or a TLS peer in Python (UNIT_SKIP, a --skip pattern); `make test` runs them all
+UNIT_SKIP := PosternEndToEndTests|RedisClientTests|RedisTLSTests|RedisConnectionAddressTests|RedisTLSGatewayTests|RedisEventBusTests|RedisSessionStoreTests|RedisTwoInstanceTests|AdminSessionsRedisTests|TLSUpstreamTests|TLSKeepAliveTests
+unit: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --skip '$(UNIT_SKIP)'
 
 ## check-kubernetes: the kustomize base deploy/kubernetes/ offline (scripts/check_kubernetes.py, docs/kubernetes.md):
 ## every object against the Kubernetes 1.30 and 1.37 schemas (kubernetes-validate, strict), and tied to the project:

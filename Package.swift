@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "PosternIO", dependencies: ["CEvent", "COpenSSL"]),
         .target(name: "PosternHTTP", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CLLHTTP"]),
         .target(name: "PosternRedis", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CHiredis"]),
-        .target(name: "DirectusPlan", dependencies: ["PosternHTTP"]),
+        .target(name: "DirectusPlan", dependencies: ["PosternIO", "PosternHTTP"]),
         // The console's CSS and JavaScript are files of their own (Console/Resources), compiled in as strings by the
         // EmbedText plugin with the postern-embed tool (no resource bundle: that needs full Foundation).
         .target(name: "PosternCore", dependencies: ["PosternIO", "PosternHTTP", "PosternRedis", "DirectusPlan",
@@ -40,18 +40,24 @@ let package = Package(
         // CPU per request (`make bench`, A). Only the server binary: tests and the bench tools keep glibc's.
         .executableTarget(name: "postern", dependencies: ["PosternCore", "PosternIO", "PosternHTTP", "DirectusStandIn"],
                           linkerSettings: [.linkedLibrary("jemalloc")]),
-        .executableTarget(name: "postern-bench-sessions", dependencies: ["PosternCore"]),
+        .executableTarget(name: "postern-bench-sessions", dependencies: ["PosternCore", "PosternHTTP"]),
         .executableTarget(name: "postern-bench-json", dependencies: ["PosternCore"]),
         // The tests mirror the targets: one test target per library target, plus the end-to-end tests that run the
-        // built `postern` binary. PosternTesting (a library, since a test target cannot depend on another) holds
-        // what more than one of them uses: the test clock, the polling helper, the live servers and clients.
-        .target(name: "PosternTesting", dependencies: ["PosternCore", "DirectusStandIn"], path: "Tests/PosternTesting"),
-        .testTarget(name: "PosternIOTests", dependencies: ["PosternCore", "PosternTesting"]),
-        .testTarget(name: "PosternHTTPTests", dependencies: ["PosternCore", "PosternTesting"]),
-        .testTarget(name: "PosternRedisTests", dependencies: ["PosternCore", "PosternTesting"]),
-        .testTarget(name: "PosternCoreTests", dependencies: ["PosternCore", "DirectusStandIn", "PosternTesting"]),
-        .testTarget(name: "DirectusStandInTests", dependencies: ["DirectusStandIn", "PosternCore", "PosternTesting"]),
-        .testTarget(name: "PosternEndToEndTests", dependencies: ["PosternCore", "DirectusStandIn", "PosternTesting"]),
+        // built `postern` binary. Each test target depends only on its own target and a testing library of its level
+        // (libraries, since a test target cannot depend on another), so that the tests of a layer build only that
+        // layer and the ones below it. PosternTesting, for every level: the test clock, the polling helper, sockets,
+        // raw clients, the scriptable upstream, the redis-server and tool runners. PosternCoreTesting, for the
+        // gateway's level: the live gateway in front of the Directus stand-in, and the test clock as the gateway
+        // reads it.
+        .target(name: "PosternTesting", dependencies: ["PosternIO", "PosternHTTP"], path: "Tests/PosternTesting"),
+        .target(name: "PosternCoreTesting", dependencies: ["PosternCore", "DirectusStandIn", "PosternTesting"],
+                path: "Tests/PosternCoreTesting"),
+        .testTarget(name: "PosternIOTests", dependencies: ["PosternIO", "PosternTesting"]),
+        .testTarget(name: "PosternHTTPTests", dependencies: ["PosternHTTP", "PosternTesting"]),
+        .testTarget(name: "PosternRedisTests", dependencies: ["PosternRedis", "PosternTesting"]),
+        .testTarget(name: "PosternCoreTests", dependencies: ["PosternCore", "PosternCoreTesting"]),
+        .testTarget(name: "DirectusStandInTests", dependencies: ["DirectusStandIn", "PosternCoreTesting"]),
+        .testTarget(name: "PosternEndToEndTests", dependencies: ["PosternCoreTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

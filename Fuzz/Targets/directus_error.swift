@@ -1,5 +1,6 @@
 import Foundation
 @testable import PosternCore
+import PosternHTTP
 
 /// Directus error answers → `DirectusError` → gateway error: never crashes, the status is one Postern
 /// may answer, and field names are mapped through the shipped resources. The first two input bytes

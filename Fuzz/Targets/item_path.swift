@@ -1,5 +1,6 @@
 import Foundation
 @testable import PosternCore
+import PosternHTTP
 
 /// Path-segment decoding, id validation and the upstream item path, for every id type: on a valid
 /// id the path is `/items/<collection>/<one segment>` with no dot segment, and it decodes back to the id.

@@ -1,5 +1,6 @@
 import Foundation
 @testable import PosternCore
+import PosternHTTP
 
 /// JSON parse → serialize → parse: a text the parser accepts serializes to a text it accepts again,
 /// to an equal value, and serialization is a fixed point after one round.

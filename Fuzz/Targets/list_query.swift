@@ -1,5 +1,6 @@
 import Foundation
 @testable import PosternCore
+import PosternHTTP
 
 /// Query-string parsing and list query translation for the shipped resources: never crashes; on
 /// success only the Directus parameters Postern sends, each once, with sane values.

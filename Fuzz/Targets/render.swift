@@ -1,5 +1,6 @@
 import Foundation
 @testable import PosternCore
+import PosternHTTP
 
 /// Directus answers → client bodies (list and item) and the owner lookup, for the shipped resources:
 /// never crashes; on success the output is JSON of the contract's shape.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PosternHTTP
+import PosternIO
 
 /// What `postern bootstrap` wants a Directus 11 to contain (docs/bootstrap.md).
 package enum BootstrapPlan {

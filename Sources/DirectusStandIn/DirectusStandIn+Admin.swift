@@ -1,6 +1,7 @@
 import DirectusPlan
 import FoundationEssentials
 import PosternHTTP
+import PosternIO
 
 /// The admin API of Directus 11 that `postern bootstrap` uses (docs/bootstrap.md): collections,
 /// fields, relations, roles, policies, access, permissions and settings, kept as JSON rows so that GETs see

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternIO
 
 extension DirectusStandIn {
     /// Deletes every refresh session, as if each user had logged out elsewhere (their refresh tokens die;

@@ -1,6 +1,7 @@
 import DirectusPlan
 import FoundationEssentials
 import PosternHTTP
+import PosternIO
 
 extension DirectusStandIn {
     /// `/items/:collection[/:id]`, under the stored rules of the caller's policies (`itemRules`).

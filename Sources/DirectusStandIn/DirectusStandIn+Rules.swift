@@ -1,6 +1,7 @@
 import DirectusPlan
 import FoundationEssentials
 import PosternHTTP
+import PosternIO
 
 /// How the stored schema and rules (`DirectusStandIn+Admin.swift`) decide who may use `posts` and who may
 /// register, in front of the fixed behaviour of the items and users routes.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PosternHTTP
+import PosternIO
 
 extension DirectusStandIn {
     /// `POST /users`: admin create, or the tutorial's Public create (email and password only, role preset).

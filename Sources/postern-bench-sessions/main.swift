@@ -11,6 +11,7 @@
 // 150 MB. Exits 1 when one is missed.
 import Foundation
 import PosternCore
+import PosternHTTP
 
 /// Answers Directus's `/auth/login` (a JWT naming the user of the email) and `/auth/logout` at once.
 struct InstantDirectus: UpstreamTransport {

@@ -2,6 +2,8 @@ import DirectusStandIn
 import FoundationEssentials
 import Glibc
 import PosternCore
+import PosternIO
+import PosternHTTP
 
 /// `postern demo`: the gateway on :8080 in front of the built-in Directus stand-in on :8055, in memory.
 enum Demo {

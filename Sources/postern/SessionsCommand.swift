@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import PosternCore
+import PosternHTTP
 
 /// `postern sessions list|revoke …` (docs/api.md, Command line: sessions): parses its arguments, then
 /// `AdminSessionsClient` calls the running gateway's admin listener. Exit status 0 done, 1 refused or not found

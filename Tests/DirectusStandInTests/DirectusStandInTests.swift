@@ -3,6 +3,7 @@ import Foundation
 import PosternCore
 import Testing
 import PosternTesting
+import PosternHTTP
 
 /// One answer of the stand-in, with its body parsed when it is JSON.
 private struct Answer {

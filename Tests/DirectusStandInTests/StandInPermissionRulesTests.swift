@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
 
 /// The stand-in evaluates the stored permission rows the way Directus does for the tutorial — `permissions`
 /// filters with `$CURRENT_USER`, `fields` and `presets` — so that a wrong plan fails the tests instead of

@@ -3,6 +3,8 @@ import Foundation
 import PosternCore
 import PosternTesting
 import Testing
+import PosternIO
+import PosternHTTP
 
 /// The stand-in on 127.0.0.1:0 behind a real `HTTPServer`, called through sockets.
 private final class LiveStandIn {

@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternIO
+import PosternHTTP
 
 /// `postern bootstrap` as an operator runs it, against the Directus stand-in started as a fresh install.
 @Suite struct BootstrapCommandTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
 
 /// `postern check` and `postern standin` as the container path uses them (docs/docker.md).
 @Suite(.serialized)

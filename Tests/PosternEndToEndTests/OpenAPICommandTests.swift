@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
 
 /// `postern openapi` as an operator runs it.
 @Suite

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
 
 /// The `postern` executable as an operator runs it (docs/api.md, Configuration): exit codes, messages, signals.
 /// Needs `.build/debug/postern` (`make test` builds it); without it every test here fails.
@@ -88,7 +89,7 @@ struct ProcessTests {
     }
 
     @Test func requestInFlightIsAnsweredBeforeExit() throws {
-        let fake = try FakeUpstream(.delayed(0.5, then: .notJSON))
+        let fake = try ScriptedUpstream(every: [.wait(0.5)] + ScriptedUpstream.Misbehaviour.notJSON)
         defer { fake.stop() }
         let port = try SocketTools.freePort()
         let adminPort = try SocketTools.freePort()
@@ -103,7 +104,7 @@ struct ProcessTests {
         }
         thread.start()
         // Wait until the login is waiting on Directus, then ask the gateway to stop.
-        try eventually("the login reached the fake upstream") { !fake.received.isEmpty }
+        try eventually("the login reached the fake upstream") { !fake.requests.isEmpty }
         p.send(SIGTERM)
 
         let (status, code) = answer.wait(seconds: 5)
@@ -114,7 +115,7 @@ struct ProcessTests {
 
     @Test func requestOutlivingTheGracePeriodDoesNotCrashTheExit() throws {
         // Directus never answers; the upstream timeout (5 s) is longer than the grace period (1 s).
-        let fake = try FakeUpstream(.silent)
+        let fake = try ScriptedUpstream(every: [.silent])
         defer { fake.stop() }
         let config = try PosternProcess.scratchFile("grace.json", #"{"limits": {"shutdown_grace_s": 1}, "directus": {"timeout_ms": 5000}}"#)
         defer { try? FileManager.default.removeItem(atPath: config) }
@@ -129,7 +130,7 @@ struct ProcessTests {
             let r = try? RawHTTPClient(port: port).json("POST", "/api/v1/user/login", #"{"email":"x@y.com","password":"123456"}"#)
             answer.set(r?.status, r?.json?["code"]?.stringValue)
         }.start()
-        try eventually("the login reached the fake upstream") { !fake.received.isEmpty }
+        try eventually("the login reached the fake upstream") { !fake.requests.isEmpty }
         let started = Date()
         p.send(SIGTERM)
         // A hang detector well past the grace: the held request never ends by itself, so only the grace ends it.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
 
 /// Every secret the config holds, written with the characters that end a URL's parts elsewhere (`?`, `#`, `@`, `/`,
 /// `%`, `:`), run through every place a config shows up (docs/api.md, Operator console; issue 34): `postern check`,

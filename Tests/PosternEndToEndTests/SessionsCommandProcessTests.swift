@@ -2,6 +2,9 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
+import DirectusStandIn
 
 /// `postern sessions list|revoke` as an operator runs it (docs/api.md, Command line: sessions): the real binary
 /// against a running gateway's admin listener, its output, its exit status (0 done, 1 refused or not found, 2

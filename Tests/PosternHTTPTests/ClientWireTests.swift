@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import PosternCore
+@testable import PosternHTTP
 import PosternTesting
 
 /// The client side of the wire layer through real sockets (docs/api.md, Upstream and edge rules, and Limits and

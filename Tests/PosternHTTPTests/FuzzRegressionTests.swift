@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternHTTP
 import PosternTesting
 
 /// Inputs that made a libFuzzer target (`Fuzz/Targets/`, run by `make fuzz`) fail, replayed through the

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternHTTP
 import PosternTesting
 
 /// RFC 9112 details at the wire (issue 34), through real sockets: a quoted-pair in a chunk extension is valid

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternHTTP
 import PosternTesting
 
 /// What the `http_request_stream` fuzz target found in the server's request parsing, through real sockets.

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import PosternCore
+@testable import PosternHTTP
+import PosternIO
 import PosternTesting
 
 /// A received request's headers are read from its bytes (`HeaderBlock`) and answer every question exactly as

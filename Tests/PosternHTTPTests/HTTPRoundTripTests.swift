@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternHTTP
+import PosternIO
 import PosternTesting
 
 @Suite struct HTTPRoundTripTests {
@@ -34,7 +35,7 @@ import PosternTesting
         defer { upstream.shutdown(grace: 1) }
         let loop = group.loops[0]
         let client = UpstreamHTTPClient(loop: loop, endpoint: UpstreamEndpoint(url: "http://127.0.0.1:\(upstream.port)")!,
-                                        maxConnections: 1, keptHeaders: UpstreamHTTPClient.gatewayHeaders)
+                                        maxConnections: 1, keptHeaders: ["Retry-After"])
         for _ in 0..<2 {  // the second call goes on a fresh connection: the first one was marked closed
             let r = try await Task(executorPreference: loop) {
                 try await client.send(UpstreamRequest(method: .get, target: "/x"), timeout: 5)

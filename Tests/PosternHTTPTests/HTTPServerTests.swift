@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import PosternCore
+@testable import PosternHTTP
+import PosternIO
 import PosternTesting
 
 /// The server's own connection handling, through real sockets: pipelining, requests in pieces, its own

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternHTTP
 import PosternTesting
 
 /// The precomputed head bytes match what the text they replace would give.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternHTTP
 import PosternTesting
 
 @Suite struct JSONValueTests {

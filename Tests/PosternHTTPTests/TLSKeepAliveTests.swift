@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternHTTP
+import PosternIO
 import PosternTesting
 
 /// The upstream client over https on a keep-alive connection: several requests on one TLS session, a chunked

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternHTTP
+import PosternIO
 import PosternTesting
 
 /// GETs of one loop turn pipelined on one upstream connection (`directus.pipeline_depth`), through real sockets
@@ -43,9 +44,8 @@ import PosternTesting
 
     /// An answer whose body names the request it answers (its target's `call=N`), so that a test can check that
     /// every call got the answer to its own request.
-    static func echo(_ peer: @escaping @Sendable () -> ScriptedUpstream?, _ index: Int, extra: String = "") -> String {
-        let request = peer()?.requests[index] ?? ""
-        let call = request.split(separator: " ").dropFirst().first.flatMap { $0.split(separator: "=").last } ?? "?"
+    static func echo(_ request: ScriptedUpstream.Request, extra: String = "") -> String {
+        let call = request.text.split(separator: " ").dropFirst().first.flatMap { $0.split(separator: "=").last } ?? "?"
         let body = #"{"call":"\#(call)"}"#
         return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\(extra)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
     }
@@ -56,41 +56,35 @@ import PosternTesting
 
     static func expected(_ calls: Range<Int>) -> [String?] { calls.map { #"{"call":"\#($0)"}"# } }
 
-    @Test func getsOfOneTurnShareOneConnectionAndEachGetsItsOwnAnswer() async throws {
-        let box = PeerBox()
-        let peer = try ScriptedUpstream { index in [.send(Self.echo({ box.peer }, index))] }
-        box.peer = peer
-        defer { peer.stop() }
-        let results = await Self.sendInOneTurn(peer, (0..<6).map(Self.get), depth: 8)
-        #expect(results.map(Self.call) == Self.expected(0..<6))
-        #expect(peer.connections == 1, "six GETs of one turn go out on one connection")
-        #expect(peer.requests.count == 6)
+    /// GETs of one turn against a pool of one depth, and the connections they go out on.
+    struct Pipelining: Sendable, CustomTestStringConvertible {
+        /// The GETs started in one turn.
+        let calls: Int
+        /// `directus.pipeline_depth`.
+        let depth: Int
+        /// The connections they need.
+        let connections: Int
+        /// Why.
+        let why: String
+        var testDescription: String { "\(calls) GETs, depth \(depth)" }
     }
 
-    @Test func theDepthBoundsTheGetsOnOneConnection() async throws {
-        let box = PeerBox()
-        let peer = try ScriptedUpstream { index in [.send(Self.echo({ box.peer }, index))] }
-        box.peer = peer
+    @Test(arguments: [
+        Pipelining(calls: 6, depth: 8, connections: 1, why: "six GETs of one turn go out on one connection"),
+        Pipelining(calls: 5, depth: 2, connections: 3, why: "at most two GETs per connection: 2 + 2 + 1"),
+        Pipelining(calls: 3, depth: 1, connections: 3, why: "depth one sends each GET on its own connection"),
+    ])
+    func getsOfOneTurnShareConnectionsUpToTheDepthAndEachGetsItsOwnAnswer(_ run: Pipelining) async throws {
+        let peer = try ScriptedUpstream { [.send(Self.echo($0))] }
         defer { peer.stop() }
-        let results = await Self.sendInOneTurn(peer, (0..<5).map(Self.get), depth: 2)
-        #expect(results.map(Self.call) == Self.expected(0..<5))
-        #expect(peer.connections == 3, "at most two GETs per connection: 2 + 2 + 1")
-    }
-
-    @Test func depthOneSendsEachGetOnItsOwnConnection() async throws {
-        let box = PeerBox()
-        let peer = try ScriptedUpstream { index in [.send(Self.echo({ box.peer }, index))] }
-        box.peer = peer
-        defer { peer.stop() }
-        let results = await Self.sendInOneTurn(peer, (0..<3).map(Self.get), depth: 1)
-        #expect(results.map(Self.call) == Self.expected(0..<3))
-        #expect(peer.connections == 3)
+        let results = await Self.sendInOneTurn(peer, (0..<run.calls).map(Self.get), depth: run.depth)
+        #expect(results.map(Self.call) == Self.expected(0..<run.calls))
+        #expect(peer.connections == run.connections, "\(run.why)")
+        #expect(peer.requests.count == run.calls)
     }
 
     @Test func aWriteIsNeverPipelined() async throws {
-        let box = PeerBox()
-        let peer = try ScriptedUpstream { index in [.send(Self.echo({ box.peer }, index))] }
-        box.peer = peer
+        let peer = try ScriptedUpstream { [.send(Self.echo($0))] }
         defer { peer.stop() }
         let post = UpstreamRequest(method: .post, target: "/items/posts?call=1", body: Data(#"{"a":1}"#.utf8))
         let results = await Self.sendInOneTurn(peer, [Self.get(0), post, Self.get(2)], depth: 8)
@@ -101,12 +95,10 @@ import PosternTesting
     }
 
     @Test func anAnswerThatClosesTheConnectionHasTheGetsBehindItRetriedOnAFreshOne() async throws {
-        let box = PeerBox()
-        let peer = try ScriptedUpstream { index in
-            index == 0 ? [.send(Self.echo({ box.peer }, index, extra: "Connection: close\r\n")), .close]
-                : [.send(Self.echo({ box.peer }, index))]
+        let peer = try ScriptedUpstream { request in
+            request.index == 0 ? [.send(Self.echo(request, extra: "Connection: close\r\n")), .close]
+                : [.send(Self.echo(request))]
         }
-        box.peer = peer
         defer { peer.stop() }
         let results = await Self.sendInOneTurn(peer, (0..<4).map(Self.get), depth: 8)
         #expect(results.map(Self.call) == Self.expected(0..<4), "no call sees another's answer or a 502")
@@ -116,12 +108,11 @@ import PosternTesting
     }
 
     @Test func aSlowFirstAnswerTimesOutAloneAndTheGetsBehindItAreRetried() async throws {
-        let box = PeerBox()
-        let peer = try ScriptedUpstream { index in
-            index == 0 ? [.hold(until: { box.released }, atMost: 10), .send(Self.echo({ box.peer }, index))]
-                : [.send(Self.echo({ box.peer }, index))]
+        let box = ReleaseBox()
+        let peer = try ScriptedUpstream { request in
+            request.index == 0 ? [.hold(until: { box.released }, atMost: 10), .send(Self.echo(request))]
+                : [.send(Self.echo(request))]
         }
-        box.peer = peer
         defer { peer.stop() }
         // Only the first call's deadline passes: the calls behind it lose their connection with time left.
         let results = await Self.sendInOneTurn(peer, (0..<3).map(Self.get), depth: 8, timeouts: [0.5, 5, 5])
@@ -134,12 +125,11 @@ import PosternTesting
     }
 
     @Test func callsWhoseDeadlinePassedBehindASlowAnswerTimeOutToo() async throws {
-        let box = PeerBox()
-        let peer = try ScriptedUpstream { index in
-            index == 0 ? [.hold(until: { box.released }, atMost: 10), .send(Self.echo({ box.peer }, index))]
-                : [.send(Self.echo({ box.peer }, index))]
+        let box = ReleaseBox()
+        let peer = try ScriptedUpstream { request in
+            request.index == 0 ? [.hold(until: { box.released }, atMost: 10), .send(Self.echo(request))]
+                : [.send(Self.echo(request))]
         }
-        box.peer = peer
         defer { peer.stop() }
         let results = await Self.sendInOneTurn(peer, (0..<3).map(Self.get), depth: 8, timeouts: [0.4, 0.4, 0.4])
         // Every call has its result while the slow answer is still held: none waited for it.
@@ -185,15 +175,10 @@ import PosternTesting
     }
 }
 
-/// The peer, set once it exists (its script reads the requests it received).
-private final class PeerBox: @unchecked Sendable {
+/// Lets a held answer go.
+private final class ReleaseBox: @unchecked Sendable {
     private let lock = NSLock()
-    private var value: ScriptedUpstream?
     private var isReleased = false
-    var peer: ScriptedUpstream? {
-        get { lock.withLock { value } }
-        set { lock.withLock { value = newValue } }
-    }
     /// True once the test let a held answer go.
     var released: Bool { lock.withLock { isReleased } }
     /// Lets a held answer go.

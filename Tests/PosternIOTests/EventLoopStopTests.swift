@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternIO
 import PosternTesting
 
 /// A failed start stops event loops that have only just started (issue: `postern serve` with a store it

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import PosternCore
+@testable import PosternIO
 import PosternTesting
 
 /// The loop's job queue: work from the loop's own thread (no lock, no wake-up) and from other threads all

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import PosternCore
+@testable import PosternIO
 import PosternTesting
 
 /// The resolver's threads and hand-back, with a lookup the test controls: lookups run off the loops, one per name

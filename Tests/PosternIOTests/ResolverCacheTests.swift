@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternIO
 import PosternTesting
 
 /// The host-name cache's refresh rule, on a clock the test moves (no sleeps): an answer serves 30 s, then the

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import PosternCore
+@testable import PosternRedis
+import PosternIO
 import PosternTesting
 
 /// The Redis client against a real redis-server (Support/RedisServer.swift): replies, scripts, login, concurrency,

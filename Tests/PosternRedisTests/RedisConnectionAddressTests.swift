@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternRedis
+import PosternIO
 import PosternTesting
 
 /// A Redis host name with several addresses: the connection tries them in the resolver's order, and a connect that

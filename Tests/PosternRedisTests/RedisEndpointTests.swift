@@ -1,5 +1,5 @@
 import Testing
-@testable import PosternCore
+@testable import PosternRedis
 import PosternTesting
 
 @Suite struct RedisEndpointTests {

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import PosternCore
+@testable import PosternRedis
+import PosternIO
 import PosternTesting
 
 /// `rediss://` against a real `redis-server --tls-port` with a CA and certificates made by the test

@@ -1,8 +1,7 @@
 import Foundation
 
 /// A listening socket on 127.0.0.1 with a free port that serves each accepted connection on a thread of its own
-/// (`serve`, then the socket is closed): the accept loop of the raw test peers (ScriptedUpstream,
-/// HostileUpstream), which differ only in what they do on a connection.
+/// (`serve`, then the socket is closed): the accept loop of `ScriptedUpstream`.
 package final class LoopbackThreadServer: @unchecked Sendable {
     /// The port it listens on.
     package let port: UInt16

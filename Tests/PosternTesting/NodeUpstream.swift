@@ -1,4 +1,5 @@
 import Foundation
+import PosternHTTP
 
 /// Node's own HTTP server (`node`, as Directus runs on) as the upstream, on 127.0.0.1 with a free port: it
 /// answers `POST /auth/login` with `loginAnswer`, and `GET /items/posts` with one post whose title is the

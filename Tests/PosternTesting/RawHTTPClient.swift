@@ -1,5 +1,5 @@
 import Foundation
-import PosternCore
+import PosternHTTP
 
 /// A blocking HTTP/1.1 client over a plain socket, for live tests (independent of the gateway's own client).
 package final class RawHTTPClient {

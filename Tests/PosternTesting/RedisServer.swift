@@ -1,6 +1,5 @@
 import Foundation
 import Synchronization
-import PosternCore
 
 /// A real `redis-server` for the Redis tests: 127.0.0.1 on a free port, its own temporary directory, no
 /// persistence (`--save '' --appendonly no`), optionally a password. It can be stopped and started again on the

@@ -1,5 +1,4 @@
 import Foundation
-import PosternCore
 
 /// The one clock tests move by hand: every reading (a date, monotonic seconds, a `Duration`) is its start plus the
 /// time the test advanced it, and nothing else moves it. Hand its readings to the code under test (`gatewayClock`
@@ -31,14 +30,6 @@ package final class TestClock: @unchecked Sendable {
 
     /// Now, in monotonic seconds.
     package var seconds: TimeInterval { startSeconds + Self.seconds(advanced) }
-
-    /// The clock as `Application.build(clock:)` reads it (session expiry, the circuit breaker).
-    package var gatewayClock: GatewayClock {
-        GatewayClock(date: { [self] in now }, seconds: { [self] in seconds })
-    }
-
-    /// The clock as the micro-cache reads it (`MicroCache.Clock`): the time advanced since the start.
-    package var cacheClock: MicroCache.Clock { { [self] in advanced } }
 
     private static func seconds(_ duration: Duration) -> TimeInterval {
         let (whole, attoseconds) = duration.components

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import PosternCore
 
 /// A client that sends a request in pieces, a pause apart, and notices when the server answers or closes.
 package final class TrickleClient {

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import PosternCore
+import PosternHTTP
 
 /// Holds the stand-in's answers to matching requests until the test opens it: the answer is computed
 /// first (so it reflects the data at that moment), then held. An event for tests, never a sleep.

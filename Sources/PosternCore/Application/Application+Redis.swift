@@ -1,4 +1,7 @@
 import FoundationEssentials
+import PosternIO
+import PosternRedis
+import PosternHTTP
 
 extension Application {
     /// The Redis session store of `sessions.store = redis[s]://…`, with its shared buses and counters, running

@@ -1,6 +1,8 @@
 import Dispatch
 import FoundationEssentials
 import Synchronization
+import PosternIO
+import PosternRedis
 
 extension Application {
     /// The endpoint of a `redis[s]://` store: where, who (`AUTH [user] password`), which database, and for

@@ -1,6 +1,8 @@
 import FoundationEssentials
 import Glibc
 import Dispatch
+import PosternIO
+import PosternHTTP
 
 /// Why the gateway could not start (one line, for the exit message).
 package struct StartError: Error, CustomStringConvertible, Sendable {

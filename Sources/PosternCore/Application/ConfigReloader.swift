@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Dispatch
+import PosternHTTP
 
 /// Reloads the config without a restart (docs/api.md, Reloading the config): on SIGHUP, `POST /admin/reload`,
 /// `postern reload`, or a change of the file when `POSTERN_CONFIG_WATCH=1`.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Synchronization
+import PosternIO
 
 /// One built pipeline (docs/api.md, Reloading the config): the route tables of both listeners with their
 /// endpoints, mappers, policies and OpenAPI document, the edge stages, and the upstream client they call,

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternHTTP
+import PosternIO
 
 /// The whole request pipeline: route → edge stages (metrics and log, headers, CORS, limits, error rendering) →
 /// the route's chain (limits → authentication → policy) → handler, built from config as one immutable

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternIO
+import PosternHTTP
 
 extension DirectusBootstrap {
     /// Runs the bootstrap against `config.directus.url` over a one-loop libevent transport (the CLI's path).

@@ -1,5 +1,6 @@
 import DirectusPlan
 import FoundationEssentials
+import PosternHTTP
 
 /// `postern bootstrap`: prepares a Directus 11 for Postern through its REST API, idempotently.
 ///

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 extension MicroCache {
     /// One upstream call in flight for a key, and the requests waiting for it.

@@ -1,5 +1,7 @@
 import FoundationEssentials
 import Synchronization
+import PosternIO
+import PosternHTTP
 
 /// The process-wide micro-cache of rendered list and read answers (docs/api.md, Micro-cache): a bounded
 /// LRU with a TTL from a monotonic clock, coalescing of concurrent identical misses, and a generation per

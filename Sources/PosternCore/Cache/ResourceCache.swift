@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// One resource's view of the process-wide micro-cache (docs/api.md, Micro-cache): its TTL and scope, the
 /// collection its answers depend on, and the invalidation bus its writes announce on. Built once per resource.

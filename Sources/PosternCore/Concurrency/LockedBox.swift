@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Synchronization
+import PosternIO
 
 /// A value behind a lock.
 final class LockedBox<T>: @unchecked Sendable {

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternHTTP
+import PosternIO
 
 /// A configuration value that came from the environment rather than the file (`postern check` prints one line
 /// each), and whether it replaced a value the file sets: an image's `ENV` must not silently win over a mounted file.

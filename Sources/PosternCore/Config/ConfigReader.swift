@@ -1,4 +1,6 @@
 /// An integer setting's allowed range and the message that names it.
+import PosternHTTP
+
 struct IntRule: Sendable {
     /// Smallest allowed value.
     let min: Int

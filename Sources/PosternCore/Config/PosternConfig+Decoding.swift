@@ -1,4 +1,6 @@
 /// The keys of each config object, as written in the file (docs/api.md, Configuration).
+import PosternHTTP
+
 enum ConfigKeys {
     /// Top level.
     static let root = ["listen", "admin_listen", "admin", "workers", "directus", "sessions", "limits", "rate_limits",

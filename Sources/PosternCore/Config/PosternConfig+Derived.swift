@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternIO
 
 /// Where sessions are kept, parsed from `sessions.store`.
 package enum SessionStoreKind: Sendable, Equatable {

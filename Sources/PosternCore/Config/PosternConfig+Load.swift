@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternHTTP
+import PosternIO
 
 extension PosternConfig {
     /// The environment variables that override config keys (docs/api.md, Configuration), with the key path each sets.

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternHTTP
+import PosternIO
 
 extension PosternConfig {
     /// What stands in for a secret wherever the config is shown.

@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PosternIO
 
 extension SessionsConfig {
     /// The TLS context of a `rediss://` store (docs/api.md, Several instances (Redis)): it verifies the server

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// The limit on failed admin authentications (docs/api.md, Operator console): every request under `/admin/`
 /// takes a token from its client IP's bucket before the admin token is compared, and gives it back when the token

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// The admin listener's guard (docs/api.md, Operator console): every request whose path is under `/admin/`
 /// needs `Authorization: Bearer <admin.token>`, checked before routing, so that an unknown `/admin/…` path

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// `POST /admin/reload` on the admin listener (docs/api.md, Reloading the config), behind the admin token as
 /// every path under `/admin/`: reads the config file again, off the loops, and answers what the reload did.

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternIO
+import PosternHTTP
 
 /// The operator's session control on the admin listener (docs/api.md, Session control): list a user's
 /// sessions, end one, end all of a user's. Every path is under `/admin/`, behind the admin token. Every

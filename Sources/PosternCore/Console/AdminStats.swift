@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// The body of `GET /admin/stats` (docs/api.md, Operator console): the sampler's figures, milliseconds for
 /// latencies, with the live sessions, Redis, the breaker, the version and the redacted config.

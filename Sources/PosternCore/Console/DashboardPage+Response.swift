@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 extension DashboardPage {
     /// The whole document.

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Dispatch
 import Glibc
+import PosternIO
 
 /// The operator console's view of the metrics (docs/api.md, Operator console): every 2 s it snapshots the
 /// registry (no work on any request: the counts and histograms are the ones `/metrics` renders) and keeps

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// What a Directus call carries from the client's request (request id, client address, trace) and its own head
 /// fields (token, JSON body), kept as values: the pooled connection writes them straight into the request head, in

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Synchronization
+import PosternIO
 
 /// A process-wide circuit breaker (lock-free while closed and healthy) (docs/api.md, Limits and defaults): after `threshold` consecutive connection failures or
 /// timeouts it opens, and calls fail fast with 503 without reaching Directus; after `openSeconds` one

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternIO
+import PosternHTTP
 
 /// The tokens Directus hands out on login and refresh.
 package struct DirectusTokens: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 // How Directus errors become Postern errors (docs/api.md, Errors): one translator per operation,
 // all on `DirectusErrorCode`, never on raw strings. The default translation is the table's

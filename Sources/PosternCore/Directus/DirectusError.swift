@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternHTTP
+import PosternIO
 
 /// One entry of Directus's error envelope `{"errors":[{"message","extensions":{"code",…}}]}`.
 package struct DirectusErrorEntry: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternIO
 
 /// The public listener's `/readyz`'s `GET /server/ping`, coalesced (docs/api.md, Operations): at most one ping in
 /// flight per worker loop, and its result reused by that loop's `/readyz` requests for `reuseSeconds` after it came

@@ -1,5 +1,7 @@
 import FoundationEssentials
 import Synchronization
+import PosternIO
+import PosternHTTP
 
 /// What the gateway learns about Directus's schema from its answers (docs/api.md, Upstream and edge rules).
 ///

@@ -1,4 +1,6 @@
 /// An error that knows its HTTP answer: status, public code and message, and a private cause for logs.
+import PosternHTTP
+
 package struct GatewayError: Error, Sendable, CustomStringConvertible {
     /// The HTTP status.
     package var status: Int

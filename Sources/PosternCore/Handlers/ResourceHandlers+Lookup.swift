@@ -1,6 +1,8 @@
 /// The list and read routes' lookups: the part of the handler that needs no `await` (the upstream call, its cache
 /// key, the fresh stored answer under it), run by `Endpoint.prepare` on both of the gateway's paths; on a miss
 /// the prepared read (`Endpoint.Read`) goes to `list` or `read`, which call Directus.
+import PosternHTTP
+
 extension ResourceHandlers {
     /// A list's upstream query and its cache key.
     struct ListCall {

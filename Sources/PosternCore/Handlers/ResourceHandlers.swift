@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// The resource routes' final stages: map the request to one Directus call and the answer back.
 /// Permissions were decided before these run (PolicyStage); handlers never check them.

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternIO
+import PosternHTTP
 
 /// `/api/v1/user…`: login, refresh, register, logout, me (docs/api.md, Users).
 struct UserHandlers: Sendable {

@@ -1,4 +1,6 @@
 /// One mapped field of a resource, resolved once at start-up.
+import PosternHTTP
+
 struct MappedField: Sendable {
     /// The client-facing name.
     let resourceName: String

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// One run of the transcoder over one answer: the input cursor, the nesting depth and the output.
 ///

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// Writing: every value is written as `JSONValue.write` would write it after parsing, so that the
 /// output is byte for byte the reference renderer's.

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// Renders Directus answers in one pass over their bytes, straight into one output buffer: no tree,
 /// no `String` per value (docs/api.md, Resources).

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// Renders Directus answers through `JSONValue` (docs/api.md, Resources): mapped fields only, in config order,
 /// renamed; ids as strings; required fields never null; optional fields without a value omitted.

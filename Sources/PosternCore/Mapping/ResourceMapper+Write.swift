@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// Write body translation (docs/api.md, Resources).
 extension ResourceMapper {

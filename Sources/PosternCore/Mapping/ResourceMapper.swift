@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// Translates between one resource and its Directus collection (docs/api.md, Resources), with no I/O.
 ///

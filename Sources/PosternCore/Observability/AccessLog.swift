@@ -1,5 +1,7 @@
 import FoundationEssentials
 import Glibc
+import PosternIO
+import PosternHTTP
 
 /// One JSON line per request on stdout; never tokens, passwords or bodies.
 ///

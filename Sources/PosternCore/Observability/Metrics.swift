@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternIO
 
 /// Counters and histograms, rendered in the Prometheus text format on the admin port. Each event loop
 /// records into its own shard; a scrape sums the shards.

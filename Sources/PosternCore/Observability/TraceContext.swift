@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternIO
 
 /// A request's W3C trace context (https://www.w3.org/TR/trace-context/): the trace it belongs to, the gateway's
 /// own span in it, and what the client sent along.

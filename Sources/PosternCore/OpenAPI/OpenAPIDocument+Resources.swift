@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// The OpenAPI paths and schemas of one configured resource (docs/api.md, Resources).
 struct ResourceDescription {

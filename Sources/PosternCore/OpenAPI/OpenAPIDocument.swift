@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// The OpenAPI 3.1 description of the public API, generated from the loaded config (docs/api.md, OpenAPI):
 /// the user and operations routes, and every configured resource with its fields, writable fields, rules,

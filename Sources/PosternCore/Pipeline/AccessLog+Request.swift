@@ -1,5 +1,8 @@
 /// The access log's lines about one request, written from its `RequestContext` (here, beside the context: the
 /// log itself knows nothing of the pipeline).
+import PosternHTTP
+import PosternIO
+
 extension AccessLog {
     /// A line for a finished request.
     func access(_ request: HTTPRequest, _ response: HTTPResponse, context: RequestContext, trace: RequestTrace) {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// Reads the bearer token and attaches its session; `required` routes answer 401 without one.
 package final class AuthenticationStage: Sendable {

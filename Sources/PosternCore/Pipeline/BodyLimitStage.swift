@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// Refuses bodies above the configured limit with a JSON 413 (the server's own ceiling sits above it).
 package struct BodyLimitStage: Sendable {

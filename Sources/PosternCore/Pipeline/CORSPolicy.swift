@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// CORS (docs/api.md, Limits and defaults): which origins may call, answered before routing and authentication.
 struct CORSPolicy: Sendable {

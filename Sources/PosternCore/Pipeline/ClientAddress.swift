@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternHTTP
+import PosternIO
 
 /// Who the client is: the socket peer, or the address a trusted proxy forwarded.
 struct ClientAddress: Sendable {

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternHTTP
+import PosternIO
 
 // The edge stages at the head of every chain, outermost first: observation (metrics, access log),
 // response headers, CORS decoration, the request-target limit, CORS preflight, error rendering.

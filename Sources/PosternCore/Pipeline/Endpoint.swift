@@ -8,6 +8,8 @@
 /// that needs no `await` (and a list or read handler's micro-cache lookup), as far as they go without one, and
 /// says where it stopped (`Progress`); `complete` goes on from there. The loop thread's immediate path sends
 /// `prepare`'s answer at once, or hands its `Progress` to the asynchronous path, which never runs a stage twice.
+import PosternHTTP
+
 final class Endpoint: Sendable {
     /// A route's final stage.
     typealias Handler = @Sendable (HTTPRequest, RequestContext) async throws(GatewayError) -> HTTPResponse

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// The one place that turns errors into responses (docs/api.md, Errors).
 package enum ErrorRenderer {

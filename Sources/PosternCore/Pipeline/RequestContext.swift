@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternIO
+import PosternHTTP
 
 /// What the pipeline stages learn about one request, typed (no string-keyed bag).
 ///

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 extension RequestID {
     /// A request's `tracestate` as one list: its lines joined by commas, in the order they came (W3C Trace Context

@@ -1,3 +1,5 @@
+import PosternHTTP
+import PosternIO
 
 /// The request id and trace context of a new request: the client's request id when it is safe
 /// (`[A-Za-z0-9._-]{1,128}`), else the trace id; the client's trace when its `traceparent` is valid, else a new one.

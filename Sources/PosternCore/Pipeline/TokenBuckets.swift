@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternIO
 
 /// Token buckets by key (an IP, an email, a session id): `capacity` tokens, refilled evenly over `window`.
 /// A bucket is keyed by the key's 16-byte digest (`RateLimitKey`), never the key's text, and at most

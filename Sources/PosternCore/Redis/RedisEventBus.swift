@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternIO
+import PosternRedis
 
 /// One Redis pub/sub channel shared by every gateway instance on the same Redis, carrying session
 /// revocations and changes, and micro-cache invalidations (docs/api.md, Several instances (Redis)).

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternRedis
 
 /// A rate-limit budget counted in Redis for every gateway instance at once (docs/api.md, Several instances
 /// (Redis)): a fixed window per key, `capacity` takes per `window` (INCR, and PEXPIRE on the first take, in

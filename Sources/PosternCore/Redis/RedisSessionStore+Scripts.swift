@@ -13,6 +13,8 @@
 // `ids` and `e:` are filled on insert and update, and for sessions stored before them by the batched touch.
 // Dates are milliseconds since 1970. The session, its two index keys and its entry in `all` share one expiry:
 // min(last use + idle TTL, absolute expiry), set with PEXPIREAT.
+import PosternRedis
+
 
 extension RedisSessionStore {
     /// Stores a new session; `DUPLICATE` error when its id or a digest is taken.

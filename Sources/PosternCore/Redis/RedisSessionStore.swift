@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternRedis
 
 /// Sessions in Redis, shared by every gateway instance that points at the same server (docs/api.md,
 /// Several instances (Redis)). Redis holds token digests only, never a Postern token; with a `SecretBox`

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 extension RouteTable {
     /// True for a route pattern counted in the console's figures: the admin listener's own routes (`/`,

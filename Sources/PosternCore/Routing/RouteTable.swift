@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// Every route of both listeners, built once from config: one builder per kind of route (operations,
 /// users, each resource), every responder behind the edge stages.

@@ -1,5 +1,7 @@
 import FoundationEssentials
 import Glibc
+import PosternHTTP
+import PosternIO
 
 /// One route: a path pattern and a responder per method, built once at start-up.
 final class Route: Sendable {

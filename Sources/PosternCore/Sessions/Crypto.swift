@@ -1,5 +1,6 @@
 import COpenSSL
 import FoundationEssentials
+import PosternIO
 
 /// Cryptographic helpers on OpenSSL: randomness, hashes, HMAC, base64url, tokens and sealing.
 package enum Crypto {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternIO
 
 /// An in-process session store (tests, single instance without persistence).
 ///

@@ -1,4 +1,5 @@
 import CSQLite
+import PosternIO
 
 /// The SQLite calls of the store: the lock around them, prepared statements, transactions, bindings, errors.
 extension SQLiteSessionStore {

@@ -6,6 +6,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PosternIO
 
 /// The schema of the session database, its migrations (`PRAGMA user_version` 1 to 4), and opening the file.
 extension SQLiteSessionStore {

@@ -6,6 +6,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PosternIO
 
 /// A session store in an embedded SQLite file: sessions survive a restart.
 ///

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternIO
 
 /// The in-process cache of live sessions in front of the store.
 ///

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternIO
+import PosternHTTP
 
 /// A Postern token pair handed to a client, with the session it opens.
 package struct IssuedTokens: Sendable {

@@ -3,6 +3,8 @@ import Synchronization
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternIO
+import PosternCoreTesting
 
 /// Reloading the config under real traffic (docs/api.md, Reloading the config): a live gateway on real sockets
 /// whose config file alternates between two shapes of `books`, reloaded through `POST /admin/reload`.

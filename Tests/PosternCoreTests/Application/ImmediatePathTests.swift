@@ -4,6 +4,9 @@ import Synchronization
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternIO
+import PosternHTTP
+import PosternCoreTesting
 
 /// The answers given on the loop thread without a handler task (a micro-cache hit for a cached session):
 /// the server's `immediate` hook and its fallback, and the gateway's hits behaving exactly like the answers of

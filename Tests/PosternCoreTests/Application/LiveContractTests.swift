@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// The public contract's cross-cutting rules (docs/api.md: Conventions, Errors, Tokens and sessions, Limits and defaults) through real sockets, against the stand-in.
 @Suite(.serialized) struct LiveContractTests {

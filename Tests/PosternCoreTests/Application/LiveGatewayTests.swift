@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
+import PosternHTTP
 
 @Suite(.serialized) struct LiveGatewayTests {
     @Test func loginAnswers200WithTheClientShape() throws {

@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import DirectusPlan
 
 /// `register` mode leaves Directus's own `/users` closed: the bootstrap creates no Public create rule on
 /// `directus_users` there, and removes the one a former `users` run left.

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
 
 /// `postern bootstrap` creates the demo's comments, their relations and the related read rules (DESIGN §8.1,
 /// §8.4), on a fresh stand-in, idempotently.

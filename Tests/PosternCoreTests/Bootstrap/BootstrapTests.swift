@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// A transport that always fails to connect, counting its attempts.
 private final class RefusingTransport: UpstreamTransport, @unchecked Sendable {

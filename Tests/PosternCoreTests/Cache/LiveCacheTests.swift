@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
+import PosternHTTP
 
 /// Runs requests on their own threads and collects the answers.
 final class BackgroundRequests: @unchecked Sendable {

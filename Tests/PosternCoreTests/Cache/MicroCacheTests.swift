@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// A one-shot gate a task can wait on until the test opens it (an event, never a sleep).
 final class AsyncGate: @unchecked Sendable {

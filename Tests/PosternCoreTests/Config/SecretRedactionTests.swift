@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PosternCore
+import PosternHTTP
 
 /// The redacted config (`GET /admin/stats`, the console's configuration panel) cuts a store URL's credentials where
 /// `RedisURL`, the parse that connects, does: a password with `?`, `#`, `@`, `%` or `:` is hidden whole (issue 34).

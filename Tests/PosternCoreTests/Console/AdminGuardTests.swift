@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
+import PosternHTTP
 
 /// The admin listener's guard (docs/api.md, Operator console), through a live admin listener: every path under
 /// `/admin/` needs `Authorization: Bearer <admin.token>`; none configured is 403 `admin_disabled`; `/metrics`,

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// The admin listener as a browser on the operator's machine meets it (docs/api.md, Operator console; issue 34):
 /// no CORS at all (no `Access-Control-*` header on any answer, every preflight 403), whatever the public

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
+import DirectusStandIn
 
 /// The operator's session control (docs/api.md, Session control) through live listeners: the admin
 /// listener's `/admin/sessions…` routes with and without the admin token, on the memory and SQLite stores; what

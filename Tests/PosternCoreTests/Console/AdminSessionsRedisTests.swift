@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import DirectusStandIn
+import PosternHTTP
 
 /// The operator's session control with two gateway instances on one real redis-server: a session signed in on
 /// one is listed on the other, and a revocation on either ends the session on both within 1 s, even where it

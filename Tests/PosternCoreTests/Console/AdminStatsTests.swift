@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// A clock the test moves by hand (seconds).
 private final class StatsClock: @unchecked Sendable {

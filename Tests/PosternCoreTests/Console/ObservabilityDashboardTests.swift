@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
 
 /// The Grafana dashboard of the compose profile `observability` (deploy/grafana/postern.json, docs/docker.md)
 /// against what a live gateway really exports: a query that names a metric Postern does not export draws

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
+import PosternHTTP
 
 /// A user agent is shown as it could not mislead (issue 34): the Unicode bidi controls (U+202A–U+202E,
 /// U+2066–U+2069), which can reverse what the console and `postern sessions list` show, are left out of the stored

@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// A transport whose behaviour tests switch at will, counting calls.
 final class SwitchableTransport: UpstreamTransport, @unchecked Sendable {

@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// A Directus that lies on the wire (docs/api.md, Upstream and edge rules; issue 23 findings 1 and 4), through
 /// real sockets with the default config: answers larger than `directus.max_response_bytes` or with a head over
@@ -12,7 +14,7 @@ import PosternTesting
     static let login = #"{"email":"x@y.com","password":"123456"}"#
 
     /// A gateway in front of `upstream` with the default config (test listeners), and `configure` for the rest.
-    static func gateway(_ upstream: HostileUpstream, _ configure: (inout PosternConfig) -> Void = { _ in }) throws -> TestGateway {
+    static func gateway(_ upstream: ScriptedUpstream, _ configure: (inout PosternConfig) -> Void = { _ in }) throws -> TestGateway {
         try TestGateway { config in
             config.directus.url = upstream.url
             config.directus.timeoutMs = 10_000
@@ -22,9 +24,9 @@ import PosternTesting
 
     /// The answers of an honest Directus to a login and to a list of posts whose one item's title is the
     /// request's `X-Request-Id`.
-    static func honest(_ request: String) -> String {
-        if request.hasPrefix("POST /auth/login") { return HostileUpstream.answer(LiveUpstreamFailureTests.loginAnswer) }
-        return HostileUpstream.answer(item(HostileUpstream.requestID(request)))
+    static func honest(_ request: ScriptedUpstream.Request) -> String {
+        if request.hasPrefix("POST /auth/login") { return ScriptedUpstream.answer(LiveUpstreamFailureTests.loginAnswer) }
+        return ScriptedUpstream.answer(item(request.requestID))
     }
 
     /// A Directus list answer with one post titled `title`.
@@ -33,16 +35,45 @@ import PosternTesting
     }
 
     /// The list answer no request asked for.
-    static let injected = HostileUpstream.answer(item("INJECTED"))
+    static let injected = ScriptedUpstream.answer(item("INJECTED"))
 
     // MARK: Ceilings
 
-    @Test func contentLengthOverTheCeilingIs502BeforeTheBodyIsRead() throws {
-        // 200 MB announced, then sent as fast as the gateway reads it.
-        let upstream = try HostileUpstream { request in
+    /// An answer that never fits: its head, then `piece` streamed (`total` bytes, nil: endless) at `bytesPerSecond`
+    /// (nil: as fast as the gateway reads it); the gateway must have hung up before the fake wrote `hungUpBefore`.
+    struct Flood: Sendable, CustomTestStringConvertible {
+        let name: String
+        let head: String
+        let piece: String
+        let total: Int?
+        let bytesPerSecond: Int?
+        let hungUpBefore: Int
+        var testDescription: String { name }
+    }
+
+    static let floods = [
+        // 200 MB announced, then sent as fast as the gateway reads it: 502 before the body is read.
+        Flood(name: "Content-Length over the ceiling",
+              head: "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200000000\r\n\r\n",
+              piece: String(repeating: "a", count: 65536), total: 200_000_000, bytesPerSecond: nil, hungUpBefore: 64 << 20),
+        // 64 MB/s of 1 KiB chunks without an end: the 16 MiB ceiling is passed in about 0.3 s, the timeout is 10 s,
+        // so 502 at the ceiling, not 504 at the timeout.
+        Flood(name: "endless chunked body",
+              head: "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+              piece: "400\r\n" + String(repeating: "b", count: 1024) + "\r\n", total: nil, bytesPerSecond: 64 << 20,
+              hungUpBefore: 64 << 20),
+        // A header value (or name) that never ends, at 16 MB/s: the 64 KiB head ceiling is passed at once.
+        Flood(name: "endless Retry-After value", head: "HTTP/1.1 503 Busy\r\nRetry-After: ",
+              piece: String(repeating: "9", count: 4096), total: nil, bytesPerSecond: 16 << 20, hungUpBefore: 32 << 20),
+        Flood(name: "endless header name", head: "HTTP/1.1 503 Busy\r\nX-Name-",
+              piece: String(repeating: "9", count: 4096), total: nil, bytesPerSecond: 16 << 20, hungUpBefore: 32 << 20),
+    ]
+
+    @Test(arguments: floods)
+    func anAnswerOverACeilingIs502AtOnceWithoutReadingItWhole(_ flood: Flood) throws {
+        let upstream = try ScriptedUpstream { request in
             if request.hasPrefix("POST /auth/login") { return [.send(Self.honest(request))] }
-            return [.send("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200000000\r\n\r\n"),
-                    .stream(String(repeating: "a", count: 65536), total: 200_000_000, bytesPerSecond: nil)]
+            return [.send(flood.head), .stream(flood.piece, total: flood.total, bytesPerSecond: flood.bytesPerSecond)]
         }
         defer { upstream.stop() }
         let gw = try Self.gateway(upstream)
@@ -52,33 +83,15 @@ import PosternTesting
         #expect(r.status == 502, "\(r.text)")
         #expect(r.json?["code"]?.stringValue == "upstream_error")
         // The gateway hung up at once: the fake could write only what the sockets' buffers hold.
-        try eventually("upstream.streamsDone == 1") { upstream.streamsDone == 1 }
-        #expect(upstream.streamed < 64 << 20, "the fake wrote \(upstream.streamed) bytes before the gateway hung up")
-    }
-
-    @Test func endlessChunkedBodyIs502AtTheCeilingNot504AtTheTimeout() throws {
-        // 64 MB/s of 1 KiB chunks without an end: the 16 MiB ceiling is passed in about 0.3 s, the timeout is 10 s.
-        let upstream = try HostileUpstream { request in
-            if request.hasPrefix("POST /auth/login") { return [.send(Self.honest(request))] }
-            return [.send("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"),
-                    .stream("400\r\n" + String(repeating: "b", count: 1024) + "\r\n", total: nil, bytesPerSecond: 64 << 20)]
-        }
-        defer { upstream.stop() }
-        let gw = try Self.gateway(upstream)
-        defer { gw.stop() }
-        let token = try gw.login()
-        let r = try gw.client().json("GET", "/api/v1/posts", token: token)
-        #expect(r.status == 502, "\(r.text)")
-        #expect(r.json?["code"]?.stringValue == "upstream_error")
         try eventually("the gateway dropped the connection") { upstream.streamsDone == 1 }
-        #expect(upstream.streamed < 64 << 20, "the fake wrote \(upstream.streamed) bytes before the gateway hung up")
+        #expect(upstream.streamed < flood.hungUpBefore, "the fake wrote \(upstream.streamed) bytes before the gateway hung up")
     }
 
     @Test func headerOver64KiBIs502() throws {
         let padding = String(repeating: "p", count: 70 * 1024)
-        let upstream = try HostileUpstream { request in
+        let upstream = try ScriptedUpstream { request in
             if request.hasPrefix("POST /auth/login") { return [.send(Self.honest(request))] }
-            return [.send(HostileUpstream.answer(Self.item("x"), extra: "X-Padding: \(padding)\r\n"))]
+            return [.send(ScriptedUpstream.answer(Self.item("x"), headers: ["X-Padding: \(padding)"]))]
         }
         defer { upstream.stop() }
         let gw = try Self.gateway(upstream)
@@ -91,32 +104,13 @@ import PosternTesting
         #expect(try gw.client().request("GET", "/healthz").status == 200)
     }
 
-    @Test(arguments: ["Retry-After", "X-Name-"])
-    func endlessHeaderIs502AtTheHeadCeiling(_ header: String) throws {
-        // A header value (or name) that never ends, at 16 MB/s: the 64 KiB head ceiling is passed at once.
-        let upstream = try HostileUpstream { request in
-            if request.hasPrefix("POST /auth/login") { return [.send(Self.honest(request))] }
-            let start = header.hasSuffix("-") ? "HTTP/1.1 503 Busy\r\n\(header)" : "HTTP/1.1 503 Busy\r\n\(header): "
-            return [.send(start), .stream(String(repeating: "9", count: 4096), total: nil, bytesPerSecond: 16 << 20)]
-        }
-        defer { upstream.stop() }
-        let gw = try Self.gateway(upstream)
-        defer { gw.stop() }
-        let token = try gw.login()
-        let r = try gw.client().json("GET", "/api/v1/posts", token: token)
-        #expect(r.status == 502, "\(r.text)")
-        #expect(r.json?["code"]?.stringValue == "upstream_error")
-        try eventually("the gateway dropped the connection") { upstream.streamsDone == 1 }
-        #expect(upstream.streamed < 32 << 20, "the fake wrote \(upstream.streamed) bytes before the gateway hung up")
-    }
-
     // MARK: Answers nobody asked for
 
     /// When the upstream sends its unasked bytes: in the same write as the answer, or 2 ms after it.
     enum Timing: String, CaseIterable, Sendable { case sameWrite, twoMillisecondsLater }
 
     /// Steps that answer `request` honestly and then send `extra` as `timing` says.
-    static func answerThen(_ extra: String, _ timing: Timing, _ request: String) -> [HostileUpstream.Step] {
+    static func answerThen(_ extra: String, _ timing: Timing, _ request: ScriptedUpstream.Request) -> [ScriptedUpstream.Step] {
         switch timing {
         case .sameWrite: return [.send(Self.honest(request) + extra)]
         case .twoMillisecondsLater: return [.send(Self.honest(request)), .wait(0.002), .send(extra)]
@@ -149,14 +143,15 @@ import PosternTesting
         return outcomes.all
     }
 
-    @Test(arguments: Timing.allCases)
-    func aSecondAnswerAfterEachAnswerNeverReachesAClient(_ timing: Timing) throws {
-        try Self.expectEveryAnswerRight(extra: Self.injected, timing)
+    /// What the upstream sends after each answer: a second answer nobody asked for, or garbage.
+    enum Extra: String, CaseIterable, Sendable {
+        case secondAnswer, garbage
+        var bytes: String { self == .secondAnswer ? LiveHostileUpstreamTests.injected : "GARBAGE\r\n\r\n" }
     }
 
-    @Test(arguments: Timing.allCases)
-    func garbageAfterEachAnswerCostsNoRequestA502(_ timing: Timing) throws {
-        try Self.expectEveryAnswerRight(extra: "GARBAGE\r\n\r\n", timing)
+    @Test(arguments: Extra.allCases, Timing.allCases)
+    func bytesAfterEachAnswerNeverReachAClientNorCostARequestA502(_ extra: Extra, _ timing: Timing) throws {
+        try Self.expectEveryAnswerRight(extra: extra.bytes, timing)
     }
 
     /// Against an upstream that sends `extra` after each answer as `timing` says, with the default config: one
@@ -168,7 +163,7 @@ import PosternTesting
     /// went out, cannot be told from its answer (HTTP/1.1 answers carry nothing that ties them to a request): the
     /// fake counts the waits its thread overslept to 9 ms or more (a busy machine), and each may cost one answer.
     static func expectEveryAnswerRight(extra: String, _ timing: Timing) throws {
-        let upstream = try HostileUpstream { request in Self.answerThen(extra, timing, request) }
+        let upstream = try ScriptedUpstream { request in Self.answerThen(extra, timing, request) }
         upstream.lateWait = 0.009
         defer { upstream.stop() }
         let gw = try Self.gateway(upstream)

@@ -2,12 +2,13 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
 
 /// A slow Directus against the client connection's inactivity timer (docs/api.md, Limits and defaults): a client waiting for
 /// its answer is not "inactive", so the answer must arrive even when Directus takes longer than that timer.
 @Suite(.serialized) struct LiveSlowUpstreamTests {
     @Test func slowUpstreamAnswerOutlivesTheInactivityTimeout() throws {
-        let fake = try FakeUpstream(.delayed(1.6, then: .notJSON))
+        let fake = try ScriptedUpstream(every: [.wait(1.6)] + ScriptedUpstream.Misbehaviour.notJSON)
         defer { fake.stop() }
         let gw = try TestGateway { config in
             config.directus.url = fake.url
@@ -21,7 +22,7 @@ import PosternTesting
     }
 
     @Test func upstreamTimeoutLongerThanInactivityStillAnswers504() throws {
-        let fake = try FakeUpstream(.silent)
+        let fake = try ScriptedUpstream(every: [.silent])
         defer { fake.stop() }
         let gw = try TestGateway { config in
             config.directus.url = fake.url
@@ -36,7 +37,7 @@ import PosternTesting
 
 extension LiveSlowUpstreamTests {
     @Test func clientHangingUpWhileWaitingDoesNotHurtTheGateway() throws {
-        let fake = try FakeUpstream(.delayed(0.3, then: .notJSON))
+        let fake = try ScriptedUpstream(every: [.wait(0.3)] + ScriptedUpstream.Misbehaviour.notJSON)
         defer { fake.stop() }
         let gw = try TestGateway { config in
             config.directus.url = fake.url

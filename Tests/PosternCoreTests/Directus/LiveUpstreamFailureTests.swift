@@ -3,35 +3,43 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
+import PosternHTTP
 
 /// What the gateway answers when Directus misbehaves on the wire (docs/api.md, Errors), through real sockets:
-/// the gateway on port 0 in front of a raw-TCP `FakeUpstream`.
+/// the gateway on port 0 in front of a raw-TCP `ScriptedUpstream`.
 @Suite(.serialized) struct LiveUpstreamFailureTests {
     /// One way Directus can fail, and the answer a client must get for a login.
     struct Failure: Sendable, CustomTestStringConvertible {
         let name: String
-        let mode: FakeUpstream.Mode
+        /// What the upstream does with each request (nil: nothing listens, the connection is refused).
+        let steps: [ScriptedUpstream.Step]?
         let status: Int
         let code: String
         var testDescription: String { name }
     }
 
     static let failures: [Failure] = [
-        Failure(name: "connection refused", mode: .refuse, status: 503, code: "upstream_unavailable"),
-        Failure(name: "no answer within timeout", mode: .silent, status: 504, code: "upstream_timeout"),
-        Failure(name: "garbage instead of HTTP", mode: .garbage, status: 502, code: "upstream_error"),
-        Failure(name: "closed after the request", mode: .closeAfterRequest, status: 502, code: "upstream_error"),
-        Failure(name: "500 without envelope", mode: .status(500, #"{"oops":true}"#), status: 502, code: "upstream_error"),
-        Failure(name: "503 with a Directus envelope", mode: .status(503, #"{"errors":[{"message":"down","extensions":{"code":"SERVICE_UNAVAILABLE"}}]}"#),
+        Failure(name: "connection refused", steps: nil, status: 503, code: "upstream_unavailable"),
+        Failure(name: "no answer within timeout", steps: [.silent], status: 504, code: "upstream_timeout"),
+        Failure(name: "garbage instead of HTTP", steps: ScriptedUpstream.Misbehaviour.garbage, status: 502, code: "upstream_error"),
+        Failure(name: "closed after the request", steps: ScriptedUpstream.Misbehaviour.closeAfterRequest, status: 502, code: "upstream_error"),
+        Failure(name: "500 without envelope", steps: ScriptedUpstream.Misbehaviour.status(500, #"{"oops":true}"#), status: 502, code: "upstream_error"),
+        Failure(name: "503 with a Directus envelope", steps: ScriptedUpstream.Misbehaviour.status(503, #"{"errors":[{"message":"down","extensions":{"code":"SERVICE_UNAVAILABLE"}}]}"#),
                 status: 503, code: "upstream_unavailable"),
-        Failure(name: "503 from /server/health without envelope", mode: .status(503, #"{"status":"error"}"#),
+        Failure(name: "503 from /server/health without envelope", steps: ScriptedUpstream.Misbehaviour.status(503, #"{"status":"error"}"#),
                 status: 503, code: "upstream_unavailable"),
-        Failure(name: "200 not JSON", mode: .notJSON, status: 502, code: "upstream_error"),
-        Failure(name: "200 wrong shape", mode: .wrongShape, status: 502, code: "upstream_error"),
+        Failure(name: "200 not JSON", steps: ScriptedUpstream.Misbehaviour.notJSON, status: 502, code: "upstream_error"),
+        Failure(name: "200 wrong shape", steps: ScriptedUpstream.Misbehaviour.wrongShape, status: 502, code: "upstream_error"),
     ]
 
+    /// An upstream that does `steps` with each request (nil: one that refuses connections).
+    static func upstream(_ steps: [ScriptedUpstream.Step]?) throws -> ScriptedUpstream {
+        try steps.map { try ScriptedUpstream(every: $0) } ?? ScriptedUpstream.refusing()
+    }
+
     /// A gateway pointed at `fake`, with a 300 ms upstream timeout.
-    private static func gateway(_ fake: FakeUpstream, connections: Int? = nil, clock: GatewayClock = .system) throws -> TestGateway {
+    private static func gateway(_ fake: ScriptedUpstream, connections: Int? = nil, clock: GatewayClock = .system) throws -> TestGateway {
         try TestGateway(clock: clock) { config in
             config.directus.url = fake.url
             config.directus.timeoutMs = 300
@@ -40,7 +48,7 @@ import PosternTesting
     }
 
     @Test(arguments: failures) func loginMapsUpstreamFailure(_ failure: Failure) throws {
-        let fake = try FakeUpstream(failure.mode)
+        let fake = try Self.upstream(failure.steps)
         defer { fake.stop() }
         let gw = try Self.gateway(fake)
         defer { gw.stop() }
@@ -55,10 +63,10 @@ import PosternTesting
         #expect(r.json?["request_id"]?.stringValue == "fail-1")
         #expect(r.headers["X-Request-Id"] == "fail-1")
         #expect(r.headers["Content-Type"]?.hasPrefix("application/json") == true)
-        if case .refuse = failure.mode {
-            #expect(fake.received.isEmpty)
+        if failure.steps == nil {
+            #expect(fake.requests.isEmpty)
         } else {
-            #expect(fake.received.first?.hasPrefix("POST /auth/login ") == true, "the login reached the fake upstream")
+            #expect(fake.requests.first?.hasPrefix("POST /auth/login ") == true, "the login reached the fake upstream")
         }
         // No upstream detail (the fake's HTML page) leaks to the client.
         #expect(!r.text.contains("maintenance"))
@@ -66,7 +74,7 @@ import PosternTesting
 
     @Test func loginStillAnswersAfterATimedOutCall() throws {
         // After a timeout the gateway drops the stuck connection; the next call must not hang on it.
-        let fake = try FakeUpstream(.silent)
+        let fake = try ScriptedUpstream(every: [.silent])
         defer { fake.stop() }
         let gw = try Self.gateway(fake)
         defer { gw.stop() }
@@ -79,9 +87,19 @@ import PosternTesting
         }
     }
 
-    @Test(arguments: [FakeUpstream.Mode.refuse, .silent, .status(500, "{}"), .garbage])
-    func readyzIsUnavailableWhenDirectusIsDown(_ mode: FakeUpstream.Mode) throws {
-        let fake = try FakeUpstream(mode)
+    /// A Directus that is down: refusing, silent, failing or not speaking HTTP.
+    struct Outage: Sendable, CustomTestStringConvertible {
+        let name: String
+        /// What the upstream does with each request (nil: nothing listens, the connection is refused).
+        let steps: [ScriptedUpstream.Step]?
+        var testDescription: String { name }
+    }
+
+    @Test(arguments: [Outage(name: "refused", steps: nil), Outage(name: "silent", steps: [.silent]),
+                      Outage(name: "500", steps: ScriptedUpstream.Misbehaviour.status(500, "{}")),
+                      Outage(name: "garbage", steps: ScriptedUpstream.Misbehaviour.garbage)])
+    func readyzIsUnavailableWhenDirectusIsDown(_ outage: Outage) throws {
+        let fake = try Self.upstream(outage.steps)
         defer { fake.stop() }
         let gw = try Self.gateway(fake)
         defer { gw.stop() }
@@ -96,7 +114,7 @@ import PosternTesting
 
     @Test
     func readyzUnavailableHasTheErrorShape() throws {
-        let fake = try FakeUpstream(.refuse)
+        let fake = try ScriptedUpstream.refusing()
         defer { fake.stop() }
         let gw = try Self.gateway(fake)
         defer { gw.stop() }
@@ -117,7 +135,7 @@ import PosternTesting
     }
 
     @Test func healthzAnswersWithoutCallingDirectus() throws {
-        let fake = try FakeUpstream(.silent)
+        let fake = try ScriptedUpstream(every: [.silent])
         defer { fake.stop() }
         let gw = try Self.gateway(fake)
         defer { gw.stop() }
@@ -127,7 +145,7 @@ import PosternTesting
             #expect(r.status == 200)
             #expect(Date().timeIntervalSince(started) < 1)
         }
-        #expect(fake.received.isEmpty)
+        #expect(fake.requests.isEmpty)
     }
 
     @Test func resourceRouteWithSessionWhenDirectusStops() throws {
@@ -175,7 +193,8 @@ import PosternTesting
 
     @Test func idempotentGetIsRetriedWhenAReusedConnectionIsClosed() throws {
         // Directus hangs up on the second request of each connection: the GET is retried on a fresh one.
-        let fake = try FakeUpstream(.keepAlive(200, #"{"data":"pong"}"#, hangUp: .onNextRequest))
+        let pong = ScriptedUpstream.answer(#"{"data":"pong"}"#)
+        let fake = try ScriptedUpstream { $0.onConnection == 0 ? [.send(pong)] : [.close] }
         defer { fake.stop() }
         // One connection per worker: the pool, full, reuses it without waiting for it to be quiet.
         let clock = TestClock()
@@ -186,11 +205,12 @@ import PosternTesting
         clock.advance(ReadinessPing.reuseSeconds)  // past the first ping's reuse: the second /readyz pings again
         let r = try client.request("GET", "/readyz")
         #expect(r.status == 200, "\(r.text)")
-        #expect(fake.received.count == 3, "first call, the call the upstream hung up on, the retry")
+        #expect(fake.requests.count == 3, "first call, the call the upstream hung up on, the retry")
     }
 
     @Test func postOnAConnectionClosedAfterTheRequestIs502NotRetried() throws {
-        let fake = try FakeUpstream(.keepAlive(200, Self.loginAnswer, hangUp: .onNextRequest))
+        // Directus hangs up on the second request of each connection, without answering it.
+        let fake = try ScriptedUpstream { $0.onConnection == 0 ? [.send(ScriptedUpstream.answer(Self.loginAnswer))] : [.close] }
         defer { fake.stop() }
         // One connection per worker: the pool, full, reuses it without waiting for it to be quiet.
         let gw = try Self.gateway(fake, connections: 1)
@@ -201,12 +221,12 @@ import PosternTesting
         let second = try client.json("POST", "/api/v1/user/login", #"{"email":"x@y.com","password":"123456"}"#)
         #expect(second.status == 502, "\(second.text)")
         #expect(second.json?["code"]?.stringValue == "upstream_error")
-        #expect(fake.received.count == 2, "a login is not sent twice")
+        #expect(fake.requests.count == 2, "a login is not sent twice")
     }
 
     @Test func connectionClosedWhileIdleIsReplacedForAnyMethod() throws {
         // Directus closes idle keep-alive connections (its keep-alive timeout); the next call must not fail.
-        let fake = try FakeUpstream(.keepAlive(200, Self.loginAnswer, hangUp: .whenIdle))
+        let fake = try ScriptedUpstream(every: [.send(ScriptedUpstream.answer(Self.loginAnswer)), .close])
         defer { fake.stop() }
         let gw = try Self.gateway(fake)
         defer { gw.stop() }
@@ -218,7 +238,7 @@ import PosternTesting
             #expect(fake.waitForHangUp())
             gw.drainGatewayLoops()
         }
-        #expect(fake.received.count == 3)
+        #expect(fake.requests.count == 3)
     }
 }
 

@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
+import PosternHTTP
 
 /// The upstream connection pool (docs/api.md, Upstream and edge rules), through real sockets: one worker
 /// with one pooled connection in front of a slow or keep-alive-closing fake Directus.
@@ -10,7 +12,7 @@ import PosternTesting
     static let login = #"{"email":"x@y.com","password":"123456"}"#
 
     /// One worker, one pooled connection, and `configure` for the rest.
-    static func gateway(_ fake: FakeUpstream, _ configure: (inout PosternConfig) -> Void = { _ in }) throws -> TestGateway {
+    static func gateway(_ fake: ScriptedUpstream, _ configure: (inout PosternConfig) -> Void = { _ in }) throws -> TestGateway {
         try TestGateway { config in
             config.directus.url = fake.url
             config.workers = 1
@@ -24,7 +26,7 @@ import PosternTesting
     @Test func waitingForAConnectionCountsTowardsTheUpstreamTimeout() throws {
         // Each answer takes 1 s and the timeout is 1.5 s: the call that waited 1 s for the only connection
         // has 0.5 s left for a 1 s answer.
-        let fake = try FakeUpstream(.delayed(1.0, then: .status(200, LiveUpstreamFailureTests.loginAnswer)))
+        let fake = try ScriptedUpstream(every: [.wait(1.0)] + ScriptedUpstream.Misbehaviour.status(200, LiveUpstreamFailureTests.loginAnswer))
         defer { fake.stop() }
         let gw = try Self.gateway(fake) { $0.directus.timeoutMs = 1500 }
         defer { gw.stop() }
@@ -33,7 +35,7 @@ import PosternTesting
     }
 
     @Test func callsBeyondTheWaitingLimitAre503AtOnce() throws {
-        let fake = try FakeUpstream(.delayed(1.0, then: .status(200, LiveUpstreamFailureTests.loginAnswer)))
+        let fake = try ScriptedUpstream(every: [.wait(1.0)] + ScriptedUpstream.Misbehaviour.status(200, LiveUpstreamFailureTests.loginAnswer))
         defer { fake.stop() }
         let gw = try Self.gateway(fake) { config in
             config.directus.timeoutMs = 5000
@@ -49,7 +51,7 @@ import PosternTesting
         // One call in flight, one waiting, the third refused without reaching Directus.
         #expect(statuses.sorted() == [200, 200, 503], "\(statuses)")
         #expect(codes.all.contains("upstream_unavailable"))
-        #expect(fake.received.count == 2)
+        #expect(fake.requests.count == 2)
         // A full queue says nothing about Directus: the circuit stays closed.
         #expect(gw.app.gateway.metrics.render().contains("queue_full"))
         #expect(try gw.client().json("POST", "/api/v1/user/login", Self.login).status == 200)
@@ -60,7 +62,7 @@ import PosternTesting
     @Test func postAfterDirectusIdleCloseGoesOutOnAFreshConnection() throws {
         // Directus closes a keep-alive connection idle for 300 ms, and the close crosses the next request;
         // Postern does not reuse a connection idle for more than 200 ms.
-        let fake = try FakeUpstream(.keepAlive(200, LiveUpstreamFailureTests.loginAnswer, hangUp: .crossingIdleClose(milliseconds: 300)))
+        let fake = try ScriptedUpstream(every: [.send(ScriptedUpstream.answer(LiveUpstreamFailureTests.loginAnswer)), .closeWhenIdle(milliseconds: 300)])
         defer { fake.stop() }
         let gw = try Self.gateway(fake) { $0.directus.keepaliveIdleMs = 200 }
         defer { gw.stop() }
@@ -73,13 +75,13 @@ import PosternTesting
             #expect(r.status == 200, "round \(round): \(r.text)")
         }
         // Nothing was sent on the connections Directus had closed.
-        #expect(fake.received.count == 6)
+        #expect(fake.requests.count == 6)
     }
 
     @Test func theSameArrangementLosesThePostWhenTheIdleLimitIsAboveDirectus() throws {
         // The control: with Postern's idle limit above Directus's close, the POST goes out on the closing
         // connection and is lost (502, never retried) — the fault the idle limit prevents.
-        let fake = try FakeUpstream(.keepAlive(200, LiveUpstreamFailureTests.loginAnswer, hangUp: .crossingIdleClose(milliseconds: 300)))
+        let fake = try ScriptedUpstream(every: [.send(ScriptedUpstream.answer(LiveUpstreamFailureTests.loginAnswer)), .closeWhenIdle(milliseconds: 300)])
         defer { fake.stop() }
         let gw = try Self.gateway(fake) { $0.directus.keepaliveIdleMs = 60_000 }
         defer { gw.stop() }
@@ -88,7 +90,7 @@ import PosternTesting
         try eventually("fake.idleCloses >= 1") { fake.idleCloses >= 1 }
         let r = try client.json("POST", "/api/v1/user/login", Self.login)
         #expect(r.status == 502, "\(r.text)")
-        #expect(fake.received.count == 2)
+        #expect(fake.requests.count == 2)
     }
 
     @Test func standInClosesIdleKeepAliveConnectionsLikeNodeAndPostsStillSucceed() throws {

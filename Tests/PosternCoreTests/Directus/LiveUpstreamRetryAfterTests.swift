@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
+import PosternHTTP
 
 /// A Directus that says "not now" (docs/api.md, Upstream and edge rules): its 503 (`SERVICE_UNAVAILABLE`
 /// from the pressure limiter, or `/server/health` in error) is 503 `upstream_unavailable`, and the
@@ -37,7 +39,7 @@ import PosternTesting
     ]
 
     @Test(arguments: cases) func directusNotNowReachesTheClient(_ c: Case) throws {
-        let fake = try FakeUpstream(.statusWithHeaders(c.status, c.headers, c.body))
+        let fake = try ScriptedUpstream(every: ScriptedUpstream.Misbehaviour.status(c.status, c.body, headers: c.headers))
         defer { fake.stop() }
         let gw = try TestGateway { config in
             config.directus.url = fake.url
@@ -48,6 +50,6 @@ import PosternTesting
         #expect(r.status == c.expectedStatus, "\(r.text)")
         #expect(r.json?["code"]?.stringValue == c.expectedCode)
         #expect(r.headers["Retry-After"] == c.expectedRetryAfter)
-        #expect(fake.received.count == 1, "one call, no retry")
+        #expect(fake.requests.count == 1, "one call, no retry")
     }
 }

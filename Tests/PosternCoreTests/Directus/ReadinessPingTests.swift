@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
+import PosternHTTP
 
 /// `/readyz` coalesced (docs/api.md, Operations; issue 34): one `GET /server/ping` in flight per worker, its result
 /// reused for 1 s, counted where it arrives (the Directus stand-in), on the gateway's test clock.

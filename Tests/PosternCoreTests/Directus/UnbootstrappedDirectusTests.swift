@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// A Directus that was never bootstrapped (docs/api.md, Upstream and edge rules): its 403 on a missing
 /// collection is logged once with the hint "run `postern bootstrap`" and reported by `/readyz`; and the

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternIO
+import PosternHTTP
+import PosternCoreTesting
 
 /// The upstream leg of a request made cheaper without changing what reaches Directus: the list target built
 /// once per resource (and its fallback for other lists), the one-pass query encoder, the request bytes on the

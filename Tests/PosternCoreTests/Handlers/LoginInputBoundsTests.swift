@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
+import PosternHTTP
 
 /// Inputs before work (docs/api.md, Users; Limits and defaults): an e-mail over 254 bytes or a password over
 /// 1,024 bytes is 400 `invalid_request` on login and registration, before the rate limiter and before

@@ -2,6 +2,8 @@ import DirectusStandIn
 import Foundation
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// The gateway pipeline without sockets or threads (`Application.build` with an in-process transport),
 /// in front of the stand-in called in process.

@@ -2,6 +2,9 @@ import DirectusStandIn
 import Foundation
 @testable import PosternCore
 import PosternTesting
+import PosternIO
+import PosternHTTP
+import PosternCoreTesting
 
 /// Two gateway instances (`a`, `b`), each with its own worker loops and listeners on 127.0.0.1:0, sharing one
 /// real `redis-server` (`POSTERN_SESSION_STORE=redis://…`) and one Directus stand-in, all through real sockets.

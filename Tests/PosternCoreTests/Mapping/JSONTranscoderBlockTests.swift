@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
 
 /// The transcoder's sixteen-byte paths: strings scanned by blocks, values and keys copied by blocks,
 /// `"key":` tokens predicted with their colon, the common fields written inline. Every case is also

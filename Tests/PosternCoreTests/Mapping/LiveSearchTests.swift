@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// `search` through real sockets against the stand-in (docs/api.md, Upstream and edge rules): it looks only
 /// in the resource's search fields, never in fields the resource hides, and never reaches Directus as `search`.

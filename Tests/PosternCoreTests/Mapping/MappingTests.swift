@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
 
 @Suite struct RenderingTests {
     private func renderList(_ resource: String, _ body: String) throws -> String {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
 
 /// The mapper of a shipped resource, by name.
 func shippedMapper(_ name: String) -> ResourceMapper {

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternIO
+import PosternHTTP
 
 @Suite struct LogAndMetricsTests {
     @Test func logLineEscapesEveryStringIntoValidJSON() throws {

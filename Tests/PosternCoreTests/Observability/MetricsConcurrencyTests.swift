@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
 
 @Suite(.serialized) struct MetricsConcurrencyTests {
     /// Concurrent requests on a two-worker gateway, alternating between two series on every connection (so

@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 @Suite(.serialized) struct ObservabilityTests {
     @Test func metricsOnTheAdminPortOnly() throws {

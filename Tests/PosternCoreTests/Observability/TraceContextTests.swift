@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// W3C trace context (docs/api.md, Conventions): a client's valid `traceparent` is continued (Directus sees the
 /// same trace with the gateway's span as parent, the answer carries `traceresponse`); an invalid one, or none,

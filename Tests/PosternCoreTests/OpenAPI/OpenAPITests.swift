@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// The OpenAPI document describes the configured API (docs/api.md, OpenAPI): every resource with its
 /// routes, fields, required and writable fields, list parameters and rules; and the gateway serves it.

@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// Edge rules (docs/api.md, Upstream and edge rules): registration as a password guess, X-Forwarded-For,
 /// Content-Length, whole-request deadline, HEAD.

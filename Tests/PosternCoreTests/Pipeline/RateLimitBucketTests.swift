@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
 
 /// The limiter's memory is bounded (docs/api.md, Limits and defaults): buckets are keyed by a 16-byte digest,
 /// at most `rate_limits.max_buckets` of them per limit, the least recently used dropped first, and a limit

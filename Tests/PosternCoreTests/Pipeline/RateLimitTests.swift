@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 @Suite struct RateLimitTests {
     func login(_ gw: InProcessGateway, _ email: String, _ password: String, from ip: String? = nil) async -> InProcessGateway.Answer {
@@ -113,7 +115,7 @@ import PosternTesting
 @Suite(.serialized) struct LiveRateLimitTests {
     @Test func parallelGuessesAreCounted() throws {
         let denied = #"{"errors":[{"message":"Invalid user credentials.","extensions":{"code":"INVALID_CREDENTIALS"}}]}"#
-        let fake = try FakeUpstream(.delayed(0.3, then: .status(401, denied)))
+        let fake = try ScriptedUpstream(every: [.wait(0.3)] + ScriptedUpstream.Misbehaviour.status(401, denied))
         defer { fake.stop() }
         let gw = try TestGateway { $0.directus.url = fake.url }
         defer { gw.stop() }
@@ -123,6 +125,6 @@ import PosternTesting
         // All ten guesses were in flight together; only the per-email budget of five reached Directus.
         #expect(statuses.filter { $0 == 401 }.count == 5)
         #expect(statuses.filter { $0 == 429 }.count == 5)
-        #expect(fake.received.count == 5)
+        #expect(fake.requests.count == 5)
     }
 }

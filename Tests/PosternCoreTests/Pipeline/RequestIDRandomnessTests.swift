@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
+import PosternHTTP
 
 /// Request and trace ids nobody can predict (issue 34): generated `X-Request-Id`s, read through a live gateway, are
 /// random 128-bit W3C trace ids. Before, they were a bijective mix (splitmix64) of a counter: un-mixing two ids

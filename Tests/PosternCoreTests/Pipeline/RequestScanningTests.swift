@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternIO
+import PosternHTTP
 
 /// A request read in place (bearer tokens, paths under the API, token digests, the first space, request ids, bodies
 /// of every size) gives what the string forms and the general code give.

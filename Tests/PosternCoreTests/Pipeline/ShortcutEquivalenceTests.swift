@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
 
 /// The request path's allocation-free shortcuts answer exactly as the general code they stand in for.
 @Suite struct ShortcutEquivalenceTests {

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import DirectusStandIn
+import PosternHTTP
 
 @Suite struct PolicyTests {
     static let user = Session(id: "s", tokenDigest: "t", refreshDigest: "r", userID: "u1", email: "a@example.com",

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternIO
+import PosternRedis
 
 /// The pub/sub bus between instances against a real redis-server: delivery to the other instances only,
 /// and "drop everything" after a resubscription (messages may have been missed while disconnected).

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternIO
+import PosternRedis
 
 /// The Redis session store against a real redis-server: the store contract on dates around now (Redis
 /// expires keys at their real time), expiry in Redis, tombstones, the refresh lock and the outage error.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
 
 /// Gateways on a TLS Redis (`rediss://` as an ACL user, the CA made by the test), through real sockets: sessions
 /// shared, an outage answered 503 and healed, a refusing Redis failing the start with a clear line, and no

@@ -3,6 +3,9 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternRedis
+import PosternHTTP
+import PosternIO
 
 /// Two gateway instances on one real redis-server and one Directus stand-in, through real sockets
 /// (docs/api.md, Several instances (Redis)).

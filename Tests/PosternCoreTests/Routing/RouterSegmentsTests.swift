@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
 
 /// The router's path splitting and the header list's cheap edits keep their old results.
 @Suite struct RouterSegmentsTests {

@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternCoreTesting
+import PosternHTTP
 
 /// A `SwitchableSessionStore` that counts the Directus-token writes it refused while down.
 final class CountingSwitchableStore: SessionStore, @unchecked Sendable {

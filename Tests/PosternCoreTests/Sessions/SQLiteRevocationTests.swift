@@ -101,29 +101,8 @@ import PosternTesting
         let dir = try sessionTestDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("v2.db").path
-        var db: OpaquePointer?
-        #expect(sqlite3_open(path, &db) == SQLITE_OK)
-        let v2 = """
-            CREATE TABLE sessions (id TEXT PRIMARY KEY NOT NULL, token_digest TEXT NOT NULL, refresh_digest TEXT NOT NULL,
-                user_id TEXT NOT NULL, email TEXT NOT NULL, role TEXT, directus_access TEXT NOT NULL,
-                directus_access_expires REAL NOT NULL, directus_refresh TEXT NOT NULL, sealed INTEGER NOT NULL,
-                created_at REAL NOT NULL, last_used REAL NOT NULL, expires_at REAL NOT NULL);
-            CREATE UNIQUE INDEX sessions_token_digest ON sessions (token_digest);
-            CREATE UNIQUE INDEX sessions_refresh_digest ON sessions (refresh_digest);
-            CREATE TABLE used_refresh (digest TEXT PRIMARY KEY NOT NULL, session_id TEXT NOT NULL);
-            CREATE INDEX used_refresh_session ON used_refresh (session_id);
-            CREATE INDEX sessions_user ON sessions (user_id);
-            CREATE INDEX sessions_last_used ON sessions (last_used);
-            CREATE INDEX sessions_expires_at ON sessions (expires_at);
-            CREATE TRIGGER sessions_forget_used AFTER DELETE ON sessions
-                BEGIN DELETE FROM used_refresh WHERE session_id = old.id; END;
-            INSERT INTO sessions VALUES ('old-id', 'td', 'rd', 'u1', 'e@x.com', NULL, 'da', 1900000000, 'dr', 0,
-                1800000000, 1800000000, 1900000000);
-            INSERT INTO used_refresh VALUES ('old-rd', 'old-id');
-            PRAGMA user_version = 2;
-            """
-        #expect(sqlite3_exec(db, v2, nil, nil, nil) == SQLITE_OK)
-        sqlite3_close(db)
+        try OldSessionSchema.write(path, version: 2,
+                                   rows: OldSessionSchema.oldSession + "INSERT INTO used_refresh VALUES ('old-rd', 'old-id');\n")
         let store = try SQLiteSessionStore(path: path, secretBox: nil)
         let old = try #require(try store.session(tokenDigest: "td"))
         #expect(old.id == "old-id" && old.refreshDigest == "rd" && old.directusRefreshToken == "dr")
@@ -133,6 +112,7 @@ import PosternTesting
         #expect(try store.sessionID(usedRefreshDigest: "old-rd") == nil)
         #expect(try store.count() == 0)
         store.close()
+        var db: OpaquePointer?
         #expect(sqlite3_open(path, &db) == SQLITE_OK)
         var stmt: OpaquePointer?
         #expect(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nil) == SQLITE_OK)

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternRedis
 
 /// What the operator's session control needs of every store: the client's IP and user agent kept with a
 /// session (and through a rotation and an update), a user's sessions by user id or e-mail, session ids by
@@ -141,32 +142,10 @@ import PosternTesting
     /// Writes a session database as schema version 3 wrote it, with one live session per row given
     /// (id, access-token digest, user id, e-mail); Directus tokens `da`/`dr`, refresh token `psr_old-<id>`.
     static func writeVersion3File(_ path: String, rows: [(String, String, String, String)]) throws {
-        var db: OpaquePointer?
-        guard sqlite3_open(path, &db) == SQLITE_OK else { throw TestFailure("cannot create \(path)") }
-        defer { sqlite3_close(db) }
         let created = Date().timeIntervalSince1970
-        var sql = """
-            CREATE TABLE sessions (id TEXT PRIMARY KEY NOT NULL, token_digest TEXT NOT NULL, refresh_digest TEXT NOT NULL,
-                user_id TEXT NOT NULL, email TEXT NOT NULL, role TEXT, directus_access TEXT NOT NULL,
-                directus_access_expires REAL NOT NULL, directus_refresh TEXT NOT NULL, sealed INTEGER NOT NULL,
-                created_at REAL NOT NULL, last_used REAL NOT NULL, expires_at REAL NOT NULL);
-            CREATE UNIQUE INDEX sessions_token_digest ON sessions (token_digest);
-            CREATE UNIQUE INDEX sessions_refresh_digest ON sessions (refresh_digest);
-            CREATE TABLE used_refresh (digest TEXT PRIMARY KEY NOT NULL, session_id TEXT NOT NULL);
-            CREATE INDEX used_refresh_session ON used_refresh (session_id);
-            CREATE INDEX sessions_user ON sessions (user_id);
-            CREATE INDEX sessions_last_used ON sessions (last_used);
-            CREATE INDEX sessions_expires_at ON sessions (expires_at);
-            CREATE TRIGGER sessions_forget_used AFTER DELETE ON sessions
-                BEGIN DELETE FROM used_refresh WHERE session_id = old.id; END;
-            ALTER TABLE sessions ADD COLUMN revoked INTEGER NOT NULL DEFAULT 0;
-            CREATE INDEX sessions_revoked ON sessions (revoked) WHERE revoked = 1;
-            CREATE TRIGGER sessions_forget_used_on_revoke AFTER UPDATE OF revoked ON sessions WHEN new.revoked = 1
-                BEGIN DELETE FROM used_refresh WHERE session_id = old.id; END;
-
-            """
+        var inserts = ""
         for (id, digest, user, email) in rows {
-            sql += """
+            inserts += """
                 INSERT INTO sessions (id, token_digest, refresh_digest, user_id, email, role, directus_access,
                     directus_access_expires, directus_refresh, sealed, created_at, last_used, expires_at)
                 VALUES ('\(id)', '\(digest)', '\(Crypto.sha256Hex("psr_old-" + id))', '\(user)', '\(email)', NULL, 'da',
@@ -174,10 +153,7 @@ import PosternTesting
 
                 """
         }
-        sql += "PRAGMA user_version = 3;"
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
-            throw TestFailure("old schema: \(String(cString: sqlite3_errmsg(db)))")
-        }
+        try OldSessionSchema.write(path, version: 3, rows: inserts)
     }
 
     /// `PRAGMA user_version` of the file at `path`.

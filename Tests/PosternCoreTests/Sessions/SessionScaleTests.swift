@@ -1,9 +1,10 @@
-import CSQLite
 import DirectusStandIn
 import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternIO
+import PosternHTTP
 
 /// A Directus token pair whose access JWT names `user` (what `SessionManager.open` reads from it).
 func fakeDirectusTokens(user: String, role: String = "role-1") -> DirectusTokens {
@@ -196,23 +197,7 @@ private let ctx = CallFields(requestID: "t", clientIP: "127.0.0.1")
         let dir = try sessionTestDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("v1.db").path
-        var db: OpaquePointer?
-        #expect(sqlite3_open(path, &db) == SQLITE_OK)
-        let v1 = """
-            CREATE TABLE sessions (id TEXT PRIMARY KEY NOT NULL, token_digest TEXT NOT NULL, refresh_digest TEXT NOT NULL,
-                user_id TEXT NOT NULL, email TEXT NOT NULL, role TEXT, directus_access TEXT NOT NULL,
-                directus_access_expires REAL NOT NULL, directus_refresh TEXT NOT NULL, sealed INTEGER NOT NULL,
-                created_at REAL NOT NULL, last_used REAL NOT NULL, expires_at REAL NOT NULL);
-            CREATE UNIQUE INDEX sessions_token_digest ON sessions (token_digest);
-            CREATE UNIQUE INDEX sessions_refresh_digest ON sessions (refresh_digest);
-            CREATE TABLE used_refresh (digest TEXT PRIMARY KEY NOT NULL, session_id TEXT NOT NULL);
-            CREATE INDEX used_refresh_session ON used_refresh (session_id);
-            INSERT INTO sessions VALUES ('old-id', 'td', 'rd', 'u1', 'e@x.com', NULL, 'da', 1900000000, 'dr', 0,
-                1800000000, 1800000000, 1900000000);
-            PRAGMA user_version = 1;
-            """
-        #expect(sqlite3_exec(db, v1, nil, nil, nil) == SQLITE_OK)
-        sqlite3_close(db)
+        try OldSessionSchema.write(path, version: 1, rows: OldSessionSchema.oldSession)
         let store = try SQLiteSessionStore(path: path, secretBox: nil)
         #expect(try store.session(tokenDigest: "td")?.id == "old-id")
         #expect(try store.recency(userID: "u1").map(\.id) == ["old-id"])

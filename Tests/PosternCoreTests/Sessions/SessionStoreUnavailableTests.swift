@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
+import PosternHTTP
+import PosternCoreTesting
 
 /// A memory store that a test takes down and brings back, as a networked store (Redis) goes away: while
 /// down, every call throws `unavailable` and `isAvailable` is false; nothing stored is lost.

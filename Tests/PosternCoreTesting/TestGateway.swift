@@ -1,6 +1,9 @@
 import DirectusStandIn
 import Foundation
 import PosternCore
+import PosternHTTP
+import PosternIO
+import PosternTesting
 
 /// A live gateway on 127.0.0.1:0 in front of a live Directus stand-in on 127.0.0.1:0, both through
 /// real sockets. Stop it with `stop()` (tests call it in `defer`).

@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+@testable import PosternHTTP
+import PosternIO
+import PosternTesting
+
+/// How the upstream client fails, through real sockets against a raw-TCP peer that misbehaves: a kept connection
+/// closed under a request (a GET is retried once on a fresh one, anything else is not sent twice), silence until
+/// the deadline, a close instead of an answer, and answers over the body and head ceilings, refused without being
+/// read whole. The gateway's answers to each (docs/api.md, Errors) are in PosternCoreTests.
+@Suite(.serialized) struct UpstreamFailureWireTests {
+    /// Sends `requests` one after another through a one-connection pool to `peer` (so a kept connection is reused
+    /// at once), each with `timeout`; the results in order.
+    static func send(_ peer: ScriptedUpstream, _ requests: [UpstreamRequest], timeout: Double = 5,
+                     maxResponseBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes)
+        async -> [Result<UpstreamResponse, UpstreamFailure>] {
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let client = UpstreamHTTPClient(loop: loop, endpoint: UpstreamEndpoint(url: peer.url)!, maxConnections: 1,
+                                        keepaliveIdle: 3600, maxResponseBytes: maxResponseBytes)
+        var results: [Result<UpstreamResponse, UpstreamFailure>] = []
+        for request in requests {
+            let result = await Task(executorPreference: loop) { () -> Result<UpstreamResponse, UpstreamFailure> in
+                do throws(UpstreamFailure) {
+                    return .success(try await client.send(request, timeout: timeout))
+                } catch {
+                    return .failure(error)
+                }
+            }.value
+            results.append(result)
+        }
+        return results
+    }
+
+    static let get = UpstreamRequest(method: .get, target: "/items/posts")
+    static let post = UpstreamRequest(method: .post, target: "/auth/login", body: Data(#"{"a":1}"#.utf8))
+    static let pong = ScriptedUpstream.answer(#"{"data":"pong"}"#)
+
+    /// A peer that answers the first request on each connection and closes the connection on the next one without
+    /// answering it (a race with its keep-alive timeout).
+    static func closingOnTheSecondRequest() throws -> ScriptedUpstream {
+        try ScriptedUpstream { $0.onConnection == 0 ? [.send(Self.pong)] : [.close] }
+    }
+
+    @Test func aGetOnAKeptConnectionClosedUnderItIsRetriedOnceOnAFreshOne() async throws {
+        let peer = try Self.closingOnTheSecondRequest()
+        defer { peer.stop() }
+        let results = await Self.send(peer, [Self.get, Self.get])
+        #expect(results.map { try? $0.get().status } == [200, 200], "\(results)")
+        #expect(peer.requests.count == 3, "first call, the call the peer closed under, the retry")
+        #expect(peer.connections == 2)
+    }
+
+    @Test func aPostOnAKeptConnectionClosedUnderItFailsAsClosedAndIsNotSentAgain() async throws {
+        let peer = try Self.closingOnTheSecondRequest()
+        defer { peer.stop() }
+        let results = await Self.send(peer, [Self.post, Self.post])
+        #expect((try? results[0].get().status) == 200, "\(results[0])")
+        guard case .failure(.closed) = results[1] else {
+            Issue.record("expected closed, got \(results[1])")
+            return
+        }
+        #expect(peer.requests.count == 2, "a POST is not sent twice")
+    }
+
+    @Test(arguments: [HTTPMethod.get, .post])
+    func aFreshConnectionClosedWithoutAnAnswerFailsAsClosedWithoutARetry(_ method: HTTPMethod) async throws {
+        let peer = try ScriptedUpstream(every: ScriptedUpstream.Misbehaviour.closeAfterRequest)
+        defer { peer.stop() }
+        let results = await Self.send(peer, [UpstreamRequest(method: method, target: "/items/posts")])
+        guard case .failure(.closed) = results[0] else {
+            Issue.record("expected closed, got \(results[0])")
+            return
+        }
+        #expect(peer.requests.count == 1, "only a kept connection's close is worth a retry")
+    }
+
+    @Test func aSilentPeerTimesOutAndItsStuckConnectionIsNotReused() async throws {
+        let peer = try ScriptedUpstream(every: [.silent])
+        defer { peer.stop() }
+        let results = await Self.send(peer, [Self.get, Self.get], timeout: 0.3)
+        for result in results {
+            guard case .failure(.timeout) = result else {
+                Issue.record("expected timeout, got \(result)")
+                continue
+            }
+        }
+        #expect(peer.connections == 2, "the timed-out connection was dropped, the second call had a fresh one")
+        #expect(peer.requests.count == 2)
+    }
+
+    /// An answer whose body never fits: its head, then `piece` streamed without end (or up to 200 MB).
+    struct Flood: Sendable, CustomTestStringConvertible {
+        let name: String
+        let head: String
+        let piece: String
+        let total: Int?
+        var testDescription: String { name }
+    }
+
+    @Test(arguments: [
+        Flood(name: "Content-Length over the ceiling", head: "HTTP/1.1 200 OK\r\nContent-Length: 200000000\r\n\r\n",
+              piece: String(repeating: "a", count: 65536), total: 200_000_000),
+        Flood(name: "endless chunked body", head: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+              piece: "400\r\n" + String(repeating: "b", count: 1024) + "\r\n", total: nil),
+    ])
+    func aBodyOverTheCeilingIsABadResponseWithoutBeingReadWhole(_ flood: Flood) async throws {
+        let peer = try ScriptedUpstream(every: [.send(flood.head), .stream(flood.piece, total: flood.total, bytesPerSecond: nil)])
+        defer { peer.stop() }
+        let results = await Self.send(peer, [Self.get], maxResponseBytes: 1 << 20)
+        guard case .failure(.badResponse) = results[0] else {
+            Issue.record("expected badResponse, got \(results[0])")
+            return
+        }
+        // The client hung up at the ceiling: the peer could write only what the sockets' buffers hold past it.
+        try await eventually("the client dropped the connection") { peer.streamsDone == 1 }
+        #expect(peer.streamed < 64 << 20, "the peer wrote \(peer.streamed) bytes before the client hung up")
+    }
+
+    @Test func aHeadOverTheCeilingIsABadResponseAndTheNextCallGoesOnAFreshConnection() async throws {
+        let padding = String(repeating: "p", count: UpstreamResponseParser.headCeiling + 6 * 1024)
+        let peer = try ScriptedUpstream { request in
+            request.index == 0 ? [.send(ScriptedUpstream.answer("{}", headers: ["X-Padding: \(padding)"]))]
+                : [.send(Self.pong)]
+        }
+        defer { peer.stop() }
+        let results = await Self.send(peer, [Self.get, Self.get])
+        guard case .failure(.badResponse) = results[0] else {
+            Issue.record("expected badResponse, got \(results[0])")
+            return
+        }
+        #expect((try? results[1].get().status) == 200, "\(results[1])")
+        #expect(peer.connections == 2)
+    }
+}
