@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternHTTP
+import PosternIO
 import PosternTesting
 
 /// Bytes an upstream sends on a pooled connection while nothing was asked of it close that connection: they are
@@ -22,9 +23,9 @@ extension UpstreamWireTests {
 
     @Test func bytesOnAnIdleConnectionCloseItAndTheNextGetGoesOnAFreshOne() async throws {
         let released = TestFlag()
-        let peer = try ScriptedUpstream { index in
-            index == 0 ? [.send(Self.answer(0)), .hold(until: { released.isSet }, atMost: 5), .send(Self.unasked)]
-                       : [.send(Self.answer(index))]
+        let peer = try ScriptedUpstream { request in
+            request.index == 0 ? [.send(Self.answer(0)), .hold(until: { released.isSet }, atMost: 5), .send(Self.unasked)]
+                       : [.send(Self.answer(request.index))]
         }
         defer { peer.stop() }
         let group = EventLoopGroup(count: 1)
@@ -44,11 +45,11 @@ extension UpstreamWireTests {
     @Test func bytesAlreadyOnTheSocketWhenATurnStartsCloseTheConnectionBeforeThatTurnsGetTakesIt() async throws {
         let released = TestFlag()
         let unaskedSent = TestFlag()
-        let peer = try ScriptedUpstream { index in
-            index == 0
+        let peer = try ScriptedUpstream { request in
+            request.index == 0
                 ? [.send(Self.answer(0)), .hold(until: { released.isSet }, atMost: 5), .send(Self.unasked),
                    .hold(until: { unaskedSent.set(); return true }, atMost: 1)]
-                : [.send(Self.answer(index))]
+                : [.send(Self.answer(request.index))]
         }
         defer { peer.stop() }
         let group = EventLoopGroup(count: 1)
