@@ -3,7 +3,7 @@ import PosternHTTP
 
 /// Every route of both listeners, built once from config: one builder per kind of route (operations,
 /// users, each resource), every responder behind the edge stages.
-struct RouteTable: Sendable {
+final class RouteTable: Sendable {
     /// The public listener's routes.
     let router: Router
     /// The admin listener's routes (operations, `/metrics`, and the operator console: `/` and `/admin/…`).
