@@ -114,8 +114,6 @@ package final class Gateway: HTTPRequestHandler {
     @inline(__always)  // one async frame per request, not two
     private func handle(_ request: HTTPRequest, prepared: AnyObject?, admin: Bool) async -> HTTPResponse {
         let start = (prepared as? PreparedRequest)?.start ?? prepare(request, slots.current, admin: admin)
-        // The generation's parts are read where they are: a `let routes = generation.routes` copied the whole table
-        // (about 30 retains and as many releases per request).
         let generation = start.generation
         return await (admin ? generation.routes.adminEdge : generation.routes.edge)
             .respond(to: request, context: start.context, endpoint: start.endpoint, from: start.progress, trace: start.trace)
@@ -148,8 +146,8 @@ package final class Gateway: HTTPRequestHandler {
     /// stays off the async frame.
     @inline(never)
     private func prepare(_ request: HTTPRequest, _ generation: GatewayGeneration, admin: Bool) -> Start {
-        // `generation.routes.…` each time, not `let routes = generation.routes`: that copied the whole route table
-        // (and `(admin ? a : b).match` a whole router) per request.
+        // Each router and edge is used where it is: `(admin ? a : b).match` copied a whole `Router` (7 retains and
+        // releases per request).
         let context: RequestContext
         var endpoint: Endpoint
         let match = admin ? generation.routes.adminRouter.match(path: request.path)
