@@ -127,8 +127,8 @@ bench-sessions: deps
 	$(SWIFT) build -c release --product postern-bench-sessions
 	@status=0; for store in memory sqlite; do .build/release/postern-bench-sessions $$store || status=1; done; exit $$status
 
-## bench-json: µs of CPU to translate bench/posts-20.json (books): the transcoder, JSONValueRenderer and
-## Foundation Codable in one run; fails above BENCH_JSON_MAX_US (default 10) for the transcoder
+## bench-json: µs of CPU to translate bench/posts-20.json (books): the transcoder and Foundation Codable in
+## one run; fails above BENCH_JSON_MAX_US (default 10) for the transcoder
 bench-json: deps
 	$(SWIFT) build -c release --product postern-bench-json
 	.build/release/postern-bench-json --max-us $(or $(BENCH_JSON_MAX_US),10) bench/posts-20.json $(CONFIG) books

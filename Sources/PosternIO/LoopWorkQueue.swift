@@ -14,8 +14,8 @@ package enum LoopWork {
 /// only when it goes from empty to not empty). Work runs in the order each thread queued it.
 ///
 /// On the request path every job comes from the loop's own thread (a continuation resumed by a read
-/// callback, a runner task handed a request), so a job costs an array append there, where it used to cost
-/// a mutex and an `event_active` (itself the base's mutex) each.
+/// callback, a runner task handed a request), so a job costs an array append there, not a mutex and an
+/// `event_active` (itself the base's mutex).
 package final class LoopWorkQueue: @unchecked Sendable {
     /// Work queued on the loop thread (loop thread only).
     private var local: [LoopWork] = []

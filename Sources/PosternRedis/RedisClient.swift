@@ -54,15 +54,6 @@ package final class RedisClient: Sendable {
     /// True while connected and logged in (any thread; for /readyz).
     package var isConnected: Bool { connection.isReady }
 
-    /// Waits until the connection is up (at once if it is); false when the client was closed first. Give it a
-    /// deadline of your own (e.g. at start-up): it waits as long as Redis stays unreachable.
-    package func waitUntilConnected() async -> Bool {
-        let connection = self.connection
-        return await withCheckedContinuation { continuation in
-            loop.executeOrRunIfStopped { connection.whenReady(continuation) }
-        }
-    }
-
     /// Waits for how the connection attempt in progress ends (at once when connected): ready, refused by TLS or
     /// the login, or unreachable. `body` runs on the client's loop.
     package func whenAttemptEnds(_ body: @escaping @Sendable (RedisAttemptOutcome) -> Void) {

@@ -80,7 +80,6 @@ package final class RedisConnection: @unchecked Sendable {
     package let liveCalls = Atomic<Int>(0)
     #endif
 
-    private var readyWaiters: [CheckedContinuation<Bool, Never>] = []
     /// Who waits for the end of the current (or next) attempt.
     private var attemptWaiters: [(RedisAttemptOutcome) -> Void] = []
     /// The current attempt was refused by TLS or the login (not merely unreachable).
@@ -130,20 +129,10 @@ package final class RedisConnection: @unchecked Sendable {
         }
         drop(.closed)
         ready.store(false, ordering: .releasing)
-        resumeReadyWaiters(false)
         endAttempt(.closed)
         onReady = nil
         onDown = nil
         subscription = nil
-    }
-
-    /// Resumes `continuation` with true once the connection is ready (at once if it is), false if it closes.
-    package func whenReady(_ continuation: CheckedContinuation<Bool, Never>) {
-        switch state {
-        case .ready: continuation.resume(returning: true)
-        case .closed: continuation.resume(returning: false)
-        default: readyWaiters.append(continuation)
-        }
     }
 
     /// Runs `body` (loop thread) with how the current attempt ends: at once when ready or closed, else when the
@@ -160,12 +149,6 @@ package final class RedisConnection: @unchecked Sendable {
         let waiters = attemptWaiters
         attemptWaiters.removeAll()
         for waiter in waiters { waiter(outcome) }
-    }
-
-    private func resumeReadyWaiters(_ value: Bool) {
-        let waiters = readyWaiters
-        readyWaiters.removeAll()
-        for waiter in waiters { waiter.resume(returning: value) }
     }
 
     // MARK: Commands
@@ -417,7 +400,6 @@ package final class RedisConnection: @unchecked Sendable {
         ready.store(true, ordering: .releasing)
         readyCount.add(1, ordering: .relaxed)
         onReady?()
-        resumeReadyWaiters(true)
         endAttempt(.ready)
     }
 

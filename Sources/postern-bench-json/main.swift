@@ -1,14 +1,13 @@
 // postern-bench-json: times the translation of one canned Directus list answer into the client body
-// (`make bench-json`), three ways in the same run: the single-pass `JSONTranscoder` the gateway uses,
-// the reference `JSONValueRenderer` (parse into a `JSONValue` tree, write it back out), and Foundation's
+// (`make bench-json`), two ways in the same run: the single-pass `JSONTranscoder` the gateway uses, and Foundation's
 // `JSONDecoder` + `JSONEncoder` over Codable structs doing the same mapping.
 //
 // Usage: postern-bench-json [--max-us N] [--only-transcoder] [--iterations N] [answer.json] [config.json] [resource]
-//        (defaults: 10 µs, all three, bench/posts-20.json, config/postern.json, books)
+//        (defaults: 10 µs, both, bench/posts-20.json, config/postern.json, books)
 // With --iterations N it only runs the transcoder N times, untimed, and exits: for counting what one
 // translation costs with outside tools (e.g. mallocs: a uprobe on malloc, runs of N and 0 compared).
 // Prints µs per translation (the median of several batches) and exits 1 when the transcoder is above
-// the limit, or when the three outputs do not decode to the same values. Options come from the command
+// the limit, or when the two outputs do not decode to the same values. Options come from the command
 // line only (the Makefile passes `BENCH_JSON_MAX_US`): only the config module reads the environment.
 import Foundation
 import PosternCore
@@ -160,15 +159,13 @@ func measure(batches: Int = 15, _ body: () -> Int) -> (median: Double, best: Dou
 }
 
 let transcoder = JSONTranscoder(resource)
-let reference = JSONValueRenderer(resource)
 let decoder = JSONDecoder()
 let encoder = JSONEncoder()
 
-// The three outputs must decode to the same values before any of them is timed.
+// The two outputs must decode to the same values before any of them is timed.
 let outputs: [(String, Data)]
 do {
     outputs = [("transcoder", try transcoder.renderList(directusBody: answer)),
-               ("JSONValueRenderer", try reference.renderList(directusBody: answer)),
                ("Foundation Codable", try foundationTranslate(answer, decoder: decoder, encoder: encoder))]
 } catch {
     die("translation failed: \(error)")
@@ -191,7 +188,6 @@ let results: [(String, (median: Double, best: Double, wall: Double))] = only ? [
     ("JSONTranscoder", measure { (try? transcoder.renderList(directusBody: answer))?.count ?? 0 }),
 ] : [
     ("JSONTranscoder", measure { (try? transcoder.renderList(directusBody: answer))?.count ?? 0 }),
-    ("JSONValueRenderer", measure { (try? reference.renderList(directusBody: answer))?.count ?? 0 }),
     ("JSONDecoder+JSONEncoder", measure {
         (try? foundationTranslate(answer, decoder: decoder, encoder: encoder))?.count ?? 0
     }),

@@ -48,7 +48,7 @@ extension UpstreamWireTests {
         "HTTP/1.1 30 304\r\nContent-Length: 2\r\n\r\n{}",
         "HTTP/1.1 600 Nope\r\nContent-Length: 2\r\n\r\n{}",
         "HTTP/1.1 999 Nope\r\n\r\n",
-        // Still refused as before (http-parser read `Transfer-Encoding :` as Transfer-Encoding; llhttp refuses the name).
+        // A field name with a space before its colon (`Transfer-Encoding :`) is refused.
         "HTTP/1.1 200 OK\r\nTransfer-Encoding : chunked\r\nContent-Length: 2\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
     ])
     func statusOutsideHTTPsCodesIsABadResponse(_ answer: String) async throws {

@@ -108,7 +108,7 @@ package final class Application: @unchecked Sendable {
             Double((gateway?.generation.breaker ?? breaker).state.rawValue)
         }
         metrics.gauge("postern_requests_in_flight", help: "Requests being handled.") { [weak app] in Double(app?.server?.inFlight ?? 0) }
-        metrics.gauge("postern_open_connections", help: "Client connections open on the package listener.") { [weak app] in
+        metrics.gauge("postern_open_connections", help: "Client connections open on the public listener.") { [weak app] in
             Double(app?.server?.openConnections ?? 0)
         }
         return app

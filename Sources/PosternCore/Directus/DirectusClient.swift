@@ -80,11 +80,6 @@ package struct DirectusClient: Sendable {
 
     // MARK: Items
 
-    /// `GET /items/<c>?…` → the raw answer body.
-    package func listItems(path: String, query: [(String, String)], token: String?, context: CallFields) async throws(DirectusError) -> Data {
-        try await listItems(target: QueryString.target(path: path, query: query), token: token, context: context)
-    }
-
     /// `GET <target>` for a list whose target (`/items/<c>?…`, as `QueryString.target` builds it) is already
     /// built → the raw answer body.
     package func listItems(target: String, token: String?, context: CallFields) async throws(DirectusError) -> Data {

@@ -102,7 +102,7 @@ extension TranscodePass {
             writeQuoted(slot.start, slot.end)
         case .number:
             guard let value = Self.numberValue(p + slot.start, slot.end - slot.start),
-                  let id = JSONValueRenderer.idString(value) else {
+                  let id = value.idString else {
                 throw .upstreamError("item has an id that is not an integer")
             }
             writeText(id)
@@ -125,7 +125,7 @@ extension TranscodePass {
                 out.append(p + slot.start, slot.end - slot.start)
                 out.appendReserved(UInt8(ascii: "\""))
             } else if let value = Self.numberValue(p + slot.start, slot.end - slot.start),
-                      let text = JSONValueRenderer.requiredString(value) {
+                      let text = value.requiredString {
                 writeText(text)
             } else {
                 throw .upstreamError("required field is not a finite number")

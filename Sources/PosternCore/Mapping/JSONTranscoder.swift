@@ -4,8 +4,8 @@ import PosternHTTP
 /// Renders Directus answers in one pass over their bytes, straight into one output buffer: no tree,
 /// no `String` per value (docs/api.md, Resources).
 ///
-/// Produces byte for byte what `JSONValueRenderer` (the reference implementation) produces, and
-/// refuses (502) exactly the answers it refuses: the whole answer is validated as JSON (UTF-8,
+/// Produces byte for byte what a renderer through a `JSONValue` tree produces (the tests' reference,
+/// `JSONValueRenderer`), and refuses (502) exactly the answers it refuses: the whole answer is validated as JSON (UTF-8,
 /// escapes, surrogates, numbers that fit a Double, nesting at most 64 deep), mapped fields are
 /// picked in one scan of each item (first occurrence of a key wins) and written in config order.
 /// Rare shapes (keys with escapes or non-ASCII text, numbers with a fraction or exponent in an id

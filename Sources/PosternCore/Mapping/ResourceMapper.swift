@@ -43,8 +43,7 @@ package struct ResourceMapper: Sendable {
 
     /// The resource this mapper serves.
     package var resource: ResourceConfig { tables.resource }
-    /// Renders Directus answers as resource bodies in a single pass (`JSONValueRenderer`, through a `JSONValue`
-    /// tree, is the reference it is tested against).
+    /// Renders Directus answers as resource bodies in a single pass.
     package var renderer: JSONTranscoder
     /// The `fields` CSV for Directus reads: every mapped Directus field, then the owner field if unmapped.
     package var directusFieldList: String { tables.directusFieldList }
@@ -78,7 +77,7 @@ package struct ResourceMapper: Sendable {
     /// The owner value (a string, or integer rendered as string) of a Directus item answer `{"data":{…}}`,
     /// nil when null/absent or when the resource has no owner field. A non-JSON or wrongly shaped answer is 502.
     package func owner(ofDirectusItem body: Data) throws(GatewayError) -> String? {
-        let document = try JSONValueRenderer.parse(body)
+        let document = try JSONValue.parseAnswer(body)
         guard let item = document["data"], item.objectValue != nil else {
             throw .upstreamError("item answer has no \"data\" object")
         }
@@ -86,7 +85,7 @@ package struct ResourceMapper: Sendable {
         // An expanded relation (`user_created.*`) carries the user id as its `id`.
         let key = value.objectValue != nil ? (value["id"] ?? .null) : value
         if key.isNull { return nil }
-        guard let owner = JSONValueRenderer.idString(key) else {
+        guard let owner = key.idString else {
             throw .upstreamError("owner field \"\(ownerField)\" is a \(key.typeName)")
         }
         return owner

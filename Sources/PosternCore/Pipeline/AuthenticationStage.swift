@@ -72,12 +72,12 @@ package final class AuthenticationStage: Sendable {
         return String(header[range])
     }
 
-    /// Where the token of an `Authorization: Bearer <token>` header is (see `bearer`), found without a copy.
+    /// Where the token of an `Authorization: Bearer <token>` header is (see `bearer`), found without a copy of a
+    /// native string (a string without contiguous UTF-8 storage is scanned in a copy of its bytes).
     static func bearerRange(_ header: String) -> Range<String.Index>? {
-        // A native string's bytes are scanned in place (byte offsets); others through their UTF-8 view.
-        let offsets: Range<Int>?? = header.utf8.withContiguousStorageIfAvailable { bearerOffsets($0) }
-        guard let offsets else { return bearerRangeOfView(header) }
-        guard let offsets else { return nil }
+        let found: Range<Int>? = header.utf8.withContiguousStorageIfAvailable { bearerOffsets($0) }
+            ?? Array(header.utf8).withUnsafeBufferPointer { bearerOffsets($0) }
+        guard let offsets = found else { return nil }
         let utf8 = header.utf8
         let start = utf8.index(utf8.startIndex, offsetBy: offsets.lowerBound)
         return start..<utf8.index(start, offsetBy: offsets.count)
@@ -116,26 +116,6 @@ package final class AuthenticationStage: Sendable {
         }
         while i < bytes.count && bytes[i] != UInt8(ascii: " ") { i &+= 1 }
         return i
-    }
-
-    /// `bearerRange` through the UTF-8 view (a string without contiguous UTF-8 storage).
-    static func bearerRangeOfView(_ header: String) -> Range<String.Index>? {
-        let utf8 = header.utf8
-        let space = UInt8(ascii: " ")
-        var i = utf8.startIndex
-        while i != utf8.endIndex && utf8[i] == space { i = utf8.index(after: i) }
-        for expected in "bearer".utf8 {
-            guard i != utf8.endIndex, utf8[i] | 0x20 == expected else { return nil }
-            i = utf8.index(after: i)
-        }
-        guard i != utf8.endIndex, utf8[i] == space else { return nil }
-        while i != utf8.endIndex && utf8[i] == space { i = utf8.index(after: i) }
-        let start = i
-        while i != utf8.endIndex && utf8[i] != space { i = utf8.index(after: i) }
-        let end = i
-        while i != utf8.endIndex && utf8[i] == space { i = utf8.index(after: i) }
-        guard start != end, i == utf8.endIndex else { return nil }
-        return start..<end
     }
 }
 

@@ -17,29 +17,45 @@ import PosternRedis
 
 
 extension RedisSessionStore {
+    /// Lua that insert, update and rotate share: `index` files session `id` under its token digests (`t:`, `r:`),
+    /// its user (`u:`, scored by last use `l`) and `all` (scored by `exp`), and gives the session hash and both
+    /// digest keys the expiry `exp`.
+    private static let indexWrites = """
+    local function index(p, id, td, rd, u, l, exp)
+      redis.call('PEXPIREAT', p..'s:'..id, exp)
+      redis.call('SET', p..'t:'..td, id) redis.call('PEXPIREAT', p..'t:'..td, exp)
+      redis.call('SET', p..'r:'..rd, id) redis.call('PEXPIREAT', p..'r:'..rd, exp)
+      redis.call('ZADD', p..'u:'..u, l, id)
+      redis.call('ZADD', p..'all', exp, id)
+    end
+
+    """
+
+    /// `indexWrites`, and `store`, which writes a whole session from insert's and update's ARGV: the hash, `index`,
+    /// and the `ids` and `e:` entries; the `u:` and `e:` sets expire after the session lifetime.
+    private static let sessionWrites = indexWrites + """
+    local function store(p, id)
+      redis.call('HSET', p..'s:'..id, 'td', ARGV[3], 'rd', ARGV[4], 'u', ARGV[5], 'e', ARGV[6], 'ro', ARGV[7],
+        'da', ARGV[8], 'dax', ARGV[9], 'dr', ARGV[10], 'z', ARGV[11], 'c', ARGV[12], 'l', ARGV[13], 'x', ARGV[14],
+        'ip', ARGV[17], 'ua', ARGV[18])
+      index(p, id, ARGV[3], ARGV[4], ARGV[5], ARGV[13], ARGV[15])
+      redis.call('PEXPIRE', p..'u:'..ARGV[5], ARGV[16])
+      redis.call('ZADD', p..'ids', 0, id)
+      local ek = p..'e:'..string.lower(ARGV[6])
+      redis.call('SADD', ek, ARGV[5])
+      redis.call('PEXPIRE', ek, ARGV[16])
+    end
+
+    """
+
     /// Stores a new session; `DUPLICATE` error when its id or a digest is taken.
     /// ARGV: p id td rd u e ro da dax dr z c l x expiry maxTTLms ip ua.
-    static let insertScript = RedisScript("""
+    static let insertScript = RedisScript(sessionWrites + """
     local p, id = ARGV[1], ARGV[2]
-    local sk, tk, rk = p..'s:'..id, p..'t:'..ARGV[3], p..'r:'..ARGV[4]
-    if redis.call('EXISTS', sk) + redis.call('EXISTS', tk) + redis.call('EXISTS', rk) > 0 then
+    if redis.call('EXISTS', p..'s:'..id) + redis.call('EXISTS', p..'t:'..ARGV[3]) + redis.call('EXISTS', p..'r:'..ARGV[4]) > 0 then
       return redis.error_reply('DUPLICATE session')
     end
-    redis.call('HSET', sk, 'td', ARGV[3], 'rd', ARGV[4], 'u', ARGV[5], 'e', ARGV[6], 'ro', ARGV[7], 'da', ARGV[8],
-      'dax', ARGV[9], 'dr', ARGV[10], 'z', ARGV[11], 'c', ARGV[12], 'l', ARGV[13], 'x', ARGV[14], 'ip', ARGV[17],
-      'ua', ARGV[18])
-    local exp = ARGV[15]
-    redis.call('PEXPIREAT', sk, exp)
-    redis.call('SET', tk, id) redis.call('PEXPIREAT', tk, exp)
-    redis.call('SET', rk, id) redis.call('PEXPIREAT', rk, exp)
-    local uk = p..'u:'..ARGV[5]
-    redis.call('ZADD', uk, ARGV[13], id)
-    redis.call('PEXPIRE', uk, ARGV[16])
-    redis.call('ZADD', p..'all', exp, id)
-    redis.call('ZADD', p..'ids', 0, id)
-    local ek = p..'e:'..string.lower(ARGV[6])
-    redis.call('SADD', ek, ARGV[5])
-    redis.call('PEXPIRE', ek, ARGV[16])
+    store(p, id)
     return 1
     """)
 
@@ -54,7 +70,7 @@ extension RedisSessionStore {
 
     /// Compare-and-set rotation: new digests when the refresh digest is still ARGV[3]; the old one becomes a
     /// tombstone. Returns HGETALL afterwards, or nil. ARGV: p id oldRd newTd newRd lastUsed idleMs.
-    static let rotateScript = RedisScript("""
+    static let rotateScript = RedisScript(indexWrites + """
     local p, id = ARGV[1], ARGV[2]
     local sk = p..'s:'..id
     local cur = redis.call('HMGET', sk, 'td', 'rd', 'x', 'u', 'l')
@@ -67,18 +83,14 @@ extension RedisSessionStore {
     redis.call('SET', used, id) redis.call('PEXPIREAT', used, x)
     redis.call('SADD', p..'ud:'..id, cur[2]) redis.call('PEXPIREAT', p..'ud:'..id, x)
     redis.call('HSET', sk, 'td', ARGV[4], 'rd', ARGV[5], 'l', l)
-    redis.call('PEXPIREAT', sk, exp)
-    redis.call('SET', p..'t:'..ARGV[4], id) redis.call('PEXPIREAT', p..'t:'..ARGV[4], exp)
-    redis.call('SET', p..'r:'..ARGV[5], id) redis.call('PEXPIREAT', p..'r:'..ARGV[5], exp)
-    redis.call('ZADD', p..'u:'..cur[4], l, id)
-    redis.call('ZADD', p..'all', exp, id)
+    index(p, id, ARGV[4], ARGV[5], cur[4], l, exp)
     return redis.call('HGETALL', sk)
     """)
 
     /// Replaces a whole session (same fields as insert); changed digests drop their old index keys, and a
     /// changed refresh digest leaves a tombstone. Returns 0 when the session is gone.
     /// ARGV: p id td rd u e ro da dax dr z c l x expiry maxTTLms ip ua.
-    static let updateScript = RedisScript("""
+    static let updateScript = RedisScript(sessionWrites + """
     local p, id = ARGV[1], ARGV[2]
     local sk = p..'s:'..id
     local old = redis.call('HMGET', sk, 'td', 'rd', 'x')
@@ -90,21 +102,7 @@ extension RedisSessionStore {
       redis.call('SET', used, id) redis.call('PEXPIREAT', used, ARGV[14])
       redis.call('SADD', p..'ud:'..id, old[2]) redis.call('PEXPIREAT', p..'ud:'..id, ARGV[14])
     end
-    redis.call('HSET', sk, 'td', ARGV[3], 'rd', ARGV[4], 'u', ARGV[5], 'e', ARGV[6], 'ro', ARGV[7], 'da', ARGV[8],
-      'dax', ARGV[9], 'dr', ARGV[10], 'z', ARGV[11], 'c', ARGV[12], 'l', ARGV[13], 'x', ARGV[14], 'ip', ARGV[17],
-      'ua', ARGV[18])
-    local exp = ARGV[15]
-    redis.call('PEXPIREAT', sk, exp)
-    redis.call('SET', p..'t:'..ARGV[3], id) redis.call('PEXPIREAT', p..'t:'..ARGV[3], exp)
-    redis.call('SET', p..'r:'..ARGV[4], id) redis.call('PEXPIREAT', p..'r:'..ARGV[4], exp)
-    local uk = p..'u:'..ARGV[5]
-    redis.call('ZADD', uk, ARGV[13], id)
-    redis.call('PEXPIRE', uk, ARGV[16])
-    redis.call('ZADD', p..'all', exp, id)
-    redis.call('ZADD', p..'ids', 0, id)
-    local ek = p..'e:'..string.lower(ARGV[6])
-    redis.call('SADD', ek, ARGV[5])
-    redis.call('PEXPIRE', ek, ARGV[16])
+    store(p, id)
     return 1
     """)
 

@@ -2,7 +2,7 @@ import COpenSSL
 import FoundationEssentials
 import PosternIO
 
-/// Cryptographic helpers on OpenSSL: randomness, hashes, HMAC, base64url, tokens and sealing.
+/// Cryptographic helpers on OpenSSL: randomness, hashes, base64url and tokens.
 package enum Crypto {
     /// Prefix of Postern access (bearer) tokens.
     package static let accessTokenPrefix = "pst_"
@@ -56,26 +56,6 @@ package enum Crypto {
             out.append(digits[Int(b & 0x0f)])
         }
         return String(decoding: out, as: UTF8.self)
-    }
-
-    /// HMAC-SHA-256 of `data` under `key`.
-    package static func hmacSHA256(key: [UInt8], data: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var outLen: UInt32 = 0
-        let ok = key.withUnsafeBufferPointer { k in
-            data.withUnsafeBufferPointer { d in
-                out.withUnsafeMutableBufferPointer { o in
-                    // A zero-length key or message must still pass a non-null pointer.
-                    var zero: UInt8 = 0
-                    return withUnsafePointer(to: &zero) { z in
-                        HMAC(EVP_sha256(), UnsafeRawPointer(k.baseAddress ?? z), Int32(k.count),
-                             d.baseAddress ?? z, d.count, o.baseAddress, &outLen)
-                    }
-                }
-            }
-        }
-        precondition(ok != nil, "HMAC-SHA256 failed")
-        return Array(out.prefix(Int(outLen)))
     }
 
     /// Base64url without padding (RFC 4648 §5).
@@ -150,36 +130,13 @@ package struct SecretBox: Sendable {
     /// Encrypts `plaintext` under a fresh random nonce.
     package func seal(_ plaintext: String) -> String {
         let nonce = Crypto.randomBytes(Self.nonceLength)
-        let input = Array(plaintext.utf8)
+        var tag = [UInt8](repeating: 0, count: Self.tagLength)
         // Only allocation failure or a broken OpenSSL can make AES-GCM encryption with a valid
         // 32-byte key and 12-byte nonce fail; neither leaves a safe value to return, so it traps.
-        guard let ctx = EVP_CIPHER_CTX_new() else { fatalError("EVP_CIPHER_CTX_new failed (out of memory)") }
-        defer { EVP_CIPHER_CTX_free(ctx) }
-        var ok = EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil) == 1
-        ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(Self.nonceLength), nil) == 1
-        ok = ok && EVP_EncryptInit_ex(ctx, nil, nil, key, nonce) == 1
-        var out = [UInt8](repeating: 0, count: input.count + 16)
-        var len: Int32 = 0
-        var total = 0
-        if ok && !input.isEmpty {
-            ok = out.withUnsafeMutableBufferPointer { o in
-                input.withUnsafeBufferPointer { i in
-                    EVP_EncryptUpdate(ctx, o.baseAddress, &len, i.baseAddress, Int32(i.count)) == 1
-                }
-            }
-            total = Int(len)
+        guard let cipher = gcm(encrypting: true, nonce: nonce, Array(plaintext.utf8), tag: &tag) else {
+            preconditionFailure("AES-256-GCM encryption failed")
         }
-        if ok {
-            ok = out.withUnsafeMutableBufferPointer { o in
-                EVP_EncryptFinal_ex(ctx, o.baseAddress! + total, &len) == 1  // baseAddress: count >= 16, never empty
-            }
-            total += Int(len)
-        }
-        var tag = [UInt8](repeating: 0, count: Self.tagLength)
-        ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, Int32(Self.tagLength), &tag) == 1
-        precondition(ok, "AES-256-GCM encryption failed")
-        let blob = nonce + out.prefix(total) + tag
-        return Self.versionPrefix + Data(blob).base64EncodedString()
+        return Self.versionPrefix + Data(nonce + cipher + tag).base64EncodedString()
     }
 
     /// Decrypts a value made by `seal`; nil when it was tampered with, sealed under another key or malformed.
@@ -191,30 +148,42 @@ package struct SecretBox: Sendable {
         let nonce = Array(blob[0..<Self.nonceLength])
         let cipher = Array(blob[Self.nonceLength..<(blob.count - Self.tagLength)])
         var tag = Array(blob[(blob.count - Self.tagLength)...])
+        guard let plain = gcm(encrypting: false, nonce: nonce, cipher, tag: &tag) else { return nil }
+        return String(validating: plain, as: UTF8.self)
+    }
+
+    /// AES-256-GCM of `input` under `key` and `nonce`: encrypting, it writes the tag into `tag`; decrypting, it
+    /// checks the input against `tag`. Nil when OpenSSL fails or, decrypting, when the tag does not match.
+    private func gcm(encrypting: Bool, nonce: [UInt8], _ input: [UInt8], tag: inout [UInt8]) -> [UInt8]? {
+        let enc: Int32 = encrypting ? 1 : 0
         guard let ctx = EVP_CIPHER_CTX_new() else { return nil }
         defer { EVP_CIPHER_CTX_free(ctx) }
-        var ok = EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil) == 1
+        var ok = EVP_CipherInit_ex(ctx, EVP_aes_256_gcm(), nil, nil, nil, enc) == 1
         ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(Self.nonceLength), nil) == 1
-        ok = ok && EVP_DecryptInit_ex(ctx, nil, nil, key, nonce) == 1
-        var out = [UInt8](repeating: 0, count: cipher.count + 16)
+        ok = ok && EVP_CipherInit_ex(ctx, nil, nil, key, nonce, enc) == 1
+        var out = [UInt8](repeating: 0, count: input.count + 16)
         var len: Int32 = 0
         var total = 0
-        if ok && !cipher.isEmpty {
+        if ok && !input.isEmpty {
             ok = out.withUnsafeMutableBufferPointer { o in
-                cipher.withUnsafeBufferPointer { i in
-                    EVP_DecryptUpdate(ctx, o.baseAddress, &len, i.baseAddress, Int32(i.count)) == 1
+                input.withUnsafeBufferPointer { i in
+                    EVP_CipherUpdate(ctx, o.baseAddress, &len, i.baseAddress, Int32(i.count)) == 1
                 }
             }
             total = Int(len)
         }
-        ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, Int32(Self.tagLength), &tag) == 1
+        if !encrypting {
+            ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, Int32(Self.tagLength), &tag) == 1
+        }
         if ok {
             ok = out.withUnsafeMutableBufferPointer { o in
-                EVP_DecryptFinal_ex(ctx, o.baseAddress! + total, &len) == 1  // baseAddress: count >= 16, never empty
+                EVP_CipherFinal_ex(ctx, o.baseAddress! + total, &len) == 1  // baseAddress: count >= 16, never empty
             }
             total += Int(len)
         }
-        guard ok else { return nil }
-        return String(validating: out.prefix(total), as: UTF8.self)
+        if encrypting {
+            ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, Int32(Self.tagLength), &tag) == 1
+        }
+        return ok ? Array(out.prefix(total)) : nil
     }
 }

@@ -328,6 +328,7 @@ package final class UpstreamConnection: @unchecked Sendable {
         if readBuffer == nil { readBuffer = loop.local(Self.readBufferKey) { ReadBuffer() } }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        // Unretained: the connection frees both events (closeSocket, deinit) before it goes away.
         let me = Unmanaged.passUnretained(self).toOpaque()
         readEvent = event_new(loop.base, fd, Int16(EV_READ | EV_PERSIST), { _, _, arg in
             guard let arg else { return }
@@ -462,16 +463,7 @@ package final class UpstreamConnection: @unchecked Sendable {
         while state == .open {
             let n = receive()
             if n > 0 {
-                guard inFlight > 0 else {
-                    // Bytes while no request is in flight: the connection can no longer be trusted.
-                    closedIdle()
-                    return
-                }
-                guard sentBytes > calls[first].start else {
-                    // Bytes before anything of the first call's request went out answer nothing it asked.
-                    resendOrFail(.closed)
-                    return
-                }
+                guard answerCanStart() else { return }
                 guard parse(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else { return }
                 // A short plain read emptied the socket: don't spend a read on EAGAIN.
                 if ssl == nil && n < buffer.count { return }
@@ -548,16 +540,24 @@ package final class UpstreamConnection: @unchecked Sendable {
         }
     }
 
-    private func endOfStream() {
+    /// Whether what was read (bytes, or the end of the stream) can belong to the first call's answer. If not, the
+    /// connection is closed (no call in flight: it can no longer be trusted), or the calls go out again on a fresh
+    /// one (nothing of the first call's request went out yet, so nothing it asked was answered).
+    @inline(__always)
+    private func answerCanStart() -> Bool {
         guard inFlight > 0 else {
             closedIdle()
-            return
+            return false
         }
         guard sentBytes > calls[first].start else {
-            // Closed before anything of the first call's request went out.
             resendOrFail(.closed)
-            return
+            return false
         }
+        return true
+    }
+
+    private func endOfStream() {
+        guard answerCanStart() else { return }
         switch parser.feedEndOfStream() {
         case .complete:
             closedByPeer = true
@@ -703,6 +703,7 @@ package final class UpstreamConnection: @unchecked Sendable {
     /// Arms the timeout event for `earliestDeadline`.
     private func armTimeout() {
         if timeoutEvent == nil {
+            // Unretained: the connection frees the event in deinit, so the callback never outlives it.
             timeoutEvent = event_new(loop.base, -1, 0, { _, _, arg in
                 guard let arg else { return }
                 let connection = Unmanaged<UpstreamConnection>.fromOpaque(arg).takeUnretainedValue()

@@ -581,8 +581,8 @@ package final class HTTPRequestAssembler {
         return .badFraming(partialRequest(), reason: reason)
     }
 
-    /// What a refusal says for llhttp's error `code`: the words of Node's http-parser before it (clients and
-    /// tests have seen those), llhttp's own name for the rest.
+    /// What a refusal says for llhttp's error `code`: fixed words for the common errors (Node's http-parser's, which
+    /// clients and tests match), llhttp's own name for the rest.
     private static func describe(_ code: llhttp_errno_t) -> String {
         switch code {
         case HPE_INVALID_METHOD: return "invalid HTTP method"

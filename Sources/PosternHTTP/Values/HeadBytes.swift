@@ -21,11 +21,6 @@ package enum HeadBytes {
         Array("HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n".utf8)
     }
 
-    /// Appends the status line of `status` to `out`, precomputed for 100 to 599.
-    package static func appendStatusLine(_ status: Int, to out: inout [UInt8]) {
-        out.append(contentsOf: statusLine(status))
-    }
-
     /// The status line of `status`, precomputed for 100 to 599.
     package static func statusLine(_ status: Int) -> [UInt8] {
         if status >= 100 && status < 600 { return statusLines[status - 100] }

@@ -147,7 +147,7 @@ func gatewayError(_ body: () throws -> Void) -> GatewayError? {
         #expect(error?.status == 400)
         #expect(error?.code == .invalidRequest)
         #expect(error?.message.contains("\"search\"") == true)
-        // An empty search is no search, as before.
+        // An empty search is no search.
         #expect(try mapper.listQuery([("search", "")]).allSatisfy { !$0.0.hasPrefix("filter") })
     }
 

@@ -30,6 +30,7 @@ import PosternCoreTesting
         #expect(!text.contains("/api/v1/books/99999"))
         let open = text.split(separator: "\n").first { $0.hasPrefix("postern_open_connections ") }
         #expect(open != nil)
+        #expect(text.contains("# HELP postern_open_connections Client connections open on the public listener."))
     }
 
     @Test func accessLogHasOneLinePerRequestAndNoSecrets() throws {

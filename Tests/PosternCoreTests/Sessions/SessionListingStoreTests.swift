@@ -119,7 +119,7 @@ import PosternRedis
         #expect(c1.userAgent == agent() && Self.storage(c1.userAgent) == Self.storage(c2.userAgent))
     }
 
-    /// A schema-3 file (the layout before this change, built here from its CREATE statements) is migrated in place:
+    /// A schema-3 file (built here from that schema's CREATE statements) is migrated in place:
     /// its sessions read with "" for IP and user agent, are listed, and new sessions keep theirs.
     @Test func aVersion3FileGetsTheClientColumnsAndKeepsItsSessions() throws {
         let dir = try sessionTestDirectory()

@@ -158,7 +158,7 @@ extension SessionManagerTests {
         let session = try await manager.authenticate(token: issued.accessToken)
         let call = Task {
             try await manager.withDirectusToken(session, context: ctx) { (token) async throws(DirectusError) -> Data in
-                try await directus.listItems(path: "/items/posts", query: [("limit", "1")], token: token, context: ctx)
+                try await directus.listItems(target: "/items/posts?limit=1", token: token, context: ctx)
             }
         }
         await gate.firstHeld()

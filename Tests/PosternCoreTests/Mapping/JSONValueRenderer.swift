@@ -1,30 +1,28 @@
-import FoundationEssentials
+import Foundation
 import PosternHTTP
+@testable import PosternCore
 
-/// Renders Directus answers through `JSONValue` (docs/api.md, Resources): mapped fields only, in config order,
-/// renamed; ids as strings; required fields never null; optional fields without a value omitted.
-package struct JSONValueRenderer: Sendable {
+/// The oracle of `JSONTranscoder`'s tests and fuzz target: renders Directus answers through a `JSONValue` tree
+/// (docs/api.md, Resources): mapped fields only, in config order, renamed; ids as strings; required fields never
+/// null; optional fields without a value omitted. The transcoder must write the same bytes, or refuse the same
+/// answers.
+struct JSONValueRenderer: Sendable {
     private let table: FieldTable
     /// `{"<name>":[` as UTF-8.
     private let prefix: [UInt8]
 
     /// A renderer for `resource`, its tables built once.
-    package init(_ resource: ResourceConfig) {
-        self.init(table: FieldTable(resource), name: resource.name)
-    }
-
-    /// A renderer over already-built tables.
-    init(table: FieldTable, name: String) {
-        self.table = table
+    init(_ resource: ResourceConfig) {
+        table = FieldTable(resource)
         var prefix: [UInt8] = [UInt8(ascii: "{")]
-        JSONValue.writeString(name, into: &prefix)
+        JSONValue.writeString(resource.name, into: &prefix)
         prefix.append(contentsOf: ":[".utf8)
         self.prefix = prefix
     }
 
     /// `{"<name>":[…],"total":N}` from `{"data":[…],"meta":{"filter_count":N}}`.
-    package func renderList(directusBody: Data) throws(GatewayError) -> Data {
-        let document = try Self.parse(directusBody)
+    func renderList(directusBody: Data) throws(GatewayError) -> Data {
+        let document = try JSONValue.parseAnswer(directusBody)
         guard case .array(let items)? = document["data"] else {
             throw .upstreamError("list answer has no \"data\" array")
         }
@@ -40,8 +38,8 @@ package struct JSONValueRenderer: Sendable {
     }
 
     /// `{"<name>":[item],"total":1}` from `{"data":{…}}`.
-    package func renderItem(directusBody: Data) throws(GatewayError) -> Data {
-        let document = try Self.parse(directusBody)
+    func renderItem(directusBody: Data) throws(GatewayError) -> Data {
+        let document = try JSONValue.parseAnswer(directusBody)
         guard let item = document["data"], item.objectValue != nil else {
             throw .upstreamError("item answer has no \"data\" object")
         }
@@ -67,7 +65,7 @@ package struct JSONValueRenderer: Sendable {
         for (index, field) in table.fields.enumerated() {
             let value = slots[index]
             if field.isID {
-                guard let id = value.flatMap(Self.idString) else {
+                guard let id = value?.idString else {
                     throw .upstreamError("item has no usable \"\(field.directusName)\" key: \(value?.text ?? "missing")")
                 }
                 if !first { out.append(UInt8(ascii: ",")) }
@@ -75,7 +73,7 @@ package struct JSONValueRenderer: Sendable {
                 JSONValue.writeString(id, into: &out)
             } else if field.isRequired, let value, !value.isNull {
                 // Clients decode required fields as strings: a number or boolean is rendered as its text.
-                guard let text = Self.requiredString(value) else {
+                guard let text = value.requiredString else {
                     throw .upstreamError("required field \"\(field.directusName)\" is a \(value.typeName)")
                 }
                 if !first { out.append(UInt8(ascii: ",")) }
@@ -97,24 +95,6 @@ package struct JSONValueRenderer: Sendable {
         out.append(UInt8(ascii: "}"))
     }
 
-    /// A key as the string clients see: integers in decimal, non-empty strings as they are.
-    static func idString(_ value: JSONValue) -> String? {
-        switch value {
-        case .string(let s) where !s.isEmpty: return s
-        case .int, .double: return value.intValue.map { String($0) }
-        default: return nil
-        }
-    }
-
-    /// A required field's value as a string: strings as they are, numbers and booleans as their text.
-    static func requiredString(_ value: JSONValue) -> String? {
-        switch value {
-        case .string(let s): return s
-        case .int, .double, .bool: return value.text
-        default: return nil
-        }
-    }
-
     /// `meta.filter_count`, else `meta.total_count`, when one is a non-negative integer.
     private static func total(meta: JSONValue?) -> Int64? {
         for key in ["filter_count", "total_count"] {
@@ -123,14 +103,5 @@ package struct JSONValueRenderer: Sendable {
             }
         }
         return nil
-    }
-
-    /// Parses an upstream body; anything but JSON is a 502.
-    static func parse(_ body: Data) throws(GatewayError) -> JSONValue {
-        do {
-            return try JSONValue.parse(body)
-        } catch {
-            throw .upstreamError("answer is not JSON: \(error.description)")
-        }
     }
 }
