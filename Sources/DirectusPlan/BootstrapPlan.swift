@@ -11,7 +11,7 @@ package enum BootstrapPlan {
     /// The Public policy's fixed id on every v11 install (`PUBLIC_POLICY_ID`), the fallback when the lookup finds none.
     package static let publicPolicyID = "abf8a154-5b1c-4a46-ac9c-7300570f4f17"
     /// The filter that limits a rule to the caller's own rows.
-    package static let ownRows: JSONValue = .object([("user_created", .object([("_eq", .string("$CURRENT_USER"))]))])
+    static let ownRows: JSONValue = .object([("user_created", .object([("_eq", .string("$CURRENT_USER"))]))])
 
     /// The fields of `posts`, in order, as `POST /collections` and `POST /fields/posts` take them.
     package static let fields: [JSONValue] = [
@@ -127,7 +127,7 @@ package struct DirectusPermissionRow: Sendable, Equatable {
     /// The item filter (`null` = every item).
     package var permissions: JSONValue = .null
     /// The validation filter.
-    package var validation: JSONValue = .null
+    var validation: JSONValue = .null
     /// Values set on create or update.
     package var presets: JSONValue = .null
 
@@ -162,7 +162,7 @@ package struct DirectusPermissionRow: Sendable, Equatable {
     }
 
     /// `fields` as Directus returns it: an array, a CSV string (older versions), or null.
-    package static func fieldList(_ value: JSONValue?) -> [String] {
+    static func fieldList(_ value: JSONValue?) -> [String] {
         if let list = value?.arrayValue { return list.compactMap(\.stringValue) }
         if let csv = value?.stringValue { return csv.split(separator: ",").map { $0.trimmedSpaces() } }
         return []

@@ -53,7 +53,7 @@ package struct ResolvedAddress: Sendable, Equatable, CustomStringConvertible {
     /// The address in network order: 4 bytes (IPv4) or 16 (IPv6).
     package let bytes: [UInt8]
     /// The IPv6 scope (interface) id, 0 for IPv4.
-    package let scopeID: UInt32
+    let scopeID: UInt32
 
     /// The IPv4 or IPv6 address at `address`, nil for another family.
     package init?(_ address: UnsafePointer<sockaddr>) {

@@ -21,7 +21,7 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
     /// (loop thread only): one `event_active` per turn of the loop, not one per job.
     private var drainRequested = false
     /// Drains run by the wake event since the start (loop thread writes; tests read it once the loop is idle).
-    package private(set) var drainCount = 0
+    private(set) var drainCount = 0
     private var wake: OpaquePointer?
     /// Activated by other threads (and `stop()`); its callback asks for a drain like a libevent callback does, so
     /// that the drain comes after every socket callback of the turn (see `requestDrain`).
@@ -92,7 +92,7 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
     private var running = false
 
     /// True while the loop's thread runs `event_base_loop`.
-    package var isRunning: Bool { runningState.withLock { running } }
+    var isRunning: Bool { runningState.withLock { running } }
 
     /// The loop whose thread is running this code, if any.
     package static var current: EventLoop? {
@@ -334,7 +334,7 @@ package final class EventLoopGroup: Sendable {
     }
 
     /// The default worker count: one per core.
-    package static var defaultCount: Int { ProcessInfo.processInfo.activeProcessorCount }
+    static var defaultCount: Int { ProcessInfo.processInfo.activeProcessorCount }
 }
 
 extension EventLoop {
@@ -355,5 +355,5 @@ extension EventLoop {
 }
 
 private final class ResultBox<T>: @unchecked Sendable {
-    package var value: T?
+    var value: T?
 }

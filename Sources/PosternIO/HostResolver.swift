@@ -53,7 +53,7 @@ package final class HostResolver: @unchecked Sendable {
 
     /// Answers `request` for `host`: at once (on the caller's thread, the request's loop) from a cached address,
     /// else on its loop once the lookup has answered.
-    package func resolve(_ request: DNSLookup, host: String) {
+    func resolve(_ request: DNSLookup, host: String) {
         lock.lock()
         var cached: AddressPlan?
         switch cache.ask(host, now: clock()) {
@@ -152,7 +152,7 @@ package final class HostResolver: @unchecked Sendable {
     /// glibc's `getaddrinfo` for `host` (TCP): its IPv4 addresses in the order glibc gives them, else its IPv6 ones
     /// (a name such as localhost often lists ::1 first, which a server bound to 127.0.0.1 refuses); each address
     /// once. Blocks.
-    package static let systemLookup: Lookup = { host in
+    static let systemLookup: Lookup = { host in
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)

@@ -2,7 +2,7 @@ import FoundationEssentials
 import Synchronization
 
 /// One piece of work for an event loop: a Swift job or a closure.
-package enum LoopWork {
+enum LoopWork {
     /// A job of a task that prefers the loop as its executor.
     case job(UnownedJob)
     /// A closure passed to `EventLoop.execute`.
@@ -16,7 +16,7 @@ package enum LoopWork {
 /// On the request path every job comes from the loop's own thread (a continuation resumed by a read
 /// callback, a runner task handed a request), so a job costs an array append there, not a mutex and an
 /// `event_active` (itself the base's mutex).
-package final class LoopWorkQueue: @unchecked Sendable {
+final class LoopWorkQueue: @unchecked Sendable {
     /// Work queued on the loop thread (loop thread only).
     private var local: [LoopWork] = []
     /// The emptied buffer of the last batch, kept for its capacity (loop thread only).
@@ -32,13 +32,13 @@ package final class LoopWorkQueue: @unchecked Sendable {
     private let remotePending = Atomic<Bool>(false)
 
     /// Queues `work` from the loop thread (no lock, no wake-up).
-    package func pushLocal(_ work: LoopWork) {
+    func pushLocal(_ work: LoopWork) {
         local.append(work)
     }
 
     /// Queues `work` from another thread; true when the queue was empty, and the caller must then wake the loop
     /// (a later push before the next drain finds it non-empty and relies on that wake-up).
-    package func pushRemote(_ work: LoopWork) -> Bool {
+    func pushRemote(_ work: LoopWork) -> Bool {
         lock.lock()
         defer { lock.unlock() }
         remote.append(work)
@@ -49,7 +49,7 @@ package final class LoopWorkQueue: @unchecked Sendable {
     /// Runs every queued piece of work with `run`, including what it queues meanwhile, until both queues are
     /// empty; returns how many ran (loop thread only).
     @discardableResult
-    package func runAll(_ run: (LoopWork) -> Void) -> Int {
+    func runAll(_ run: (LoopWork) -> Void) -> Int {
         var count = 0
         while true {
             var batch = takeRemote()

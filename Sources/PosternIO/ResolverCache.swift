@@ -14,16 +14,16 @@
 /// that succeeds takes it back at once. When every address has failed lately the name may have moved: the next
 /// connect waits for a fresh lookup, and its plan is every address again (those known before when the lookup
 /// fails), rather than none: nothing is ever refused without a try. Marks are kept by address across refreshes.
-package struct ResolverCache {
+struct ResolverCache {
     /// How long an answer is used before the name is looked up again: 30 s, so that a restarted container's
     /// new address is seen.
-    package static let refreshAfter: UInt64 = 30_000_000_000
+    static let refreshAfter: UInt64 = 30_000_000_000
 
     /// How long an address whose connect failed is left out of new connections' plans: 10 s.
     package static let skipFailedFor: UInt64 = 10_000_000_000
 
     /// What a connect does with a name.
-    package enum Decision: Equatable {
+    enum Decision: Equatable {
         /// Connect by `plan`.
         case use(AddressPlan)
         /// Connect by `plan`, and start a lookup of the name whose answer serves later connects.
@@ -33,7 +33,7 @@ package struct ResolverCache {
     }
 
     /// An empty cache.
-    package init() {}
+    init() {}
 
     private struct Entry {
         /// The last answer (empty: none yet).
@@ -55,7 +55,7 @@ package struct ResolverCache {
 
     /// What a connect to `name` does at `now` (a lookup it is told to start is counted as in flight; a plan it is
     /// given moves the round robin on).
-    package mutating func ask(_ name: String, now: UInt64) -> Decision {
+    mutating func ask(_ name: String, now: UInt64) -> Decision {
         var entry = entries[name, default: Entry()]
         defer { entries[name] = entry }
         let working = entry.addresses.filter { !entry.skips($0, now: now) }

@@ -7,7 +7,7 @@ package struct RedisScript: Sendable, Equatable {
     /// The Lua source.
     package let source: String
     /// Its SHA-1 in lowercase hex, as Redis names cached scripts.
-    package let sha1: String
+    let sha1: String
 
     /// A script from its Lua source (the digest is computed here, no round trip).
     package init(_ source: String) {

@@ -82,7 +82,7 @@ package final class RedisClient: Sendable {
     }
 
     /// Runs `body` in a task on this client's loop and returns its result.
-    package func onLoop<T: Sendable>(_ body: @escaping @Sendable () async throws(RedisError) -> T) async throws(RedisError) -> T {
+    func onLoop<T: Sendable>(_ body: @escaping @Sendable () async throws(RedisError) -> T) async throws(RedisError) -> T {
         let result = await Task(executorPreference: loop) { () async -> Result<T, RedisError> in
             do throws(RedisError) {
                 return .success(try await body())
@@ -94,5 +94,5 @@ package final class RedisClient: Sendable {
     }
 
     /// How many times the connection became ready (for tests: a reconnection increments it).
-    package var readyTransitions: Int { connection.readyTransitions }
+    var readyTransitions: Int { connection.readyTransitions }
 }

@@ -77,7 +77,7 @@ package final class RedisConnection: @unchecked Sendable {
     private let readyCount = Atomic<Int>(0)
     #if DEBUG
     /// `RedisCall`s of this connection still alive (debug builds: the tests check that none leaks).
-    package let liveCalls = Atomic<Int>(0)
+    let liveCalls = Atomic<Int>(0)
     #endif
 
     /// Who waits for the end of the current (or next) attempt.
@@ -88,9 +88,9 @@ package final class RedisConnection: @unchecked Sendable {
     /// Resolves the host name (the process's shared resolver; tests give their own before `start()`).
     package var resolver = HostResolver.shared
     /// Runs on the loop each time the connection becomes ready (after the login).
-    package var onReady: (() -> Void)?
+    var onReady: (() -> Void)?
     /// Runs on the loop each time a ready or connecting socket goes away.
-    package var onDown: (() -> Void)?
+    var onDown: (() -> Void)?
 
     /// A connection to `endpoint` on `loop`; nothing happens before `start()`.
     package init(loop: EventLoop, endpoint: RedisEndpoint, options: RedisOptions) {
@@ -105,10 +105,10 @@ package final class RedisConnection: @unchecked Sendable {
     }
 
     /// True while connected and logged in (any thread).
-    package var isReady: Bool { ready.load(ordering: .acquiring) }
+    var isReady: Bool { ready.load(ordering: .acquiring) }
 
     /// How many times the connection became ready (any thread; for tests and metrics).
-    package var readyTransitions: Int { readyCount.load(ordering: .relaxed) }
+    var readyTransitions: Int { readyCount.load(ordering: .relaxed) }
 
     /// Makes the first attempt (loop thread).
     package func start() {
@@ -404,7 +404,7 @@ package final class RedisConnection: @unchecked Sendable {
     }
 
     /// Drops the current connection (its commands fail with `reason`) and reconnects after the back-off.
-    package func restart(_ reason: RedisError) {
+    func restart(_ reason: RedisError) {
         guard state != .closed else { return }
         drop(reason)
     }
@@ -549,7 +549,7 @@ package final class RedisCall {
     /// Monotonic time (ns) by which the reply must have come.
     package var deadline: UInt64 = 0
     /// True once completed.
-    package private(set) var finished = false
+    private(set) var finished = false
 
     /// A call that resumes `continuation`.
     package init(connection: RedisConnection, continuation: CheckedContinuation<Result<RedisReply, RedisError>, Never>) {

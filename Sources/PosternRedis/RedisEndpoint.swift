@@ -12,7 +12,7 @@ package struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// TCP port (default 6379).
     package var port: Int
     /// ACL user name (Redis 6+), sent as `AUTH username password`; nil for the default user.
-    package var username: String?
+    var username: String?
     /// Password sent with `AUTH` after each connect; nil for none.
     package var password: String?
     /// Database number selected with `SELECT` after each connect (default 0).

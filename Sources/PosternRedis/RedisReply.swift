@@ -71,7 +71,7 @@ package enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The error for a top-level error reply: `.unavailable` when its code says Redis cannot serve right now
     /// (still loading its data after a restart, busy in a script, out of memory, read-only, wants a password),
     /// `.server` when the command itself was wrong.
-    package static func fromErrorReply(_ message: String) -> RedisError {
+    static func fromErrorReply(_ message: String) -> RedisError {
         let code = message.prefix { $0 != " " }
         switch code {
         case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOAUTH", "OOM", "READONLY":
@@ -130,14 +130,14 @@ package enum RedisArgument: Sendable, Equatable, ExpressibleByStringLiteral, Exp
 /// Timeouts and reconnection pacing of a Redis connection.
 package struct RedisOptions: Sendable, Equatable {
     /// Seconds allowed to resolve, connect and log in (AUTH, SELECT) before the attempt counts as failed.
-    package var connectTimeout: Double
+    var connectTimeout: Double
     /// Seconds a command may wait for its reply; past it the command fails with `.timeout` and the connection
     /// is re-established (Redis answers in order, so the commands behind it would wait as long).
-    package var commandTimeout: Double
+    var commandTimeout: Double
     /// First pause before reconnecting after a failure; doubled after each failed attempt.
-    package var reconnectMinimum: Double
+    var reconnectMinimum: Double
     /// Longest pause between reconnection attempts.
-    package var reconnectMaximum: Double
+    var reconnectMaximum: Double
 
     /// Options with the defaults: connect 1 s, command 2 s, reconnect after 50 ms doubling up to 2 s.
     package init(connectTimeout: Double = 1, commandTimeout: Double = 2, reconnectMinimum: Double = 0.05,

@@ -10,7 +10,7 @@ package final class RedisSubscriber: Sendable {
     /// The loop the connection and the callbacks run on.
     package let loop: EventLoop
     /// The channel.
-    package let channel: String
+    let channel: String
     private let core: SubscriberCore
 
     /// Subscribes to `channel` on `endpoint` from `loop`; starts at once.
@@ -49,16 +49,16 @@ package final class RedisSubscriber: Sendable {
 
 /// The loop-bound part of a subscriber (loop thread only, except `subscribed`).
 private final class SubscriberCore: @unchecked Sendable {
-    package let connection: RedisConnection
-    package let channel: String
-    package let onMessage: @Sendable ([UInt8]) -> Void
-    package let onResubscribed: @Sendable () -> Void
-    package let subscribed = Atomic<Bool>(false)
+    let connection: RedisConnection
+    let channel: String
+    let onMessage: @Sendable ([UInt8]) -> Void
+    let onResubscribed: @Sendable () -> Void
+    let subscribed = Atomic<Bool>(false)
     private var everSubscribed = false
     private var closed = false
     private var waiters: [CheckedContinuation<Bool, Never>] = []
 
-    package init(connection: RedisConnection, channel: String, onMessage: @escaping @Sendable ([UInt8]) -> Void,
+    init(connection: RedisConnection, channel: String, onMessage: @escaping @Sendable ([UInt8]) -> Void,
          onResubscribed: @escaping @Sendable () -> Void) {
         self.connection = connection
         self.channel = channel
@@ -66,7 +66,7 @@ private final class SubscriberCore: @unchecked Sendable {
         self.onResubscribed = onResubscribed
     }
 
-    package func start() {
+    func start() {
         // The connection's hooks and this core reference each other until close() clears the hooks.
         connection.onReady = { [self] in subscribe() }
         connection.onDown = { [self] in subscribed.store(false, ordering: .releasing) }
@@ -80,7 +80,7 @@ private final class SubscriberCore: @unchecked Sendable {
         resumeWaiters(false)
     }
 
-    package func whenSubscribed(_ continuation: CheckedContinuation<Bool, Never>) {
+    func whenSubscribed(_ continuation: CheckedContinuation<Bool, Never>) {
         if closed {
             continuation.resume(returning: false)
         } else if subscribed.load(ordering: .acquiring) {

@@ -18,7 +18,7 @@ package final class Application: @unchecked Sendable {
     /// The configuration serving now (the newest generation's; a reload changes it).
     package var config: PosternConfig { gateway.generation.config }
     /// The request pipeline (usable without sockets).
-    package let gateway: Gateway
+    let gateway: Gateway
     /// The session manager.
     package var sessions: SessionManager { gateway.sessions }
     /// The worker event loops: made by `build` when the upstream transport needs them, else by `start()`,

@@ -18,7 +18,7 @@ package final class Gateway: HTTPRequestHandler {
     /// The session manager (for maintenance timers and metrics).
     package var sessions: SessionManager { shared.sessions }
     /// What Directus's answers said about its schema (a missing collection makes `/readyz` 503).
-    package var schema: SchemaWatch { shared.schema }
+    var schema: SchemaWatch { shared.schema }
     /// The process-wide micro-cache (docs/api.md, Micro-cache); a reload drops its answers.
     var cache: MicroCache { shared.cache }
     /// The operator console's sampler of the metrics (docs/api.md, Operator console); `Application` runs it.
@@ -88,7 +88,7 @@ package final class Gateway: HTTPRequestHandler {
     /// Answers one request on the admin listener (operations, `/metrics`, the operator console), behind the admin
     /// edge (no CORS: `RouteTable.adminEdge`). A path under `/admin/` passes the admin guard first, routed or not
     /// (`AdminGuard`); handlers read the caller's address in `context.clientIP`.
-    package func handleAdmin(_ request: HTTPRequest) async -> HTTPResponse {
+    func handleAdmin(_ request: HTTPRequest) async -> HTTPResponse {
         await handle(request, prepared: nil, admin: true)
     }
 
@@ -97,7 +97,7 @@ package final class Gateway: HTTPRequestHandler {
     /// `prepared` holds what was done (route, context, the stages that passed, the micro-cache key looked up),
     /// for `handle(_:prepared:)` to go on from. Tried first on every request of the public listener, on its loop
     /// thread.
-    package func handleImmediately(_ request: HTTPRequest, prepared: inout AnyObject?) -> HTTPResponse? {
+    func handleImmediately(_ request: HTTPRequest, prepared: inout AnyObject?) -> HTTPResponse? {
         let generation = slots.current
         guard generation.answersImmediately else { return nil }
         let start = prepare(request, generation, admin: false)

@@ -64,19 +64,19 @@ package struct BootstrapReport: Sendable, Equatable {
     /// The Directus version (`/server/info` `data.version`).
     package var version: String
     /// The id of the App User role.
-    package var roleID: String
+    var roleID: String
     /// The id of the App User policy.
-    package var policyID: String
+    var policyID: String
     /// The id of the Public policy used for registration.
     package var publicPolicyID: String
     /// Every step, in order.
-    package var steps: [Step]
+    var steps: [Step]
 
     /// True when any step created or updated something.
-    package var changed: Bool { steps.contains { $0.outcome != .unchanged } }
+    var changed: Bool { steps.contains { $0.outcome != .unchanged } }
 
     /// One line: what changed, or that nothing did.
-    package var summary: String {
+    var summary: String {
         let created = steps.filter { $0.outcome == .created }.count
         let updated = steps.filter { $0.outcome == .updated }.count
         let removed = steps.filter { $0.outcome == .removed }.count

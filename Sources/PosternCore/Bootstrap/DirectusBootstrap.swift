@@ -9,9 +9,9 @@ import PosternHTTP
 /// up first and create or update it only when it is missing or different, so a second run sends no writes.
 package struct DirectusBootstrap: Sendable {
     /// How long to wait for `/server/health` to answer 200, in seconds.
-    package var readinessTimeout: Double = 60
+    var readinessTimeout: Double = 60
     /// The pause between two readiness probes, in seconds.
-    package var retryInterval: Double = 1
+    var retryInterval: Double = 1
 
     private let client: DirectusClient
     private let config: PosternConfig

@@ -5,7 +5,7 @@
 /// part: building a key allocates nothing, where joining them into one text would. They are hashed once, when
 /// the key is built, with the process's seeded hasher (as a `Dictionary` would: the query is the caller's, so the
 /// hash must stay unpredictable); the shard choice and the shard's table both use that value.
-package struct CacheKey: Hashable, Sendable {
+struct CacheKey: Hashable, Sendable {
     /// Who shares an answer.
     enum Audience: Hashable, Sendable {
         /// Every anonymous caller.
@@ -57,7 +57,7 @@ package struct CacheKey: Hashable, Sendable {
     }
 
     /// The resource name (two resources over one collection never share an answer: their bodies differ).
-    package let resource: String
+    let resource: String
     /// The upstream path (or the whole upstream text of `init(resource:upstream:audience:)`).
     private let path: String
     /// The upstream query pairs, exactly as translated for Directus.
@@ -68,13 +68,13 @@ package struct CacheKey: Hashable, Sendable {
     let digest: Int
 
     /// Builds a key from its parts; `upstream` is the whole upstream call as text.
-    package init(resource: String, upstream: String, audience: String) {
+    init(resource: String, upstream: String, audience: String) {
         self.init(resource: resource, path: upstream, query: [], sharedBy: Audience(text: audience))
     }
 
     /// The key of an upstream call: `path` and its query items, each compared on its own, so that no two
     /// different queries make the same key.
-    package init(resource: String, path: String, query: [(String, String)], audience: String) {
+    init(resource: String, path: String, query: [(String, String)], audience: String) {
         self.init(resource: resource, path: path, query: query, sharedBy: Audience(text: audience))
     }
 
@@ -131,7 +131,7 @@ package struct CacheKey: Hashable, Sendable {
     }
 
     /// The upstream path and query as one text, each query item length-prefixed (for logs and tests).
-    package var upstream: String {
+    var upstream: String {
         var text = path
         for (name, value) in query {
             text += "&\(name.utf8.count):\(name)\(value.utf8.count):\(value)"
@@ -140,11 +140,11 @@ package struct CacheKey: Hashable, Sendable {
     }
 
     /// Who shares the answer: `u:<user id>`, `r:<role id>` or `anonymous`.
-    package var audience: String { sharedBy.description }
+    var audience: String { sharedBy.description }
 
     /// The audience of a caller: anonymous callers share one; `role` scope shares by Directus role
     /// unless `perUser` (an owner-narrowed list) or the session has no known role.
-    package static func audience(session: Session?, scope: CacheScope, perUser: Bool) -> String {
+    static func audience(session: Session?, scope: CacheScope, perUser: Bool) -> String {
         Audience(session: session, scope: scope, perUser: perUser).description
     }
 
@@ -160,12 +160,12 @@ package struct CacheKey: Hashable, Sendable {
     }
 
     /// Feeds the parts' hash, computed when the key was built.
-    package func hash(into hasher: inout Hasher) {
+    func hash(into hasher: inout Hasher) {
         hasher.combine(digest)
     }
 
     /// Keys are equal when every part is (keys of different hashes differ: decided without reading a part).
-    package static func == (lhs: CacheKey, rhs: CacheKey) -> Bool {
+    static func == (lhs: CacheKey, rhs: CacheKey) -> Bool {
         lhs.digest == rhs.digest && lhs.resource == rhs.resource && lhs.path == rhs.path && lhs.sharedBy == rhs.sharedBy
             && same(lhs.query, rhs.query)
     }

@@ -32,20 +32,20 @@ package final class MicroCache: @unchecked Sendable {
     /// Counters since start, for `/metrics` and tests.
     package struct Counts: Sendable, Equatable {
         /// Answers served from the store.
-        package var hits = 0
+        var hits = 0
         /// Requests that called upstream.
-        package var misses = 0
+        var misses = 0
         /// Requests that waited for another's upstream call.
-        package var coalesced = 0
+        var coalesced = 0
         /// Answers dropped to stay within `maxEntries`.
-        package var evictions = 0
+        var evictions = 0
         /// Answers held now (including ones a write made stale and that are not yet dropped).
         package var entries = 0
     }
 
     /// The write counter of one collection: every write adds one; an answer is served and stored only
     /// under the value it started with. Read without a lock.
-    package final class Generation: Sendable {
+    final class Generation: Sendable {
         private let value = Atomic<UInt64>(0)
 
         /// The number of writes announced so far.
@@ -56,7 +56,7 @@ package final class MicroCache: @unchecked Sendable {
     }
 
     /// The most answers kept (over all shards).
-    package let maxEntries: Int
+    let maxEntries: Int
     private let shards: [Shard]
     private let shardMask: Int
     private let generations = LockedBox<[String: Generation]>([:])
@@ -92,7 +92,7 @@ package final class MicroCache: @unchecked Sendable {
     }
 
     /// The write counter of `collection` (made on first use; resources keep theirs from start).
-    package func generation(for collection: String) -> Generation {
+    func generation(for collection: String) -> Generation {
         generations.withLock { table in
             if let generation = table[collection] { return generation }
             let generation = Generation()
@@ -105,13 +105,13 @@ package final class MicroCache: @unchecked Sendable {
     /// flight for it; else `produce()`'s, which is stored for `ttl` when it is a 200 and no write to
     /// `collection` landed since the call started. Errors reach every waiter and are never stored. The
     /// answer carries its `X-Cache` header.
-    package func answer(_ key: CacheKey, collection: String, ttl: Duration,
+    func answer(_ key: CacheKey, collection: String, ttl: Duration,
                        produce: () async throws(GatewayError) -> HTTPResponse) async throws(GatewayError) -> (HTTPResponse, Outcome) {
         try await answer(key, generation: generation(for: collection), ttl: ttl, produce: produce)
     }
 
     /// `answer(_:collection:ttl:produce:)` with the collection's write counter already looked up.
-    package func answer(_ key: CacheKey, generation: Generation, ttl: Duration,
+    func answer(_ key: CacheKey, generation: Generation, ttl: Duration,
                        produce: () async throws(GatewayError) -> HTTPResponse) async throws(GatewayError) -> (HTTPResponse, Outcome) {
         let shard = shards[key.digest & shardMask]
         while true {
@@ -146,13 +146,13 @@ package final class MicroCache: @unchecked Sendable {
 
     /// The stored answer for `key` while fresh under `generation`'s current value (counted as a hit), else
     /// nil: the first look of `answer`, without an `await` (a hit needs no async frame).
-    package func storedAnswer(_ key: CacheKey, generation: Generation) -> HTTPResponse? {
+    func storedAnswer(_ key: CacheKey, generation: Generation) -> HTTPResponse? {
         shards[key.digest & shardMask].stored(key, generation: generation.current)
     }
 
     /// Drops every answer over `collection` (they are never served again) and stops reads already in flight
     /// from storing theirs.
-    package func invalidate(collection: String) {
+    func invalidate(collection: String) {
         MicroCache.invalidate(collection: collection, in: generations)
     }
 
@@ -169,7 +169,7 @@ package final class MicroCache: @unchecked Sendable {
     }
 
     /// The counters so far (summed over the shards).
-    package var snapshot: Counts { MicroCache.counts(of: shards) }
+    var snapshot: Counts { MicroCache.counts(of: shards) }
 
     /// `invalidate(collection:)` as a closure that holds the write counters, not the cache.
     ///

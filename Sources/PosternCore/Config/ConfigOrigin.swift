@@ -8,9 +8,9 @@ package struct ConfigOrigin: Sendable, Equatable, CustomStringConvertible {
     /// The key path it sets (`listen`, `directus.url`, `resources[*].cache.ttl_ms`).
     package var key: String
     /// The environment variable it came from (`POSTERN_LISTEN`).
-    package var variable: String
+    var variable: String
     /// True when the config file sets the same key, so that the file's value is not used.
-    package var overridesFile: Bool
+    var overridesFile: Bool
 
     /// Builds an origin.
     package init(key: String, variable: String, overridesFile: Bool) {

@@ -4,7 +4,7 @@ import PosternIO
 
 extension PosternConfig {
     /// The environment variables that override config keys (docs/api.md, Configuration), with the key path each sets.
-    package static let environmentOverrides: [(variable: String, key: String)] = [
+    static let environmentOverrides: [(variable: String, key: String)] = [
         ("POSTERN_LISTEN", "listen"),
         ("POSTERN_ADMIN_LISTEN", "admin_listen"),
         ("POSTERN_ADMIN_TOKEN", "admin.token"),
@@ -21,7 +21,7 @@ extension PosternConfig {
     ]
 
     /// The file used when neither `--config` nor `POSTERN_CONFIG` names one (if it exists).
-    package static let defaultPath = "config/postern.json"
+    static let defaultPath = "config/postern.json"
 
     /// Decodes and validates; env is passed in so tests control it.
     /// `json` nil means no file: the built-in defaults, then the environment.

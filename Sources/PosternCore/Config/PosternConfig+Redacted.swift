@@ -4,13 +4,13 @@ import PosternIO
 
 extension PosternConfig {
     /// What stands in for a secret wherever the config is shown.
-    package static let redacted = "<redacted>"
+    static let redacted = "<redacted>"
 
     /// The effective configuration in the file's shape (docs/api.md, Configuration), with every secret replaced by
     /// `<redacted>`: `admin.token`, `secret_key`, a password in a `redis://` store URL, credentials in
     /// `directus.url`. An unset secret shows as `""` or null, so that an operator sees whether it is set.
     /// For the operator console (`GET /admin/stats`).
-    package func redactedJSON() -> JSONValue {
+    func redactedJSON() -> JSONValue {
         func int(_ value: Int) -> JSONValue { .int(Int64(value)) }
         func strings(_ values: [String]) -> JSONValue { .array(values.map { .string($0) }) }
         return .object([

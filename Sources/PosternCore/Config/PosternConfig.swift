@@ -178,7 +178,7 @@ package enum PermissionRule: Sendable, Equatable, CustomStringConvertible {
     case role(String)
 
     /// Parses `public`, `authenticated`, `owner`, `nobody` or `role:<id>`.
-    package init?(_ text: String) {
+    init?(_ text: String) {
         switch text {
         case "public": self = .public
         case "authenticated": self = .authenticated

@@ -3,21 +3,21 @@
 /// The first `/` after the scheme starts the database; before it, the user information ends at the last `@` (a
 /// password may hold `@`, `:`, `%`, `?`, `#`, taken as written, but no `/`), and the user name at its first `:`.
 /// `rediss://` is Redis over TLS. `PosternConfig.redactingCredentials` hides the user information as this cuts it.
-package struct RedisURL: Sendable, Equatable {
+struct RedisURL: Sendable, Equatable {
     /// Where Redis listens.
-    package var address: HostPort
+    var address: HostPort
     /// The ACL user (`AUTH user password`); nil: `AUTH password` as the default user.
     package var username: String?
     /// The `AUTH` password, if any (never logged).
-    package var password: String?
+    var password: String?
     /// The database number (`SELECT`), 0 by default.
-    package var db: Int
+    var db: Int
     /// `rediss://`: TLS, the server's certificate verified.
     package var tls: Bool
 
     /// Parses the URL; nil for another scheme, a missing port, a user name without a password, or a database
     /// that is not a number from 0 to 15.
-    package init?(_ text: String) {
+    init?(_ text: String) {
         let tls: Bool
         var rest: Substring
         if text.hasPrefix("redis://") {

@@ -12,11 +12,11 @@ package struct CallFields: UpstreamHeadFields, Equatable {
     /// Sent as `X-Forwarded-For` (set, not appended).
     package var clientIP: String
     /// Sent as `traceparent` (the gateway's span as the parent) and `tracestate` (nil: neither is sent).
-    package var trace: TraceContext?
+    var trace: TraceContext?
     /// Sent as `Authorization: Bearer <token>` (nil: no such field); set by `DirectusClient` per call.
-    package var bearer: String?
+    var bearer: String?
     /// True when the body is JSON (sent with `Content-Type: application/json`); set by `DirectusClient` per call.
-    package var jsonBody: Bool
+    var jsonBody: Bool
 
     /// The fields of a call for the client request `requestID` from `clientIP`.
     package init(requestID: String, clientIP: String, trace: TraceContext? = nil, bearer: String? = nil, jsonBody: Bool = false) {
@@ -56,5 +56,5 @@ package struct CallFields: UpstreamHeadFields, Equatable {
 extension UpstreamHTTPClient {
     /// The answer headers the gateway reads (`Retry-After`, for the 429/503 translation; `Connection` is
     /// looked at in place by the connection): the others are never turned into `String`s.
-    package static let gatewayHeaders: [StaticString] = ["Retry-After"]
+    static let gatewayHeaders: [StaticString] = ["Retry-After"]
 }

@@ -7,9 +7,9 @@ package struct DirectusTokens: Sendable, Equatable {
     /// The access JWT.
     package var accessToken: String
     /// The refresh token (rotates on every refresh).
-    package var refreshToken: String
+    var refreshToken: String
     /// Access-token lifetime in milliseconds.
-    package var expiresMs: Int64
+    var expiresMs: Int64
 }
 
 /// Directus's REST API as typed calls: auth, users, items, ping.
@@ -56,7 +56,7 @@ package struct DirectusClient: Sendable {
     }
 
     /// `POST /auth/logout` with the refresh token in the body only.
-    package func logout(refreshToken: String, context: CallFields) async throws(DirectusError) {
+    func logout(refreshToken: String, context: CallFields) async throws(DirectusError) {
         let body = JSONValue.object([("refresh_token", .string(refreshToken))])
         _ = try await call(.post, "/auth/logout", body: body, token: nil, context: context)
     }
@@ -64,13 +64,13 @@ package struct DirectusClient: Sendable {
     // MARK: Users
 
     /// Registers a user: `POST /users` (public create) or `POST /users/register`.
-    package func register(email: String, password: String, viaRegisterEndpoint: Bool, context: CallFields) async throws(DirectusError) {
+    func register(email: String, password: String, viaRegisterEndpoint: Bool, context: CallFields) async throws(DirectusError) {
         let body = JSONValue.object([("email", .string(email)), ("password", .string(password))])
         _ = try await call(.post, viaRegisterEndpoint ? "/users/register" : "/users", body: body, token: nil, context: context)
     }
 
     /// `GET /users/me` → the `data` object.
-    package func me(token: String, context: CallFields) async throws(DirectusError) -> JSONValue {
+    func me(token: String, context: CallFields) async throws(DirectusError) -> JSONValue {
         let response = try await call(.get, "/users/me?fields=id,email,role", body: nil, token: token, context: context)
         guard let data = (try? JSONValue.parse(response.body))?["data"], data.objectValue != nil else {
             throw .badAnswer("users/me without data object")
@@ -82,36 +82,36 @@ package struct DirectusClient: Sendable {
 
     /// `GET <target>` for a list whose target (`/items/<c>?…`, as `QueryString.target` builds it) is already
     /// built → the raw answer body.
-    package func listItems(target: String, token: String?, context: CallFields) async throws(DirectusError) -> Data {
+    func listItems(target: String, token: String?, context: CallFields) async throws(DirectusError) -> Data {
         try await call(.get, target, body: nil, token: token, context: context).body
     }
 
     /// `GET /items/<c>/<id>?fields=…` → the raw answer body.
-    package func getItem(path: String, fields: String, token: String?, context: CallFields) async throws(DirectusError) -> Data {
+    func getItem(path: String, fields: String, token: String?, context: CallFields) async throws(DirectusError) -> Data {
         try await call(.get, path + "?fields=" + QueryString.encode(fields), body: nil, token: token, context: context).body
     }
 
     /// `POST /items/<c>` → the raw answer body, or nil when Directus answered 204 (no read-back).
-    package func createItem(path: String, payload: JSONValue, fields: String, token: String?, context: CallFields) async throws(DirectusError) -> Data? {
+    func createItem(path: String, payload: JSONValue, fields: String, token: String?, context: CallFields) async throws(DirectusError) -> Data? {
         let response = try await call(.post, path + "?fields=" + QueryString.encode(fields), body: payload, token: token, context: context)
         return response.status == 204 || response.body.isEmpty ? nil : response.body
     }
 
     /// `PATCH /items/<c>/<id>` → the raw answer body, or nil when Directus answered 204.
-    package func updateItem(path: String, payload: JSONValue, fields: String, token: String?, context: CallFields) async throws(DirectusError) -> Data? {
+    func updateItem(path: String, payload: JSONValue, fields: String, token: String?, context: CallFields) async throws(DirectusError) -> Data? {
         let response = try await call(.patch, path + "?fields=" + QueryString.encode(fields), body: payload, token: token, context: context)
         return response.status == 204 || response.body.isEmpty ? nil : response.body
     }
 
     /// `DELETE /items/<c>/<id>`.
-    package func deleteItem(path: String, token: String?, context: CallFields) async throws(DirectusError) {
+    func deleteItem(path: String, token: String?, context: CallFields) async throws(DirectusError) {
         _ = try await call(.delete, path, body: nil, token: token, context: context)
     }
 
     // MARK: Server
 
     /// `GET /server/ping`: true when Directus answers 200.
-    package func ping(context: CallFields) async -> Bool {
+    func ping(context: CallFields) async -> Bool {
         do {
             return try await send(UpstreamRequest(method: .get, target: "/server/ping", fields: context)).status == 200
         } catch {

@@ -7,7 +7,7 @@ import PosternHTTP
 
 extension DirectusError {
     /// The default translation into a gateway answer; `fieldName` maps a Directus field to the resource's.
-    package func gatewayError(fieldName: (String) -> String? = { _ in nil }) -> GatewayError {
+    func gatewayError(fieldName: (String) -> String? = { _ in nil }) -> GatewayError {
         switch self {
         case .transport(.unreachable(let why)): return .upstreamUnavailable(why)
         case .transport(.timeout): return .upstreamTimeout("no answer in time")

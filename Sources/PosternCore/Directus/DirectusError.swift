@@ -11,7 +11,7 @@ package struct DirectusErrorEntry: Sendable, Equatable {
     /// `extensions.field`, when present.
     package var field: String?
     /// The answer's `Retry-After` header on a 429 or 503, as it came (passed on to the client).
-    package var retryAfter: String? = nil
+    var retryAfter: String? = nil
 }
 
 /// Why a Directus call failed.
@@ -36,7 +36,7 @@ package enum DirectusError: Error, Sendable, Equatable {
     }
 
     /// True for an expired or invalid Directus access token (refresh once and retry).
-    package var isStaleToken: Bool {
+    var isStaleToken: Bool {
         code == .tokenExpired || code == .invalidToken
     }
 

@@ -11,7 +11,7 @@ import PosternHTTP
 /// logged once at error level with the hint "run `postern bootstrap`", and `/readyz` reports it until a call
 /// on the collection succeeds, or for `memory` seconds after the last such answer (so that an instance a load
 /// balancer took out of rotation comes back once Directus is fixed).
-package final class SchemaWatch: @unchecked Sendable {
+final class SchemaWatch: @unchecked Sendable {
     private let lock = PlainLock()
     /// Collection → when the last 403 on a list of it arrived.
     private var missing: [String: TimeInterval] = [:]
@@ -24,7 +24,7 @@ package final class SchemaWatch: @unchecked Sendable {
     private let clock: @Sendable () -> TimeInterval
 
     /// A watch that logs to `log`.
-    package init(log: AccessLog?, memory: TimeInterval = 60,
+    init(log: AccessLog?, memory: TimeInterval = 60,
                 clock: @escaping @Sendable () -> TimeInterval = { ProcessInfo.processInfo.systemUptime }) {
         self.log = log
         self.memory = memory
@@ -32,7 +32,7 @@ package final class SchemaWatch: @unchecked Sendable {
     }
 
     /// A signed-in caller's list of `collection` got Directus's 403.
-    package func listForbidden(collection: String) {
+    func listForbidden(collection: String) {
         let first = lock.withLock { () -> Bool in
             missing[collection] = clock()
             anyMissing.store(true, ordering: .relaxed)
@@ -45,7 +45,7 @@ package final class SchemaWatch: @unchecked Sendable {
     }
 
     /// A call on `collection` succeeded: it exists.
-    package func succeeded(collection: String) {
+    func succeeded(collection: String) {
         guard anyMissing.load(ordering: .relaxed) else { return }
         lock.withLock {
             missing[collection] = nil
@@ -55,7 +55,7 @@ package final class SchemaWatch: @unchecked Sendable {
     }
 
     /// The reason `/readyz` gives, or nil when nothing is known to be missing.
-    package var problem: String? {
+    var problem: String? {
         guard anyMissing.load(ordering: .relaxed) else { return nil }
         let now = clock()
         let names = lock.withLock { missing.filter { now - $0.value < memory }.keys.sorted() }

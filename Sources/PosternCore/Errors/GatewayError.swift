@@ -11,7 +11,7 @@ package struct GatewayError: Error, Sendable, CustomStringConvertible {
     /// Extra response headers (`Allow`, `Retry-After`, `WWW-Authenticate`).
     package var headers: HTTPHeaders
     /// A private cause, for logs only.
-    package var cause: String?
+    var cause: String?
 
     /// Builds an error.
     package init(status: Int, code: PosternErrorCode, message: String, headers: HTTPHeaders = HTTPHeaders(), cause: String? = nil) {
@@ -26,12 +26,12 @@ package struct GatewayError: Error, Sendable, CustomStringConvertible {
     package var description: String { "\(status) \(code.rawValue): \(message)" + (cause.map { " (\($0))" } ?? "") }
 
     /// 400 `invalid_request`.
-    package static func invalidRequest(_ message: String) -> GatewayError {
+    static func invalidRequest(_ message: String) -> GatewayError {
         GatewayError(status: 400, code: .invalidRequest, message: message)
     }
 
     /// 401 `unauthorized`, with `WWW-Authenticate`.
-    package static func unauthorized(_ message: String = "missing, invalid or expired token") -> GatewayError {
+    static func unauthorized(_ message: String = "missing, invalid or expired token") -> GatewayError {
         GatewayError(status: 401, code: .unauthorized, message: message,
                      headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\""])
     }
@@ -46,50 +46,50 @@ package struct GatewayError: Error, Sendable, CustomStringConvertible {
     }
 
     /// 404 `not_found`.
-    package static func notFound(_ message: String = "not found") -> GatewayError {
+    static func notFound(_ message: String = "not found") -> GatewayError {
         GatewayError(status: 404, code: .notFound, message: message)
     }
 
     /// 405 `method_not_allowed`, with `Allow`.
-    package static func methodNotAllowed(_ allowed: [HTTPMethod]) -> GatewayError {
+    static func methodNotAllowed(_ allowed: [HTTPMethod]) -> GatewayError {
         GatewayError(status: 405, code: .methodNotAllowed, message: "method not allowed",
                      headers: ["Allow": allowed.map(\.description).joined(separator: ", ")])
     }
 
     /// 409 `conflict`.
-    package static func conflict(_ message: String) -> GatewayError {
+    static func conflict(_ message: String) -> GatewayError {
         GatewayError(status: 409, code: .conflict, message: message)
     }
 
     /// 413 `payload_too_large`.
-    package static func payloadTooLarge(_ limit: Int) -> GatewayError {
+    static func payloadTooLarge(_ limit: Int) -> GatewayError {
         GatewayError(status: 413, code: .payloadTooLarge, message: "request body larger than \(limit) bytes")
     }
 
     /// 429 `rate_limited`, with `Retry-After`.
-    package static func rateLimited(retryAfter seconds: Int) -> GatewayError {
+    static func rateLimited(retryAfter seconds: Int) -> GatewayError {
         GatewayError(status: 429, code: .rateLimited, message: "too many requests, retry later",
                      headers: ["Retry-After": String(max(1, seconds))])
     }
 
     /// 502 `upstream_error`.
-    package static func upstreamError(_ cause: String) -> GatewayError {
+    static func upstreamError(_ cause: String) -> GatewayError {
         GatewayError(status: 502, code: .upstreamError, message: "the CMS answered something unusable", cause: cause)
     }
 
     /// 503 `upstream_unavailable`.
-    package static func upstreamUnavailable(_ cause: String) -> GatewayError {
+    static func upstreamUnavailable(_ cause: String) -> GatewayError {
         GatewayError(status: 503, code: .upstreamUnavailable, message: "the CMS cannot be reached", cause: cause)
     }
 
     /// 503 `session_store_unavailable`: the session store cannot answer, so a token can be neither
     /// accepted nor refused (never a 401 for that).
-    package static func sessionStoreUnavailable(_ cause: String) -> GatewayError {
+    static func sessionStoreUnavailable(_ cause: String) -> GatewayError {
         GatewayError(status: 503, code: .sessionStoreUnavailable, message: "the session store is unavailable; try again shortly", cause: cause)
     }
 
     /// 504 `upstream_timeout`.
-    package static func upstreamTimeout(_ cause: String) -> GatewayError {
+    static func upstreamTimeout(_ cause: String) -> GatewayError {
         GatewayError(status: 504, code: .upstreamTimeout, message: "the CMS did not answer in time", cause: cause)
     }
 

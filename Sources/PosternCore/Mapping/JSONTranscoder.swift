@@ -39,7 +39,7 @@ package struct JSONTranscoder: Sendable {
     }
 
     /// `{"<name>":[item],"total":1}` from `{"data":{…}}`.
-    package func renderItem(directusBody: Data) throws(GatewayError) -> Data {
+    func renderItem(directusBody: Data) throws(GatewayError) -> Data {
         try transcode(directusBody, list: false)
     }
 

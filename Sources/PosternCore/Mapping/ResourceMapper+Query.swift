@@ -4,7 +4,7 @@ extension ResourceMapper {
     static let listParameters: Set<String> = ["limit", "offset", "page", "sort", "search"]
 
     /// The longest `search` text, in UTF-8 bytes (docs/api.md, Limits and defaults).
-    package static let maxSearchBytes = 200
+    static let maxSearchBytes = 200
 
     /// Translates the client's decoded list query into the Directus query pairs to send:
     /// `fields`, `limit`, `offset` (also from `page`), `sort` (mapped, `-` kept), `search` (as a filter, see
@@ -12,7 +12,7 @@ extension ResourceMapper {
     ///
     /// A bad value of a known parameter, or a known parameter repeated with different values, is
     /// 400 `invalid_request` naming the parameter. Unknown parameters (`filter`, `fields`, `deep`…) are dropped.
-    package func listQuery(_ clientQuery: [(name: String, value: String)]) throws(GatewayError) -> [(String, String)] {
+    func listQuery(_ clientQuery: [(name: String, value: String)]) throws(GatewayError) -> [(String, String)] {
         guard !isDefaultListQuery(clientQuery) else { return defaultListQuery }
         var given: [String: String] = [:]
         for (name, value) in clientQuery where Self.listParameters.contains(name) {

@@ -4,7 +4,7 @@ import PosternHTTP
 /// Write body translation (docs/api.md, Resources).
 extension ResourceMapper {
     /// What kind of write a body is for.
-    package enum WriteMode: Sendable, Equatable {
+    enum WriteMode: Sendable, Equatable {
         /// `POST` without an `id`: required fields must be present.
         case create
         /// `PATCH`/`PUT`: a partial update; at least one writable field.
@@ -14,14 +14,14 @@ extension ResourceMapper {
     }
 
     /// A client body translated for Directus.
-    package struct WritePayload: Sendable, Equatable {
+    struct WritePayload: Sendable, Equatable {
         /// The item to update, from the body's `id` (only in `createOrUpdate` mode), else nil.
-        package var id: String?
+        var id: String?
         /// The Directus payload: an object keyed by Directus field names, in config order.
-        package var payload: JSONValue
+        var payload: JSONValue
 
         /// Builds a payload.
-        package init(id: String?, payload: JSONValue) {
+        init(id: String?, payload: JSONValue) {
             self.id = id
             self.payload = payload
         }
@@ -31,7 +31,7 @@ extension ResourceMapper {
     /// naming the field: not JSON, not an object, a duplicate, unknown or read-only field, `id` outside
     /// `createOrUpdate` (where it must be a valid key, as a string or an integer), a value that is not a
     /// string or null, a required field null (or missing on create), or an update with no writable field.
-    package func writePayload(_ body: Data, mode: WriteMode) throws(GatewayError) -> WritePayload {
+    func writePayload(_ body: Data, mode: WriteMode) throws(GatewayError) -> WritePayload {
         let document: JSONValue
         do {
             document = try JSONValue.parse(body)

@@ -6,7 +6,7 @@ import PosternHTTP
 /// Built once per resource at start-up; every lookup table is precomputed. The tables live in one shared,
 /// immutable object: a mapper is handed along every request of its resource, and copying it then costs
 /// two retains (the tables and the renderer) instead of one per table, string and array.
-package struct ResourceMapper: Sendable {
+struct ResourceMapper: Sendable {
     /// The precomputed, immutable part of a mapper (shared by every copy).
     private final class Tables: Sendable {
         let resource: ResourceConfig
@@ -42,15 +42,15 @@ package struct ResourceMapper: Sendable {
     private let tables: Tables
 
     /// The resource this mapper serves.
-    package var resource: ResourceConfig { tables.resource }
+    var resource: ResourceConfig { tables.resource }
     /// Renders Directus answers as resource bodies in a single pass.
-    package var renderer: JSONTranscoder
+    var renderer: JSONTranscoder
     /// The `fields` CSV for Directus reads: every mapped Directus field, then the owner field if unmapped.
-    package var directusFieldList: String { tables.directusFieldList }
+    var directusFieldList: String { tables.directusFieldList }
     /// `/items/<collection>`, the collection percent-encoded.
-    package var upstreamCollectionPath: String { tables.upstreamCollectionPath }
+    var upstreamCollectionPath: String { tables.upstreamCollectionPath }
     /// The Directus fields `search` looks in (the resource's search fields, mapped), in config order.
-    package var searchDirectusFields: [String] { tables.searchDirectusFields }
+    var searchDirectusFields: [String] { tables.searchDirectusFields }
     /// The Directus query of a list without any list parameter (`listQuery` of an empty query), built once:
     /// a plain `GET /api/v1/R` allocates no query.
     var defaultListQuery: [(String, String)] { tables.defaultListQuery }
@@ -58,25 +58,25 @@ package struct ResourceMapper: Sendable {
     var table: FieldTable { tables.table }
 
     /// Builds the mapper and its tables for `resource`.
-    package init(_ resource: ResourceConfig) {
+    init(_ resource: ResourceConfig) {
         let table = FieldTable(resource)
         self.tables = Tables(resource, table)
         self.renderer = JSONTranscoder(table: table, name: resource.name)
     }
 
     /// Directus field name → resource field name, for translating Directus validation errors (nil if unmapped).
-    package func resourceFieldName(forDirectus field: String) -> String? {
+    func resourceFieldName(forDirectus field: String) -> String? {
         tables.resourceNameByDirectus[field]
     }
 
     /// `/items/<collection>/<id>` with the id percent-encoded, so that no id can leave the collection.
-    package func upstreamItemPath(id: String) -> String {
+    func upstreamItemPath(id: String) -> String {
         upstreamCollectionPath + "/" + QueryString.encode(id, encodingDots: true)
     }
 
     /// The owner value (a string, or integer rendered as string) of a Directus item answer `{"data":{…}}`,
     /// nil when null/absent or when the resource has no owner field. A non-JSON or wrongly shaped answer is 502.
-    package func owner(ofDirectusItem body: Data) throws(GatewayError) -> String? {
+    func owner(ofDirectusItem body: Data) throws(GatewayError) -> String? {
         let document = try JSONValue.parseAnswer(body)
         guard let item = document["data"], item.objectValue != nil else {
             throw .upstreamError("item answer has no \"data\" object")
@@ -97,7 +97,7 @@ package struct ResourceMapper: Sendable {
     ///   so that one item has one URL.
     /// - uuid: 8-4-4-4-12 hex digits, either case.
     /// - string: 1…255 Unicode scalars, no `/`, no control character, and not `.` or `..`.
-    package func isValidID(_ raw: String) -> Bool {
+    func isValidID(_ raw: String) -> Bool {
         switch resource.idType {
         case .integer:
             let bytes = raw.utf8

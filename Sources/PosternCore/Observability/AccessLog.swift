@@ -40,7 +40,7 @@ package final class AccessLog: @unchecked Sendable {
     }
 
     /// Writes a line to stdout (one `write(2)`, unbatched).
-    package static let stdout: @Sendable (String) -> Void = { line in
+    static let stdout: @Sendable (String) -> Void = { line in
         var bytes = Array(line.utf8)
         bytes.append(10)
         LogLine.writeAll(bytes)

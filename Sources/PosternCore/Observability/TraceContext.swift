@@ -8,21 +8,21 @@ import PosternIO
 /// without a string per request; only `traceResponse` and the id of a trace a client started build one.
 package struct TraceContext: Sendable, Equatable {
     /// The trace id's first 8 bytes (big-endian).
-    package let traceHigh: UInt64
+    let traceHigh: UInt64
     /// The trace id's last 8 bytes (big-endian).
-    package let traceLow: UInt64
+    let traceLow: UInt64
     /// The gateway's span id, new for every request: the parent id of every upstream call. Never zero.
-    package let spanID: UInt64
+    let spanID: UInt64
     /// The trace flags, as the client sent them, or `01` (sampled) for a trace the gateway started.
     package let flags: UInt8
     /// True when the client sent a valid `traceparent` (the answer then carries `traceresponse`).
-    package let fromClient: Bool
+    let fromClient: Bool
     /// The client's `tracestate`, as it came, passed on with a client's valid `traceparent` only
     /// (nil: none, over `maxStateBytes`, or with a byte outside printable ASCII).
     package let state: String?
 
     /// Longest `tracestate` passed on, in bytes (the W3C limit for a whole list); a longer one is dropped.
-    package static let maxStateBytes = 512
+    static let maxStateBytes = 512
 
     /// A context from its parts.
     package init(traceHigh: UInt64, traceLow: UInt64, spanID: UInt64, flags: UInt8, fromClient: Bool, state: String?) {
@@ -114,7 +114,7 @@ package struct TraceContext: Sendable, Equatable {
     }
 
     /// The trace id, 32 lower-case hex digits.
-    package var traceID: String {
+    var traceID: String {
         String(unsafeUninitializedCapacity: 32) { out in
             // Safe: `out` has room for 32 bytes.
             let base = out.baseAddress!
@@ -140,7 +140,7 @@ package struct TraceContext: Sendable, Equatable {
 
     /// `00-<trace id>-<gateway span id>-<flags>`: the `traceparent` of upstream calls and the `traceresponse` of
     /// the answer.
-    package var traceparent: String {
+    var traceparent: String {
         String(unsafeUninitializedCapacity: 55) { out in
             // Safe: `out` has room for 55 bytes.
             writeParent(out.baseAddress!)

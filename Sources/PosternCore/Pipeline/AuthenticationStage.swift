@@ -2,13 +2,13 @@ import FoundationEssentials
 import PosternHTTP
 
 /// Reads the bearer token and attaches its session; `required` routes answer 401 without one.
-package final class AuthenticationStage: Sendable {
+final class AuthenticationStage: Sendable {
     let sessions: SessionManager
     let required: Bool
     let rateLimits: RateLimits
 
     /// Creates the stage.
-    package init(sessions: SessionManager, required: Bool, rateLimits: RateLimits) {
+    init(sessions: SessionManager, required: Bool, rateLimits: RateLimits) {
         self.sessions = sessions
         self.required = required
         self.rateLimits = rateLimits

@@ -2,9 +2,9 @@ import FoundationEssentials
 import PosternHTTP
 
 /// The one place that turns errors into responses (docs/api.md, Errors).
-package enum ErrorRenderer {
+enum ErrorRenderer {
     /// `{"error","code","request_id"}` plus, on resource routes, `"<resource>":[]` and `"total":0`.
-    package static func render(_ error: GatewayError, context: RequestContext) -> HTTPResponse {
+    static func render(_ error: GatewayError, context: RequestContext) -> HTTPResponse {
         var members: [(String, JSONValue)] = [
             ("error", .string(error.message)), ("code", .string(error.code.rawValue)), ("request_id", .string(context.requestID)),
         ]

@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// The one place permission rules are evaluated (docs/api.md, Resources): no identity → 401, denied → 403,
 /// not visible → 404. Runs before anything is written upstream; handlers act on its `Authorization`.
-package struct PolicyStage: Sendable {
+struct PolicyStage: Sendable {
     let action: ResourceAction
     let rule: PermissionRule
     let mapper: ResourceMapper

@@ -9,9 +9,9 @@ package struct RateLimitBudget: Sendable, Hashable {
     /// Tokens a full bucket holds (0 disables the limit).
     package var capacity: Int
     /// Seconds to refill a bucket from empty.
-    package var window: TimeInterval
+    var window: TimeInterval
     /// Buckets held in process at most (`rate_limits.max_buckets`); past it the least recently used goes first.
-    package var maxBuckets: Int
+    var maxBuckets: Int
 
     /// Builds a budget.
     package init(name: String, capacity: Int, window: TimeInterval, maxBuckets: Int = RateLimitsConfig.defaultMaxBuckets) {
@@ -24,12 +24,12 @@ package struct RateLimitBudget: Sendable, Hashable {
 
 /// The fixed-size form of a rate-limit key (an IP, an email, a session id): the first 16 bytes of the SHA-256
 /// of its UTF-8, held inline. Buckets are keyed by it, so a key of any length costs the same 16 bytes.
-package struct RateLimitKey: Hashable, Sendable {
+struct RateLimitKey: Hashable, Sendable {
     /// The digest's bytes 0–7 and 8–15, in memory order.
     var w0: UInt64, w1: UInt64
 
     /// The key of `text` (hashed in place when its UTF-8 is contiguous, as native strings' is; no allocation).
-    package init(_ text: String) {
+    init(_ text: String) {
         var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         withUnsafeMutableBytes(of: &digest) { out in
             let bytes = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
@@ -46,10 +46,10 @@ package struct RateLimitKey: Hashable, Sendable {
     }
 
     /// Lower-case hex of the 16 bytes (32 digits): the prefix of `Crypto.sha256Hex` of the key's text.
-    package var hex: String { Hex.lowercase((w0, w1)) }
+    var hex: String { Hex.lowercase((w0, w1)) }
 
     /// A SHA-256 digest is uniformly distributed: one word, through the per-process seeded hasher, is enough.
-    package func hash(into hasher: inout Hasher) {
+    func hash(into hasher: inout Hasher) {
         hasher.combine(w0)
     }
 }
@@ -74,7 +74,7 @@ package typealias RateLimitCounterFactory = @Sendable (RateLimitBudget) -> any R
 
 extension TokenBuckets: RateLimitCounter {
     /// The in-process counters, one `TokenBuckets` per budget.
-    package static let inProcess: RateLimitCounterFactory = { budget in
+    static let inProcess: RateLimitCounterFactory = { budget in
         TokenBuckets(capacity: budget.capacity, window: budget.window, maxBuckets: budget.maxBuckets)
     }
 }

@@ -8,34 +8,34 @@ import PosternHTTP
 /// what they found. Handing over a reference costs one retain; a struct of strings and optionals would be
 /// copied at each hand-over (two copies and three destroys per request, about 30 reference-count operations). One request owns it and only its handler
 /// task touches it, one stage after another (`@unchecked Sendable`: never shared between threads at once).
-package final class RequestContext: @unchecked Sendable {
+final class RequestContext: @unchecked Sendable {
     /// What every upstream call of the request carries (request id, client IP, trace), built once with the
     /// context and handed to each call as it is.
-    package let call: CallFields
+    let call: CallFields
     /// The request id (echoed or generated), sent upstream and back.
-    package var requestID: String { call.requestID }
+    var requestID: String { call.requestID }
     /// The request's W3C trace context (the client's trace or a new one, and the gateway's span in it).
-    package let traceContext: TraceContext
+    let traceContext: TraceContext
     /// The client IP (socket peer, or `X-Forwarded-For` from a trusted proxy).
-    package var clientIP: String { call.clientIP }
+    var clientIP: String { call.clientIP }
     /// The matched route pattern, e.g. `/api/v1/books/{id}` (for logs and metrics).
-    package var routePattern: String
+    var routePattern: String
     /// The resource of a resource route (error bodies carry its empty collection).
-    package var resourceName: String?
+    var resourceName: String?
     /// The decoded `{id}` path parameter.
-    package var itemID: String?
+    var itemID: String?
     /// The authenticated session, once the authentication stage ran.
-    package var session: Session?
+    var session: Session?
     /// What the policy stage decided (set by it; handlers act on it and never evaluate rules).
-    package var authorization: Authorization = .unrestricted
+    var authorization: Authorization = .unrestricted
     /// The write body (POST/PATCH/PUT) when a stage before the handler already parsed it (`POST`, to
     /// choose between create and update); handlers parse it themselves otherwise.
-    package var parsedWriteBody: ResourceMapper.WritePayload?
+    var parsedWriteBody: ResourceMapper.WritePayload?
     /// When the request started (monotonic clock).
     let startedAt: MonotonicInstant
 
     /// Builds a context for a new request (in a trace of its own).
-    package init(requestID: String, clientIP: String, routePattern: String = "unmatched", resourceName: String? = nil) {
+    init(requestID: String, clientIP: String, routePattern: String = "unmatched", resourceName: String? = nil) {
         traceContext = RequestID.newTrace()
         call = CallFields(requestID: requestID, clientIP: clientIP, trace: traceContext)
         self.routePattern = routePattern

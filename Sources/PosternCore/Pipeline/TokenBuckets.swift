@@ -156,7 +156,7 @@ package final class TokenBuckets: @unchecked Sendable {
     }
 
     /// Takes one token for the key whose digest is `key` (see `take(_:)`).
-    package func take(_ key: RateLimitKey) -> Int? {
+    func take(_ key: RateLimitKey) -> Int? {
         guard capacity > 0 else { return nil }
         let now = clock()
         let shard = shard(key)
@@ -184,7 +184,7 @@ package final class TokenBuckets: @unchecked Sendable {
     }
 
     /// Gives back a token taken for the key whose digest is `key`. A key without a bucket is full already.
-    package func giveBack(_ key: RateLimitKey) {
+    func giveBack(_ key: RateLimitKey) {
         guard capacity > 0 else { return }
         let now = clock()
         let shard = shard(key)

@@ -16,5 +16,5 @@ package struct OwnedItem: Sendable {
     /// The Directus answer `{"data":{…}}`, as received (the read handler renders it without a second call).
     package let directusBody: Data
     /// The owner's user id, parsed once from that answer.
-    package let owner: String
+    let owner: String
 }

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// The decision of a rule for an identity, before any item is looked at.
-package enum PolicyDecision: Equatable, Sendable {
+enum PolicyDecision: Equatable, Sendable {
     /// Go ahead.
     case allow
     /// Refused: 403.
@@ -13,9 +13,9 @@ package enum PolicyDecision: Equatable, Sendable {
 }
 
 /// Pure rule evaluation (table-tested).
-package enum Policy {
+enum Policy {
     /// What `rule` decides for `identity`.
-    package static func decide(_ rule: PermissionRule, identity: Session?) -> PolicyDecision {
+    static func decide(_ rule: PermissionRule, identity: Session?) -> PolicyDecision {
         switch rule {
         case .public: return .allow
         case .nobody: return .deny

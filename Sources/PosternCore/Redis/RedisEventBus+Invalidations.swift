@@ -2,7 +2,7 @@
 /// half lives here, with the cache).
 extension RedisEventBus {
     /// The micro-cache side of the bus.
-    package var invalidations: any CacheInvalidationBus { Invalidations(bus: self) }
+    var invalidations: any CacheInvalidationBus { Invalidations(bus: self) }
 
     /// Micro-cache invalidations over the bus.
     struct Invalidations: CacheInvalidationBus {

@@ -9,7 +9,7 @@ import PosternRedis
 /// Publishing never blocks (the PUBLISH goes out from a task). After a resubscription (the subscriber lost
 /// its connection, so messages may have been missed) every session cache and every micro-cache over the
 /// collections in `collections` is dropped.
-package final class RedisEventBus: Sendable {
+final class RedisEventBus: Sendable {
     private let clients: RedisClientGroup
     private let channel: String
     private let instance = Session.newID()
@@ -23,7 +23,7 @@ package final class RedisEventBus: Sendable {
     private let subscriber = LockedBox<RedisSubscriber?>(nil)
 
     /// A bus on `channel`, publishing through `clients`; `collections` are those dropped after a resubscription.
-    package init(clients: RedisClientGroup, endpoint: RedisEndpoint, loop: EventLoop, channel: String = "postern:events",
+    init(clients: RedisClientGroup, endpoint: RedisEndpoint, loop: EventLoop, channel: String = "postern:events",
                 collections: [String], options: RedisOptions = RedisOptions()) {
         self.clients = clients
         self.channel = channel
@@ -35,21 +35,21 @@ package final class RedisEventBus: Sendable {
     }
 
     /// True while subscribed.
-    package var isSubscribed: Bool { subscriber.withLock { $0 }?.isSubscribed ?? false }
+    var isSubscribed: Bool { subscriber.withLock { $0 }?.isSubscribed ?? false }
 
     /// Waits until the subscription is confirmed (false when closed first).
-    package func waitUntilSubscribed() async -> Bool {
+    func waitUntilSubscribed() async -> Bool {
         guard let subscriber = subscriber.withLock({ $0 }) else { return false }
         return await subscriber.waitUntilSubscribed()
     }
 
     /// Stops listening (before the loops stop).
-    package func close() {
+    func close() {
         subscriber.withLock { $0 }?.close()
     }
 
     /// The session side of the bus.
-    package var revocations: any SessionRevocationBus { Revocations(bus: self) }
+    var revocations: any SessionRevocationBus { Revocations(bus: self) }
 
     /// Session revocations and changes over the bus.
     struct Revocations: SessionRevocationBus {

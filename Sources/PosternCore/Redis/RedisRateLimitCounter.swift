@@ -5,14 +5,14 @@ import PosternRedis
 /// (Redis)): a fixed window per key, `capacity` takes per `window` (INCR, and PEXPIRE on the first take, in
 /// one script). Keys are 16-byte digests of the IP, email or session id (hex), never the value itself. While Redis cannot
 /// answer, this instance counts in process (`fallback`) rather than refuse or admit everyone.
-package final class RedisRateLimitCounter: RateLimitCounter {
+final class RedisRateLimitCounter: RateLimitCounter {
     private let budget: RateLimitBudget
     private let clients: RedisClientGroup
     private let prefix: String
     private let fallback: TokenBuckets
 
     /// A counter of `budget` in Redis through `clients`.
-    package init(budget: RateLimitBudget, clients: RedisClientGroup, prefix: String = "postern:") {
+    init(budget: RateLimitBudget, clients: RedisClientGroup, prefix: String = "postern:") {
         self.budget = budget
         self.clients = clients
         self.prefix = prefix + "rl:" + budget.name + ":"
@@ -39,7 +39,7 @@ package final class RedisRateLimitCounter: RateLimitCounter {
     """)
 
     /// Takes one for `key`; nil when allowed.
-    package func take(_ key: String) async -> Int? {
+    func take(_ key: String) async -> Int? {
         guard budget.capacity > 0 else { return nil }
         let digest = RateLimitKey(key)
         do {
@@ -53,7 +53,7 @@ package final class RedisRateLimitCounter: RateLimitCounter {
     }
 
     /// Gives back one taken for `key`.
-    package func giveBack(_ key: String) async {
+    func giveBack(_ key: String) async {
         guard budget.capacity > 0 else { return }
         let digest = RateLimitKey(key)
         do {
@@ -64,7 +64,7 @@ package final class RedisRateLimitCounter: RateLimitCounter {
     }
 
     /// Prunes the in-process fallback (Redis expires its own keys).
-    package func prune() { fallback.prune() }
+    func prune() { fallback.prune() }
 
     private func redisKey(_ key: RateLimitKey) -> String {
         // The same 16-byte digest the in-process buckets are keyed by: a key of fixed length, whatever `key`'s.

@@ -11,7 +11,7 @@ import PosternRedis
 /// Commands go out on the calling worker loop's connection. A connection that is down makes every call throw
 /// `SessionStoreError.unavailable` at once (the caller answers 503); nothing is deleted or rewritten because
 /// of an outage.
-package final class RedisSessionStore: SessionStore, SharedRefreshLock {
+final class RedisSessionStore: SessionStore, SharedRefreshLock {
     /// The connections, one per worker loop.
     let clients: RedisClientGroup
     /// The prefix of every key (`postern:`).
@@ -20,13 +20,13 @@ package final class RedisSessionStore: SessionStore, SharedRefreshLock {
     private let maxTTL: TimeInterval
     private let secretBox: SecretBox?
     /// How long a Directus refresh lock lives when its holder never releases it.
-    package let refreshLockTTL: TimeInterval
+    let refreshLockTTL: TimeInterval
     private let listening: @Sendable () -> Bool
 
     /// A store on `clients`; `idleTTL`/`maxTTL` set the Redis expiries, `refreshLockTTL` must exceed the
     /// Directus timeout (a holder's refresh must end before another instance may take the lock over);
     /// `listening` tells whether the revocation channel is subscribed (part of being available).
-    package init(clients: RedisClientGroup, idleTTL: TimeInterval, maxTTL: TimeInterval, secretBox: SecretBox?,
+    init(clients: RedisClientGroup, idleTTL: TimeInterval, maxTTL: TimeInterval, secretBox: SecretBox?,
                 refreshLockTTL: TimeInterval, prefix: String = "postern:", listening: @escaping @Sendable () -> Bool = { true }) {
         self.listening = listening
         self.clients = clients
@@ -40,39 +40,39 @@ package final class RedisSessionStore: SessionStore, SharedRefreshLock {
     // MARK: SessionStore
 
     /// Stores a new session.
-    package func insert(_ session: Session) async throws(SessionStoreError) {
+    func insert(_ session: Session) async throws(SessionStoreError) {
         _ = try await run(Self.insertScript, fields(session) + [.integer(Int(maxTTL * 1000)), .string(session.clientIP),
                                                                 .string(session.userAgent)])
     }
 
     /// The session of an access-token digest.
-    package func session(tokenDigest: String) async throws(SessionStoreError) -> Session? {
+    func session(tokenDigest: String) async throws(SessionStoreError) -> Session? {
         try await lookup("t", tokenDigest).flatMap { $0.tokenDigest == tokenDigest ? $0 : nil }
     }
 
     /// The session of a current refresh-token digest.
-    package func session(refreshDigest: String) async throws(SessionStoreError) -> Session? {
+    func session(refreshDigest: String) async throws(SessionStoreError) -> Session? {
         try await lookup("r", refreshDigest).flatMap { $0.refreshDigest == refreshDigest ? $0 : nil }
     }
 
     /// The session id a rotated-away refresh digest belonged to.
-    package func sessionID(usedRefreshDigest: String) async throws(SessionStoreError) -> String? {
+    func sessionID(usedRefreshDigest: String) async throws(SessionStoreError) -> String? {
         try await command(["GET", .string(prefix + "used:" + usedRefreshDigest)]).string
     }
 
     /// The session with this id.
-    package func session(sessionID: String) async throws(SessionStoreError) -> Session? {
+    func session(sessionID: String) async throws(SessionStoreError) -> Session? {
         decode(id: sessionID, try await command(["HGETALL", .string(prefix + "s:" + sessionID)]))
     }
 
     /// Replaces the whole session (a changed refresh digest becomes a tombstone).
-    package func update(_ session: Session) async throws(SessionStoreError) {
+    func update(_ session: Session) async throws(SessionStoreError) {
         _ = try await run(Self.updateScript, fields(session) + [.integer(Int(maxTTL * 1000)), .string(session.clientIP),
                                                                 .string(session.userAgent)])
     }
 
     /// Compare-and-set rotation (one Lua script: of two uses of one refresh token, exactly one wins).
-    package func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
+    func rotate(sessionID: String, refreshDigest: String, newTokenDigest: String, newRefreshDigest: String,
                        lastUsed: Date) async throws(SessionStoreError) -> Session? {
         let reply = try await run(Self.rotateScript, [.string(sessionID), .string(refreshDigest), .string(newTokenDigest),
                                                       .string(newRefreshDigest), .integer(Self.ms(lastUsed)),
@@ -81,7 +81,7 @@ package final class RedisSessionStore: SessionStore, SharedRefreshLock {
     }
 
     /// Sets the Directus tokens (sealed when a key is set) and the role.
-    package func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
+    func updateDirectusTokens(sessionID: String, accessToken: String, accessExpiresAt: Date, refreshToken: String,
                                      role: String?) async throws(SessionStoreError) -> Session? {
         let reply = try await run(Self.directusTokensScript, [
             .string(sessionID), .string(seal(accessToken)), .integer(Self.ms(accessExpiresAt)), .string(seal(refreshToken)),
@@ -91,7 +91,7 @@ package final class RedisSessionStore: SessionStore, SharedRefreshLock {
     }
 
     /// Id, creation and last use of every live session of a user.
-    package func recency(userID: String) async throws(SessionStoreError) -> [SessionRecency] {
+    func recency(userID: String) async throws(SessionStoreError) -> [SessionRecency] {
         let flat = try await run(Self.recencyScript, [.string(userID)]).array ?? []
         return stride(from: 0, to: flat.count - 2, by: 3).compactMap { i in
             guard let id = flat[i].string, let c = flat[i + 1].integer, let l = flat[i + 2].integer else { return nil }
@@ -100,7 +100,7 @@ package final class RedisSessionStore: SessionStore, SharedRefreshLock {
     }
 
     /// Writes batched last uses (and slides the Redis expiries), in batches of 500 sessions.
-    package func touch(_ lastUsed: [String: Date]) async throws(SessionStoreError) {
+    func touch(_ lastUsed: [String: Date]) async throws(SessionStoreError) {
         let all = Array(lastUsed)
         for start in stride(from: 0, to: all.count, by: 500) {
             var arguments: [RedisArgument] = [.integer(Int(idleTTL * 1000))]
@@ -113,32 +113,32 @@ package final class RedisSessionStore: SessionStore, SharedRefreshLock {
     }
 
     /// Deletes a session and its index keys.
-    package func delete(sessionID: String) async throws(SessionStoreError) {
+    func delete(sessionID: String) async throws(SessionStoreError) {
         _ = try await run(Self.deleteScript, [.string(sessionID)])
     }
 
     /// Redis expires the sessions itself; this forgets their ids in the expiry index and returns them.
-    package func purgeExpired(now: Date, idleTTL: TimeInterval) async throws(SessionStoreError) -> [String] {
+    func purgeExpired(now: Date, idleTTL: TimeInterval) async throws(SessionStoreError) -> [String] {
         (try await run(Self.purgeScript, [.integer(Self.ms(now))]).array ?? []).compactMap(\.string)
     }
 
     /// Live sessions (by their expiry index).
-    package func count() async throws(SessionStoreError) -> Int {
+    func count() async throws(SessionStoreError) -> Int {
         Int(try await command(["ZCOUNT", .string(prefix + "all"), .string("(" + String(Self.ms(Date()))), "+inf"]).integer ?? 0)
     }
 
     /// The live sessions of a user (its per-user index).
-    package func summaries(userID: String) async throws(SessionStoreError) -> [SessionSummary] {
+    func summaries(userID: String) async throws(SessionStoreError) -> [SessionSummary] {
         Self.summaries(try await run(Self.summariesScript, [.string("u"), .string(userID)]))
     }
 
     /// The live sessions carrying `email` (ignoring ASCII case), through the e-mail index.
-    package func summaries(email: String) async throws(SessionStoreError) -> [SessionSummary] {
+    func summaries(email: String) async throws(SessionStoreError) -> [SessionSummary] {
         Self.summaries(try await run(Self.summariesScript, [.string("e"), .string(SessionSummary.emailKey(email))]))
     }
 
     /// At most `limit` ids of live sessions starting with `prefix`, through the `ids` index (no key scan).
-    package func sessionIDs(prefix: String, limit: Int) async throws(SessionStoreError) -> [String] {
+    func sessionIDs(prefix: String, limit: Int) async throws(SessionStoreError) -> [String] {
         guard SessionSummary.isIDLike(prefix), limit > 0 else { return [] }
         return (try await run(Self.prefixScript, [.string(prefix), .integer(limit)]).array ?? []).compactMap(\.string)
     }
@@ -156,12 +156,12 @@ package final class RedisSessionStore: SessionStore, SharedRefreshLock {
     }
 
     /// True while every worker loop's connection is up and the revocation channel is subscribed (no round trip).
-    package func isAvailable() async -> Bool { clients.isConnected && listening() }
+    func isAvailable() async -> Bool { clients.isConnected && listening() }
 
     // MARK: SharedRefreshLock
 
     /// Takes the Directus refresh lock of a session (SET NX PX); returns its token, or nil when another holds it.
-    package func acquireRefreshLock(sessionID: String) async throws(SessionStoreError) -> String? {
+    func acquireRefreshLock(sessionID: String) async throws(SessionStoreError) -> String? {
         let token = Crypto.newToken(prefix: "lk_")
         let reply = try await command(["SET", .string(prefix + "lock:" + sessionID), .string(token), "NX", "PX",
                                        .integer(Int(refreshLockTTL * 1000))])
@@ -169,7 +169,7 @@ package final class RedisSessionStore: SessionStore, SharedRefreshLock {
     }
 
     /// Releases the lock if it is still ours (best effort: it expires anyway).
-    package func releaseRefreshLock(sessionID: String, token: String) async {
+    func releaseRefreshLock(sessionID: String, token: String) async {
         _ = try? await clients.evaluate(Self.unlockScript, keys: [.string(prefix + "lock:" + sessionID)],
                                         arguments: [.string(token)])
     }

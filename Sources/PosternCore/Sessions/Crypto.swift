@@ -5,9 +5,9 @@ import PosternIO
 /// Cryptographic helpers on OpenSSL: randomness, hashes, base64url and tokens.
 package enum Crypto {
     /// Prefix of Postern access (bearer) tokens.
-    package static let accessTokenPrefix = "pst_"
+    static let accessTokenPrefix = "pst_"
     /// Prefix of Postern refresh tokens.
-    package static let refreshTokenPrefix = "psr_"
+    static let refreshTokenPrefix = "psr_"
 
     /// Returns `n` cryptographically secure random bytes.
     ///
@@ -25,7 +25,7 @@ package enum Crypto {
     }
 
     /// SHA-256 of a byte sequence.
-    package static func sha256(_ data: some Sequence<UInt8>) -> [UInt8] {
+    static func sha256(_ data: some Sequence<UInt8>) -> [UInt8] {
         let input = Array(data)
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         input.withUnsafeBufferPointer { inp in
@@ -37,12 +37,12 @@ package enum Crypto {
     }
 
     /// SHA-256 of the UTF-8 bytes of a string.
-    package static func sha256(_ string: String) -> [UInt8] {
+    static func sha256(_ string: String) -> [UInt8] {
         sha256(Array(string.utf8))
     }
 
     /// Lower-case hex SHA-256 of the UTF-8 bytes of a string (how tokens are stored).
-    package static func sha256Hex(_ s: String) -> String {
+    static func sha256Hex(_ s: String) -> String {
         hex(sha256(s))
     }
 
@@ -70,7 +70,7 @@ package enum Crypto {
     }
 
     /// Decodes base64url, with or without padding; nil for anything else.
-    package static func base64URLDecode(_ s: String) -> [UInt8]? {
+    static func base64URLDecode(_ s: String) -> [UInt8]? {
         var body = Substring(s)
         while body.hasSuffix("=") { body.removeLast() }
         guard body.utf8.allSatisfy({ c in
@@ -86,7 +86,7 @@ package enum Crypto {
     }
 
     /// Compares two byte arrays in time independent of their contents (lengths may differ).
-    package static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         if a.isEmpty { return true }
         return a.withUnsafeBytes { pa in
@@ -97,7 +97,7 @@ package enum Crypto {
     }
 
     /// A fresh opaque token: `prefix` followed by base64url of 32 random bytes (43 characters).
-    package static func newToken(prefix: String) -> String {
+    static func newToken(prefix: String) -> String {
         prefix + base64URLEncode(randomBytes(32))
     }
 }
@@ -107,7 +107,7 @@ package enum Crypto {
 /// Sealed format: `v1:` + base64(nonce(12) | ciphertext | tag(16)).
 package struct SecretBox: Sendable {
     /// The version prefix of sealed values.
-    package static let versionPrefix = "v1:"
+    static let versionPrefix = "v1:"
     private static let nonceLength = 12
     private static let tagLength = 16
 
@@ -128,7 +128,7 @@ package struct SecretBox: Sendable {
     }
 
     /// Encrypts `plaintext` under a fresh random nonce.
-    package func seal(_ plaintext: String) -> String {
+    func seal(_ plaintext: String) -> String {
         let nonce = Crypto.randomBytes(Self.nonceLength)
         var tag = [UInt8](repeating: 0, count: Self.tagLength)
         // Only allocation failure or a broken OpenSSL can make AES-GCM encryption with a valid

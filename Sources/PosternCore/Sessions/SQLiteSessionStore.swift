@@ -22,7 +22,7 @@ import PosternIO
 /// (the row's page and the small partial index of revoked rows).
 package final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     /// The schema version this code writes (`PRAGMA user_version`).
-    package static let schemaVersion: Int32 = 4
+    static let schemaVersion: Int32 = 4
 
     /// The database file path.
     package let path: String

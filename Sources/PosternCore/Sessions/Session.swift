@@ -18,12 +18,12 @@ package struct Session: Sendable, Equatable {
         }
     }
     /// Hex SHA-256 of the current Postern access token.
-    package var tokenDigest: String {
+    var tokenDigest: String {
         get { token.string }
         set { token = SessionDigest(newValue) }
     }
     /// Hex SHA-256 of the current Postern refresh token.
-    package var refreshDigest: String {
+    var refreshDigest: String {
         get { refresh.string }
         set { refresh = SessionDigest(newValue) }
     }
@@ -68,7 +68,7 @@ package struct Session: Sendable, Equatable {
         }
     }
     /// The current Directus access token (a JWT).
-    package var directusAccessToken: String {
+    var directusAccessToken: String {
         _read { yield fields.directusAccessToken }
         _modify {
             makeUnique()
@@ -76,7 +76,7 @@ package struct Session: Sendable, Equatable {
         }
     }
     /// When the Directus access token expires.
-    package var directusAccessExpiresAt: Date {
+    var directusAccessExpiresAt: Date {
         _read { yield fields.directusAccessExpiresAt }
         _modify {
             makeUnique()
@@ -84,7 +84,7 @@ package struct Session: Sendable, Equatable {
         }
     }
     /// The current Directus refresh token.
-    package var directusRefreshToken: String {
+    var directusRefreshToken: String {
         _read { yield fields.directusRefreshToken }
         _modify {
             makeUnique()
@@ -92,7 +92,7 @@ package struct Session: Sendable, Equatable {
         }
     }
     /// When the session was created.
-    package var createdAt: Date {
+    var createdAt: Date {
         _read { yield fields.createdAt }
         _modify {
             makeUnique()
@@ -100,7 +100,7 @@ package struct Session: Sendable, Equatable {
         }
     }
     /// When the session was last used (sliding idle expiry).
-    package var lastUsedAt: Date {
+    var lastUsedAt: Date {
         _read { yield fields.lastUsedAt }
         _modify {
             makeUnique()
@@ -108,7 +108,7 @@ package struct Session: Sendable, Equatable {
         }
     }
     /// Absolute expiry (created + maximum lifetime).
-    package var expiresAt: Date {
+    var expiresAt: Date {
         _read { yield fields.expiresAt }
         _modify {
             makeUnique()
@@ -126,7 +126,7 @@ package struct Session: Sendable, Equatable {
     }
     /// The client's `User-Agent` at sign-in, bounded and without control characters (`Session.userAgent(_:)`);
     /// "" when it sent none, or for a session stored before Postern kept it.
-    package var userAgent: String {
+    var userAgent: String {
         _read { yield fields.userAgent }
         _modify {
             makeUnique()
@@ -213,22 +213,22 @@ package struct Session: Sendable, Equatable {
     }
 
     /// The current expiry: min(lastUsedAt + idleTTL, expiresAt).
-    package func effectiveExpiry(idleTTL: TimeInterval) -> Date {
+    func effectiveExpiry(idleTTL: TimeInterval) -> Date {
         min(lastUsedAt.addingTimeInterval(idleTTL), expiresAt)
     }
 
     /// Whether the session is dead at `now` (expiry reached or passed).
-    package func isExpired(now: Date, idleTTL: TimeInterval) -> Bool {
+    func isExpired(now: Date, idleTTL: TimeInterval) -> Bool {
         effectiveExpiry(idleTTL: idleTTL) <= now
     }
 
     /// The longest user agent a session keeps, in UTF-8 bytes.
-    package static let maxUserAgentBytes = 256
+    static let maxUserAgentBytes = 256
 
     /// `raw` as a session keeps it: control characters (C0, DEL, C1) and the Unicode bidi controls (U+202A–U+202E,
     /// U+2066–U+2069, which could reverse what the console and `postern sessions list` show around them) left out,
     /// then cut to at most `maxUserAgentBytes` UTF-8 bytes on a character boundary.
-    package static func userAgent(_ raw: String?) -> String {
+    static func userAgent(_ raw: String?) -> String {
         guard let raw, !raw.isEmpty else { return "" }
         var out = String()
         var bytes = 0
@@ -245,7 +245,7 @@ package struct Session: Sendable, Equatable {
 
     /// A fresh random session id: base64url of 11 random bytes (88 bits; not a secret), 15 characters so
     /// that Swift keeps it inline in the `String` instead of allocating (sessions are many).
-    package static func newID() -> String {
+    static func newID() -> String {
         Crypto.base64URLEncode(Crypto.randomBytes(11))
     }
 }

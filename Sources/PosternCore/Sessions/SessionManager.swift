@@ -7,7 +7,7 @@ package struct IssuedTokens: Sendable {
     /// The bearer token (`pst_…`); shown once, stored only as a digest.
     package var accessToken: String
     /// The refresh token (`psr_…`); shown once, stored only as a digest.
-    package var refreshToken: String
+    var refreshToken: String
     /// The session as stored.
     package var session: Session
 }
@@ -133,7 +133,7 @@ package final class SessionManager: @unchecked Sendable {
     }
 
     /// The current expiry of a session (idle expiry slides with use, capped by the absolute one).
-    package func expiry(of session: Session) -> Date {
+    func expiry(of session: Session) -> Date {
         session.effectiveExpiry(idleTTL: idleTTL)
     }
 
@@ -187,7 +187,7 @@ package final class SessionManager: @unchecked Sendable {
 
     /// Exchanges a Postern refresh token for a new token pair; both old ones die. A refresh token that
     /// was already used revokes its whole session (reuse means it was stolen).
-    package func rotate(refreshToken: String, context: CallFields) async throws(GatewayError) -> IssuedTokens {
+    func rotate(refreshToken: String, context: CallFields) async throws(GatewayError) -> IssuedTokens {
         let dead = GatewayError.unauthorized("unknown, used or expired refresh token")
         guard refreshToken.hasPrefix(Crypto.refreshTokenPrefix), refreshToken.utf8.count < 200 else { throw dead }
         let digest = Crypto.sha256Hex(refreshToken)
@@ -275,7 +275,7 @@ package final class SessionManager: @unchecked Sendable {
     /// The live sessions of `user`, newest first: an e-mail (ignoring ASCII case) when it holds an `@`, else a
     /// user id. Last use is the fresher of the store's (batched) and this instance's cache's. 503 when the
     /// store cannot answer.
-    package func summaries(ofUser user: String) async throws(GatewayError) -> [SessionSummary] {
+    func summaries(ofUser user: String) async throws(GatewayError) -> [SessionSummary] {
         let stored: [SessionSummary]
         do {
             stored = user.contains("@") ? try await store.summaries(email: user) : try await store.summaries(userID: user)
@@ -334,7 +334,7 @@ package final class SessionManager: @unchecked Sendable {
 
     /// Ends every session of the user `userID` like a logout; returns how many of them were live (expired ones
     /// the purge has not reached yet go too, uncounted). 503 when the store cannot answer.
-    package func revokeAll(userID: String, context: CallFields) async throws(GatewayError) -> Int {
+    func revokeAll(userID: String, context: CallFields) async throws(GatewayError) -> Int {
         let stored: [SessionSummary]
         do {
             stored = try await store.summaries(userID: userID)
@@ -367,7 +367,7 @@ package final class SessionManager: @unchecked Sendable {
 
     /// Runs `call` with the session's Directus access token, refreshing it first when it has expired and
     /// once more (then retrying once) when Directus says it is stale. A failed refresh kills the session: 401.
-    package func withDirectusToken<T: Sendable>(_ session: Session, context: CallFields,
+    func withDirectusToken<T: Sendable>(_ session: Session, context: CallFields,
                                                translate: (DirectusError) -> GatewayError = { $0.gatewayError() },
                                                _ call: (String) async throws(DirectusError) -> T) async throws(GatewayError) -> T {
         var current = session
@@ -504,24 +504,24 @@ package final class SessionManager: @unchecked Sendable {
 
     /// Deletes expired sessions from the store, then from the cache; returns how many the store removed.
     @discardableResult
-    package func purgeExpired() async -> Int {
+    func purgeExpired() async -> Int {
         let purged = (try? await store.purgeExpired(now: clock(), idleTTL: idleTTL)) ?? []
         for id in purged { cache.remove(sessionID: id) }
         return purged.count
     }
 
     /// Live sessions in the store (0 when it cannot answer); also remembered for `lastKnownActiveSessions`.
-    package func activeSessions() async -> Int {
+    func activeSessions() async -> Int {
         let count = (try? await store.count()) ?? 0
         knownCount.withLock { $0 = count }
         return count
     }
 
     /// The count the last `activeSessions()` saw (for a synchronous metrics gauge).
-    package var lastKnownActiveSessions: Int { knownCount.withLock { $0 } }
+    var lastKnownActiveSessions: Int { knownCount.withLock { $0 } }
 
     /// Whether the session store can answer now (`/readyz`).
-    package func storeIsAvailable() async -> Bool {
+    func storeIsAvailable() async -> Bool {
         await store.isAvailable()
     }
 

@@ -92,18 +92,18 @@ package struct SessionSummary: Sendable, Equatable {
     /// The e-mail the user signed in with.
     package var email: String
     /// When the session was created.
-    package var createdAt: Date
+    var createdAt: Date
     /// When it was last used, as the store knows it (the batched `last_used`).
-    package var lastUsedAt: Date
+    var lastUsedAt: Date
     /// Absolute expiry.
-    package var expiresAt: Date
+    var expiresAt: Date
     /// The client's IP at sign-in ("" for a session stored before Postern kept it).
     package var clientIP: String
     /// The client's user agent at sign-in ("" when none, or for a session stored before Postern kept it).
-    package var userAgent: String
+    var userAgent: String
 
     /// The fewest characters of a session id that `DELETE /admin/sessions/{id}` accepts as a prefix.
-    package static let minimumPrefix = 8
+    static let minimumPrefix = 8
 
     /// Builds a summary.
     package init(id: String, userID: String, email: String, createdAt: Date, lastUsedAt: Date, expiresAt: Date,
@@ -127,7 +127,7 @@ package struct SessionSummary: Sendable, Equatable {
 
     /// `email` as the stores compare e-mails: ASCII letters in lower case (as SQLite's `NOCASE` and Redis's Lua
     /// `string.lower` do), every other byte as it is.
-    package static func emailKey(_ email: String) -> String {
+    static func emailKey(_ email: String) -> String {
         guard email.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return email }
         return String(decoding: email.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 + 32 : $0 },
                       as: UTF8.self)
@@ -135,7 +135,7 @@ package struct SessionSummary: Sendable, Equatable {
 
     /// Whether `id` could be a session id or a prefix of one: 1 to 64 characters of the base64url alphabet
     /// (what `Session.newID()` writes). Anything else names no session.
-    package static func isIDLike(_ id: String) -> Bool {
+    static func isIDLike(_ id: String) -> Bool {
         guard !id.isEmpty, id.utf8.count <= 64 else { return false }
         return id.utf8.allSatisfy { b in
             (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z")) || (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z"))
@@ -149,9 +149,9 @@ package struct SessionRecency: Sendable, Equatable {
     /// The session id.
     package var id: String
     /// When the session was created.
-    package var createdAt: Date
+    var createdAt: Date
     /// When it was last used, as last written by a batched touch.
-    package var lastUsedAt: Date
+    var lastUsedAt: Date
 
     /// Builds a record.
     package init(id: String, createdAt: Date, lastUsedAt: Date) {

@@ -4,7 +4,7 @@ import FoundationEssentials
 /// refreshes the session's Directus tokens at a time (Directus rotates its refresh token: a second refresh
 /// with the old one fails and would end the session). The lock expires by itself after `refreshLockTTL`,
 /// so a holder that dies never wedges the session.
-package protocol SharedRefreshLock: Sendable {
+protocol SharedRefreshLock: Sendable {
     /// How long a lock lives unless released; longer than a Directus call can take.
     var refreshLockTTL: TimeInterval { get }
     /// Takes the lock of `sessionID`: a token to release it with, or nil when another instance holds it.

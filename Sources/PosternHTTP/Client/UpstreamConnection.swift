@@ -35,7 +35,7 @@ import PosternIO
 /// `deinit`) before it goes away, so a callback never sees a freed object. Not thread-safe: every method runs
 /// on `loop`'s thread, except `deinit`, which may run anywhere (event_free is thread-safe with
 /// `evthread_use_pthreads`).
-package final class UpstreamConnection: @unchecked Sendable {
+final class UpstreamConnection: @unchecked Sendable {
     /// Where the connection is in its life.
     private enum State {
         /// No socket (never connected, or closed and not yet reopened).
@@ -96,18 +96,18 @@ package final class UpstreamConnection: @unchecked Sendable {
     private var earliestDeadline = UInt64.max
 
     /// When the connection last went back to the idle pool (monotonic nanoseconds).
-    package var idleSince: UInt64 = 0
+    var idleSince: UInt64 = 0
     /// Requests completed on this connection (0 = fresh).
-    package var completed = 0
+    var completed = 0
     /// True when the connection cannot carry another request (closed by the peer, by an error or by a
     /// `Connection: close` answer).
-    package private(set) var closedByPeer = false
+    private(set) var closedByPeer = false
     /// True while the connection sits in the pool's idle list (set by the pool).
-    package var pooled = false
+    var pooled = false
     /// Called when the peer closes the connection while it is pooled (loop thread).
-    package var onIdleClose: ((UpstreamConnection) -> Void)?
+    var onIdleClose: ((UpstreamConnection) -> Void)?
     /// Called when the last call in flight got its outcome (loop thread): the pool takes the connection back.
-    package var onDrained: ((UpstreamConnection) -> Void)?
+    var onDrained: ((UpstreamConnection) -> Void)?
 
     /// A call in flight: who waits for the answer, until when, and where its request starts in the bytes
     /// queued on the connection (`queuedBytes`).
@@ -118,23 +118,23 @@ package final class UpstreamConnection: @unchecked Sendable {
     }
 
     /// Calls in flight (sent, or queued to be sent at the end of the turn).
-    package var inFlight: Int { calls.count - first }
+    var inFlight: Int { calls.count - first }
 
     /// True while another GET may be pipelined behind the calls in flight: the connection is not closed or
     /// failing, and it holds fewer than `depth` calls.
-    package func canPipeline(depth: Int) -> Bool {
+    func canPipeline(depth: Int) -> Bool {
         !closedByPeer && inFlight > 0 && inFlight < depth
     }
 
     /// True when bytes wait to be written (the pool flushes them at the end of the turn).
-    package var hasUnwritten: Bool { written < output.count }
+    var hasUnwritten: Bool { written < output.count }
 
     /// The read buffer's size: an answer larger than this arrives in several reads (and several pipelined
     /// answers of the usual size arrive in one).
-    package static let readBufferSize = 64 * 1024
+    static let readBufferSize = 64 * 1024
 
     /// One loop's upstream read buffer.
-    package final class ReadBuffer {
+    final class ReadBuffer {
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: UpstreamConnection.readBufferSize, alignment: 16)
         deinit { bytes.deallocate() }
     }
@@ -142,7 +142,7 @@ package final class UpstreamConnection: @unchecked Sendable {
 
     /// A connection to `endpoint` (not connected yet) whose answers keep `keptHeaders` (all when nil) and whose
     /// answer bodies above `maxResponseBytes` fail.
-    package init(loop: EventLoop, endpoint: UpstreamEndpoint, tls: TLSClientContext?, keptHeaders: [StaticString]?,
+    init(loop: EventLoop, endpoint: UpstreamEndpoint, tls: TLSClientContext?, keptHeaders: [StaticString]?,
          maxResponseBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes) {
         self.loop = loop
         self.endpoint = endpoint
@@ -198,14 +198,14 @@ package final class UpstreamConnection: @unchecked Sendable {
     }
 
     /// `" HTTP/1.1\r\nHost: <hostHeader>\r\n"`: what follows the target in every request to one upstream.
-    package static func versionAndHost(_ hostHeader: String) -> [UInt8] {
+    static func versionAndHost(_ hostHeader: String) -> [UInt8] {
         HeadBytes.versionAndHost + Array(hostHeader.utf8) + HeadBytes.crlf
     }
 
     /// Queues `request` behind the calls in flight and resumes `continuation` once, with its answer, a failure,
     /// or `.timeout` at `deadline` (monotonic nanoseconds). The bytes go out when the pool calls `flush` at the
     /// end of the turn, or as soon as a connection still to be opened is connected.
-    package func queue(_ request: UpstreamRequest, versionAndHost: [UInt8],
+    func queue(_ request: UpstreamRequest, versionAndHost: [UInt8],
                _ continuation: UnsafeContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>, deadline: UInt64) {
         let idle = inFlight == 0
         let start = queuedBytes
@@ -237,7 +237,7 @@ package final class UpstreamConnection: @unchecked Sendable {
     /// checks before the first byte of a request goes out, and stray bytes or a close then drop the socket and the
     /// requests go out on a fresh one. Plain sockets only (on TLS, records that are not data, such as session tickets,
     /// may wait there).
-    package func flush() {
+    func flush() {
         guard state == .open && hasUnwritten else { return }
         if ssl == nil, completed > 0, inFlight > 0, sentBytes <= calls[first].start,
            loop.turnAgeMicroseconds > UpstreamConnection.peekAfterTurnMicroseconds, peerHasClosedOrWritten() {
@@ -254,7 +254,7 @@ package final class UpstreamConnection: @unchecked Sendable {
 
     /// True when the peer has closed this idle connection or written to it (end of stream or stray bytes
     /// already queued on the socket), seen with a nonblocking peek before the read event ran.
-    package func peerHasClosedOrWritten() -> Bool {
+    func peerHasClosedOrWritten() -> Bool {
         if closedByPeer || state == .closed { return true }
         var byte: UInt8 = 0
         let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
@@ -262,7 +262,7 @@ package final class UpstreamConnection: @unchecked Sendable {
     }
 
     /// Closes the connection now (no call may be in flight).
-    package func free() {
+    func free() {
         closedByPeer = true
         closeSocket()
     }
@@ -738,7 +738,7 @@ package final class UpstreamConnection: @unchecked Sendable {
     }
 
     /// The least time left (nanoseconds) for which a call pipelined behind a timed-out one is retried (50 ms).
-    package static let minimumRetryTime: UInt64 = 50_000_000
+    static let minimumRetryTime: UInt64 = 50_000_000
 
     /// Disarms the connect attempt's deadline, if armed.
     private func disarmConnectTimeout() {

@@ -51,7 +51,7 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
 
     /// How long an idle connection stays quiet after its last answer before it carries another request, while the
     /// pool has room for a new connection (10 ms, in nanoseconds).
-    package static let reuseQuiet: UInt64 = 10_000_000
+    static let reuseQuiet: UInt64 = 10_000_000
 
     /// Creates a client for `endpoint` on `loop`; its responses carry the answer headers named in `keptHeaders`
     /// (every one when nil). Up to `pipelineDepth` GETs of one turn share a connection; an answer body above
@@ -270,10 +270,10 @@ private final class PoolWaiter: @unchecked Sendable {
     private var continuation: CheckedContinuation<UpstreamConnection?, Never>?
     private var outcome: UpstreamConnection??
     /// The deadline timer (loop thread only).
-    package var timer: EventLoop.Timer?
+    var timer: EventLoop.Timer?
 
     /// Suspends the call until `resume`, or returns at once when it already came.
-    package func wait(_ continuation: CheckedContinuation<UpstreamConnection?, Never>) {
+    func wait(_ continuation: CheckedContinuation<UpstreamConnection?, Never>) {
         let ready: UpstreamConnection?? = lock.withLock {
             if outcome == nil { self.continuation = continuation }
             return outcome
@@ -282,7 +282,7 @@ private final class PoolWaiter: @unchecked Sendable {
     }
 
     /// Gives the call its connection (nil: the deadline passed); only the first outcome counts.
-    package func resume(_ connection: UpstreamConnection?) {
+    func resume(_ connection: UpstreamConnection?) {
         let waiting: CheckedContinuation<UpstreamConnection?, Never>? = lock.withLock {
             guard outcome == nil else { return nil }
             outcome = .some(connection)

@@ -16,7 +16,7 @@ import PosternIO
 /// with a `Content-Length` above `maxBodyBytes`, the answer is invalid at once; nothing beyond the ceiling is
 /// kept (a header name or value is only ever as long as the head ceiling allows).
 /// Loop thread only (owned by one `UpstreamConnection`).
-package final class UpstreamResponseParser {
+final class UpstreamResponseParser {
     /// What feeding bytes to the parser gave.
     package enum Outcome: Equatable {
         /// The answer is not complete yet.
@@ -32,11 +32,11 @@ package final class UpstreamResponseParser {
     /// The answer headers kept (nil: every one).
     private let keptHeaders: [StaticString]?
     /// The largest answer body, as sent (`directus.max_response_bytes`).
-    package let maxBodyBytes: Int
+    let maxBodyBytes: Int
     /// The largest answer head: status line and header fields, interim answers' included (64 KiB).
-    package static let headCeiling = 64 * 1024
+    static let headCeiling = 64 * 1024
     /// The head ceiling this parser applies (`headCeiling`; smaller in the fuzz target).
-    package let maxHeadBytes: Int
+    let maxHeadBytes: Int
     /// Bytes of the answer's head(s) parsed so far.
     private var headBytes = 0
     /// Bytes of the answer's body parsed so far, as sent (chunk framing included).
@@ -50,16 +50,16 @@ package final class UpstreamResponseParser {
     /// llhttp's state (it points at the shared callbacks); its `data` points back at this object.
     private let parser: UnsafeMutablePointer<llhttp_t>
     /// The status of the answer being parsed (valid once its headers are complete).
-    package private(set) var status = 0
+    private(set) var status = 0
     /// The kept headers of the answer being parsed.
-    package private(set) var headers = HTTPHeaders()
+    private(set) var headers = HTTPHeaders()
     /// The body of the answer, once it is complete (empty before).
-    package private(set) var body = Data()
+    private(set) var body = Data()
     /// The body's bytes as they arrive (handed to `body` when the answer is complete).
     private var arriving = BodyBuffer()
     /// Whether the connection may carry another request after this answer (llhttp's verdict: HTTP/1.1
     /// without `Connection: close`, and a body not delimited by the close).
-    package private(set) var keepAlive = false
+    private(set) var keepAlive = false
     private var messageComplete = false
     /// The header field being read (its name may arrive in several pieces), in buffers allocated once and
     /// grown when a field is longer: raw memory, so appending is a copy without an array's uniqueness and
@@ -76,7 +76,7 @@ package final class UpstreamResponseParser {
 
     /// A parser that keeps the answer headers named in `keptHeaders` (every one when nil) and refuses a body
     /// over `maxBodyBytes`.
-    package init(keptHeaders: [StaticString]?, maxBodyBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes,
+    init(keptHeaders: [StaticString]?, maxBodyBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes,
          maxHeadBytes: Int = UpstreamResponseParser.headCeiling) {
         self.keptHeaders = keptHeaders
         self.maxBodyBytes = maxBodyBytes
@@ -92,10 +92,10 @@ package final class UpstreamResponseParser {
 
     /// Bytes the parser holds for the answer being parsed: its body so far and the header field being read
     /// (bounded by `maxBodyBytes` and `maxHeadBytes`; the fuzz target checks it).
-    package var heldBytes: Int { arriving.count + body.count + fieldName.count + fieldValue.count }
+    var heldBytes: Int { arriving.count + body.count + fieldName.count + fieldValue.count }
 
     /// Gets ready for the next answer (before each request is sent).
-    package func reset() {
+    func reset() {
         llhttp_reset(parser)
         status = 0
         headers = HTTPHeaders()
@@ -116,7 +116,7 @@ package final class UpstreamResponseParser {
 
     /// The complete answer's kept headers and body, moved out (no copy, no reference counted twice); `reset()`
     /// follows before the next answer.
-    package func takeHeadersAndBody() -> (HTTPHeaders, Data) {
+    func takeHeadersAndBody() -> (HTTPHeaders, Data) {
         var taken = (HTTPHeaders(), Data())
         swap(&taken.0, &headers)
         swap(&taken.1, &body)
@@ -125,7 +125,7 @@ package final class UpstreamResponseParser {
 
     /// Parses `bytes`, the next ones read from the connection. While the head is incomplete, no more is parsed
     /// than its ceiling leaves; the parser pauses where the head ends, so that the body's bytes are counted apart.
-    package func feed(_ bytes: UnsafeRawBufferPointer) -> Outcome {
+    func feed(_ bytes: UnsafeRawBufferPointer) -> Outcome {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return .needMore }
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let end = base.assumingMemoryBound(to: CChar.self) + bytes.count
@@ -170,7 +170,7 @@ package final class UpstreamResponseParser {
     }
 
     /// Tells the parser that the connection ended: completes an answer delimited by the close.
-    package func feedEndOfStream() -> Outcome {
+    func feedEndOfStream() -> Outcome {
         if messageComplete { return .complete(leftover: 0) }
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let error = llhttp_finish(parser)
@@ -341,15 +341,15 @@ private struct BodyBuffer {
     /// Bytes allocated.
     private var capacity = 0
     /// Bytes held.
-    package private(set) var count = 0
+    private(set) var count = 0
 
     /// Room for `bytes` in all (a `Content-Length` known up front), so that the pieces need no growth.
-    package mutating func reserve(_ bytes: Int) {
+    mutating func reserve(_ bytes: Int) {
         if bytes > capacity { resize(to: bytes) }
     }
 
     /// Appends `length` bytes from `at`, growing to twice the size when full.
-    package mutating func append(_ at: UnsafeRawPointer, _ length: Int) {
+    mutating func append(_ at: UnsafeRawPointer, _ length: Int) {
         guard length > 0 else { return }
         if count + length > capacity { resize(to: max(capacity * 2, count + length, 256)) }
         // Not nil: the resize above allocated room for these bytes.
@@ -358,7 +358,7 @@ private struct BodyBuffer {
     }
 
     /// The bytes as a `Data` that takes the memory over; the buffer is empty afterwards.
-    package mutating func take() -> Data {
+    mutating func take() -> Data {
         guard let base, count > 0 else {
             discard()
             return Data()
@@ -371,7 +371,7 @@ private struct BodyBuffer {
     }
 
     /// Frees the bytes; the buffer is empty afterwards.
-    package mutating func discard() {
+    mutating func discard() {
         free(base)
         base = nil
         capacity = 0

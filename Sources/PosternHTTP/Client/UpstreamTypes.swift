@@ -38,7 +38,7 @@ package struct HeadWriter {
     }
 
     /// True when `text` holds no CR, LF or NUL (`strcspn` stops at the first of them, the terminator included).
-    package static func safe(_ text: String) -> Bool {
+    static func safe(_ text: String) -> Bool {
         let length = text.utf8.count
         return text.withCString { strcspn($0, "\r\n") } == length
     }
@@ -70,9 +70,9 @@ package struct UpstreamRequest: Sendable {
         }
     }
     /// The fields written before `otherHeaders`, if carried as values.
-    package var headFields: (any UpstreamHeadFields)? { parts.headFields }
+    var headFields: (any UpstreamHeadFields)? { parts.headFields }
     /// The headers to send after `headFields` (Host and Content-Length are added).
-    package var otherHeaders: HTTPHeaders { parts.otherHeaders }
+    var otherHeaders: HTTPHeaders { parts.otherHeaders }
     /// The body (empty for none).
     package var body: Data {
         _read { yield parts.body }

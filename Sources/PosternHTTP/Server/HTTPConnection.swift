@@ -15,17 +15,17 @@ import PosternIO
 /// time (no `epoll_ctl` per request); a one-shot write event is armed only when the socket cannot take a
 /// whole answer at once. Loop thread only; the handler's task keeps the object alive until it replies, and a
 /// reply after the connection closed is dropped.
-package final class HTTPConnection: @unchecked Sendable {
+final class HTTPConnection: @unchecked Sendable {
     /// The socket (closed by `close()`).
-    package let fd: Int32
+    let fd: Int32
     /// The peer's IP address.
-    package let peer: String
+    let peer: String
     private let worker: ServerWorker
     private let limits: ServerLimits
     /// Set once the socket is closed: nothing touches it or its events afterwards.
-    package private(set) var closed = false
+    private(set) var closed = false
     /// Counted in the worker's open connections (it has sent a whole request).
-    package var counted = false
+    var counted = false
 
     // Events (created once, freed in close()).
     private var readEvent: OpaquePointer?
@@ -87,10 +87,10 @@ package final class HTTPConnection: @unchecked Sendable {
     /// The connection's own input buffer at first; bytes queued behind a request in flight stop being read at
     /// `maxQueued` (also the size of the worker's scratch buffer, `ServerWorker.scratch`).
     private static let initialCapacity = 4096
-    package static let maxQueued = 64 * 1024
+    static let maxQueued = 64 * 1024
 
     /// Takes over an accepted nonblocking socket and starts reading it.
-    package init(fd: Int32, peer: String, worker: ServerWorker, base: OpaquePointer, limits: ServerLimits) {
+    init(fd: Int32, peer: String, worker: ServerWorker, base: OpaquePointer, limits: ServerLimits) {
         self.fd = fd
         self.peer = peer
         self.worker = worker
@@ -126,7 +126,7 @@ package final class HTTPConnection: @unchecked Sendable {
     }
 
     /// Closes the socket and frees the events; the worker forgets the connection (loop thread).
-    package func close() {
+    func close() {
         guard !closed else { return }
         closed = true
         if let readEvent { event_free(readEvent) }
@@ -249,13 +249,13 @@ package final class HTTPConnection: @unchecked Sendable {
 
     /// The worker's sweep: close the connection when it has been idle (or sending slowly) for the inactivity
     /// timeout, never while it waits for its answer (a slow write has the write event's own timer).
-    package func closeIfInactive(now: Int64) {
+    func closeIfInactive(now: Int64) {
         guard now &- lastActivity >= inactivityMilliseconds, !busy || lingering else { return }
         close()
     }
 
     /// The coarse monotonic clock in milliseconds (`MonotonicInstant.coarse`: plenty for a timeout of seconds).
-    package static func coarseMilliseconds() -> Int64 {
+    static func coarseMilliseconds() -> Int64 {
         Int64(MonotonicInstant.coarse.nanoseconds / 1_000_000)
     }
 
@@ -322,7 +322,7 @@ package final class HTTPConnection: @unchecked Sendable {
     }
 
     /// The handler's answer (loop thread): written unless the connection has gone meanwhile.
-    package func finish(_ response: HTTPResponse) {
+    func finish(_ response: HTTPResponse) {
         precondition(awaitingAnswer, "a request was answered twice")
         awaitingAnswer = false
         guard !closed else { return }
@@ -414,7 +414,7 @@ package final class HTTPConnection: @unchecked Sendable {
 
     /// Starts writing the answer `write` serialised, unless the connection closed meanwhile (the worker
     /// calls it at the end of the loop turn that answered).
-    package func flushWritten() {
+    func flushWritten() {
         guard !closed else { return }
         flush()
     }

@@ -19,7 +19,7 @@ import PosternIO
 /// are handed out one at a time; the bytes after it are given to the next `parse`. No socket: the
 /// connection (`HTTPConnection`) owns the bytes, and the libFuzzer target `http_request_stream` drives
 /// this type the same way. Loop thread only.
-package final class HTTPRequestAssembler {
+final class HTTPRequestAssembler {
     /// What one call to `parse` gave.
     package enum Step {
         /// Every byte was parsed and no request is whole yet.
@@ -87,13 +87,13 @@ package final class HTTPRequestAssembler {
     private var expectContinue = false
     private var refusal: EdgeRefusal?
     /// Bytes of a request have arrived and it is not whole (nor refused) yet.
-    package private(set) var messageOpen = false
+    private(set) var messageOpen = false
     /// The head of a request that waits for `100 Continue` was just parsed: the connection sends the
     /// interim answer now (`takeContinue()`), before anything else.
     private var continueDue = false
 
     /// An assembler for a connection from `peer` (the address requests carry).
-    package init(limits: ServerLimits, peer: String) {
+    init(limits: ServerLimits, peer: String) {
         self.limits = limits
         self.peer = peer
         parser = UnsafeMutablePointer<llhttp_t>.allocate(capacity: 1)
@@ -104,7 +104,7 @@ package final class HTTPRequestAssembler {
 
     /// Parses `count` bytes at `bytes` up to the end of the next whole request; returns how many were
     /// parsed (the rest belongs to the next call) and what they gave. After `.refused`, call no more.
-    package func parse(_ bytes: UnsafeRawPointer, count: Int) -> (parsed: Int, step: Step) {
+    func parse(_ bytes: UnsafeRawPointer, count: Int) -> (parsed: Int, step: Step) {
         // The assembler outlives this call, so the unretained pointer is valid in every callback it runs.
         guard !stopped else { return (count, .refused(.badFraming(partialRequest(), reason: "nothing is read after a refusal"))) }
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
@@ -203,13 +203,13 @@ package final class HTTPRequestAssembler {
     }
 
     /// Whether a `100 Continue` is due (the head of a request expecting it was parsed); clears it.
-    package func takeContinue() -> Bool {
+    func takeContinue() -> Bool {
         defer { continueDue = false }
         return continueDue
     }
 
     /// The connection answers something else instead (a timeout): the request being parsed is abandoned.
-    package func abandon() {
+    func abandon() {
         messageOpen = false
     }
 

@@ -21,9 +21,9 @@ extension HTTPRequestHandler {
 }
 
 /// An `HTTPHandler` closure as an `HTTPRequestHandler`.
-package struct ClosureRequestHandler: HTTPRequestHandler {
-    package let body: HTTPHandler
-    package func handle(_ request: HTTPRequest) async -> HTTPResponse { await body(request) }
+struct ClosureRequestHandler: HTTPRequestHandler {
+    let body: HTTPHandler
+    func handle(_ request: HTTPRequest) async -> HTTPResponse { await body(request) }
 }
 
 /// An answer given at once, on the loop thread, without resuming a handler task; nil when the request needs the
@@ -39,7 +39,7 @@ package struct ServerLimits: Sendable {
     /// Largest body read at all (above it, the server refuses the request with `EdgeRefusal.bodyTooLarge`).
     package var bodyCeiling = 8 * 1024 * 1024
     /// Largest request head, request line included (above it, `EdgeRefusal.badFraming`: 400).
-    package var maxHeaderBytes = 16 * 1024
+    var maxHeaderBytes = 16 * 1024
     /// Inactivity timeout in seconds (slow senders and idle keep-alive connections alike).
     package var inactivityTimeoutSeconds = 10
     /// Seconds a request may take to arrive whole from its first byte; then the connection is closed.
@@ -56,11 +56,11 @@ package struct ServerLimits: Sendable {
     package init() {}
 
     /// The inactivity timeout in milliseconds, whichever way it was given.
-    package var inactivityMilliseconds: Int { inactivityTimeoutMilliseconds ?? inactivityTimeoutSeconds * 1000 }
+    var inactivityMilliseconds: Int { inactivityTimeoutMilliseconds ?? inactivityTimeoutSeconds * 1000 }
 
     /// How often a worker looks for inactive connections: a tenth of the timeout (so that a connection is closed
     /// at most 10 % after its time), between 5 ms and 1 s.
-    package var inactivitySweepMilliseconds: Int { min(1000, max(5, inactivityMilliseconds / 10)) }
+    var inactivitySweepMilliseconds: Int { min(1000, max(5, inactivityMilliseconds / 10)) }
 }
 
 /// An HTTP/1.1 server: on each event loop its own `SO_REUSEPORT` listener on the same port, and its
@@ -128,5 +128,5 @@ package final class HTTPServer: @unchecked Sendable {
     package var openConnections: Int { workers.reduce(0) { $0 + $1.openConnections } }
 
     /// Client connections that sent at least one request since start, open or closed, over all loops.
-    package var connectionsSeen: Int { workers.reduce(0) { $0 + $1.connectionsSeen } }
+    var connectionsSeen: Int { workers.reduce(0) { $0 + $1.connectionsSeen } }
 }

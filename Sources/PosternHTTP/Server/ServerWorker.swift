@@ -54,13 +54,13 @@ package final class ServerWorker: @unchecked Sendable {
     private var headBuffers: [HeadBuffer] = []
 
     /// A head buffer for an answer (loop thread).
-    package func takeHeadBuffer() -> HeadBuffer {
+    func takeHeadBuffer() -> HeadBuffer {
         headBuffers.popLast() ?? HeadBuffer(capacity: 1024)
     }
 
     /// A head buffer whose answer is written (loop thread): kept for the next answer, up to as many as
     /// `limits.maxHandling` answers out at once.
-    package func giveBack(_ buffer: HeadBuffer) {
+    func giveBack(_ buffer: HeadBuffer) {
         if headBuffers.count < limits.maxHandling {
             headBuffers.append(buffer)
         } else {
@@ -78,7 +78,7 @@ package final class ServerWorker: @unchecked Sendable {
     package var connectionsSeen: Int { seenCount.load(ordering: .relaxed) }
 
     /// Counts a connection on its first whole request (loop thread).
-    package func requestArrived(_ conn: HTTPConnection) {
+    func requestArrived(_ conn: HTTPConnection) {
         guard !conn.counted else { return }
         conn.counted = true
         connectionCount.add(1, ordering: .relaxed)
@@ -86,7 +86,7 @@ package final class ServerWorker: @unchecked Sendable {
     }
 
     /// A connection closed: forget it (loop thread).
-    package func connectionClosed(_ conn: HTTPConnection) {
+    func connectionClosed(_ conn: HTTPConnection) {
         connections.removeValue(forKey: ObjectIdentifier(conn))
         if conn.counted { connectionCount.subtract(1, ordering: .relaxed) }
     }
@@ -102,7 +102,7 @@ package final class ServerWorker: @unchecked Sendable {
     /// answer meanwhile takes it there and goes on without suspending (no continuation resumed, no job queued,
     /// no executor hops). What is left at the end of the turn goes to idle runners, or to new ones, up to
     /// `limits.maxHandling` requests at once; beyond that it waits in `pending` for the next runner that answers.
-    package func handle(_ request: HTTPRequest, on conn: HTTPConnection) {
+    func handle(_ request: HTTPRequest, on conn: HTTPConnection) {
         var prepared: AnyObject?
         if let immediate, let response = immediate(request, &prepared) {
             // Answered before this returns: nothing is in flight meanwhile (a shutdown cannot see it).
@@ -228,7 +228,7 @@ package final class ServerWorker: @unchecked Sendable {
     /// woken by the first (an inter-processor wake-up in the kernel, the dearest part of a send on loopback) is
     /// usually still reading when the next arrives, where answers sent as each was made (a request's work
     /// apart) woke it for nearly every one. `make bench` C: about 1.5 µs less CPU per request in the gateway.
-    package func flushAtEndOfTurn(_ conn: HTTPConnection) {
+    func flushAtEndOfTurn(_ conn: HTTPConnection) {
         if answered.isEmpty { loop.atEndOfTurn { self.writeAnswered() } }
         answered.append(conn)
     }
@@ -242,7 +242,7 @@ package final class ServerWorker: @unchecked Sendable {
     }
 
     /// Appends `Date: <IMF-fixdate>\r\n`, formatted once a second, to an answer's head (one copy of the bytes).
-    package func appendDate(to out: inout HeadBuffer) {
+    func appendDate(to out: inout HeadBuffer) {
         let now = time(nil)
         if now != dateSecond {
             dateSecond = now

@@ -26,7 +26,7 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictiona
     }
 
     /// The rendered fields (written as their bytes) and the fields after them, for the server's writer.
-    package var forWriting: (rendered: RenderedFields?, others: [(name: String, value: String)]) {
+    var forWriting: (rendered: RenderedFields?, others: [(name: String, value: String)]) {
         if let block { return (nil, block.fields()) }
         return (rendered, list)
     }
@@ -112,7 +112,7 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictiona
     /// ASCII case-insensitive comparison of header names, without allocating. Names of different UTF-8
     /// lengths differ (the usual case, decided without reading a byte); equal strings are compared as such
     /// first (a name spelt as the program spells it: no byte by byte walk).
-    package static func sameName(_ a: String, _ b: String) -> Bool {
+    static func sameName(_ a: String, _ b: String) -> Bool {
         guard a.utf8.count == b.utf8.count else { return false }
         if a == b { return true }
         for (x, y) in zip(a.utf8, b.utf8) where x != y {
@@ -219,22 +219,22 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictiona
 }
 
 /// Header fields with the bytes of their head lines (see `HTTPHeaders.render()`); shared, never changed.
-package final class RenderedFields: Sendable {
+final class RenderedFields: Sendable {
     /// The fields, in order.
-    package let fields: [(name: String, value: String)]
+    let fields: [(name: String, value: String)]
     /// `Name: value` and CRLF for each field, in order.
-    package let bytes: [UInt8]
+    let bytes: [UInt8]
     /// Each field's name as its length and lower-cased first byte (`signature`): most names another one is
     /// compared with differ there, without a text comparison.
     private let signatures: [Int]
 
     /// Whether the fields hold `HTTPHeaders.alike` (each name once, with its value): the fields the edge sets
     /// the same way on every answer under `/api/`, which a hit then need not set again.
-    package let holdsAlike: Bool
+    let holdsAlike: Bool
 
     /// The bytes of `fields`; nil when one of them is a field the server writes or reads itself, or holds a
     /// CR or LF.
-    package init?(_ fields: [(name: String, value: String)]) {
+    init?(_ fields: [(name: String, value: String)]) {
         var bytes: [UInt8] = []
         for (name, value) in fields {
             for special in ["Content-Length", "Connection", "Transfer-Encoding", "Date"]
@@ -260,12 +260,12 @@ package final class RenderedFields: Sendable {
     }
 
     /// The index of the first field called `name` at or after `start`.
-    package func index(of name: String, from start: Int) -> Int? {
+    func index(of name: String, from start: Int) -> Int? {
         RenderedFields.index(of: name, from: start, fields, signatures)
     }
 
     /// Whether exactly one of the fields is called `name`, and its value is `value`.
-    package func holdsOnly(_ name: String, _ value: String) -> Bool {
+    func holdsOnly(_ name: String, _ value: String) -> Bool {
         RenderedFields.holdsOnly(name, value, fields, signatures)
     }
 

@@ -2,19 +2,19 @@ import FoundationEssentials
 import PosternIO
 
 /// Precomputed bytes of the fixed parts of HTTP/1.1 heads, and cheap appends of header text.
-package enum HeadBytes {
+enum HeadBytes {
     /// `" HTTP/1.1\r\nHost: "`: what follows the request target in an upstream request.
-    package static let versionAndHost: [UInt8] = Array(" HTTP/1.1\r\nHost: ".utf8)
+    static let versionAndHost: [UInt8] = Array(" HTTP/1.1\r\nHost: ".utf8)
     /// `"\r\n"`.
-    package static let crlf: [UInt8] = [13, 10]
+    static let crlf: [UInt8] = [13, 10]
     /// `": "`.
-    package static let colonSpace: [UInt8] = [0x3A, 0x20]
+    static let colonSpace: [UInt8] = [0x3A, 0x20]
     /// `"Content-Length: "`.
-    package static let contentLength: [UInt8] = Array("Content-Length: ".utf8)
+    static let contentLength: [UInt8] = Array("Content-Length: ".utf8)
     /// `"Connection: close\r\n"`.
-    package static let connectionClose: [UInt8] = Array("Connection: close\r\n".utf8)
+    static let connectionClose: [UInt8] = Array("Connection: close\r\n".utf8)
     /// `"Connection: keep-alive\r\n"`.
-    package static let connectionKeepAlive: [UInt8] = Array("Connection: keep-alive\r\n".utf8)
+    static let connectionKeepAlive: [UInt8] = Array("Connection: keep-alive\r\n".utf8)
 
     /// `"HTTP/1.1 <status> <reason>\r\n"` for every status from 100 to 599 (index `status - 100`).
     private static let statusLines: [[UInt8]] = (100..<600).map { status in
@@ -22,20 +22,20 @@ package enum HeadBytes {
     }
 
     /// The status line of `status`, precomputed for 100 to 599.
-    package static func statusLine(_ status: Int) -> [UInt8] {
+    static func statusLine(_ status: Int) -> [UInt8] {
         if status >= 100 && status < 600 { return statusLines[status - 100] }
         return Array("HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n".utf8)
     }
 
     /// Appends the UTF-8 bytes of `text` with one copy (native strings are contiguous; others are bridged).
     @inline(__always)
-    package static func append(_ text: String, to out: inout [UInt8]) {
+    static func append(_ text: String, to out: inout [UInt8]) {
         let copied: Void? = text.utf8.withContiguousStorageIfAvailable { out.append(contentsOf: $0) }
         if copied == nil { out.append(contentsOf: text.utf8) }
     }
 
     /// Whether a `Connection` value is `close`, in any case (only ASCII letters lower-case to those of `close`).
-    package static func isClose(_ value: String) -> Bool {
+    static func isClose(_ value: String) -> Bool {
         let close: StaticString = "close"
         guard value.utf8.count == 5 else { return false }
         var i = 0
@@ -47,7 +47,7 @@ package enum HeadBytes {
     }
 
     /// Appends `value` in decimal (no intermediate String).
-    package static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+    static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
         if value < 0 {
             out.append(0x2D)
             out.append(contentsOf: String(value.magnitude).utf8)
@@ -72,28 +72,28 @@ package enum HeadBytes {
 /// The bytes of an answer's head, in one buffer reused from answer to answer: each append is one bounds
 /// check and one copy (the buffer grows, rarely, when a head is larger than any before). Owned by one
 /// connection, which frees it (`deallocate()`).
-package struct HeadBuffer {
+struct HeadBuffer {
     /// The first byte.
-    package private(set) var base: UnsafeMutableRawPointer
+    private(set) var base: UnsafeMutableRawPointer
     /// Bytes the buffer can hold.
-    package private(set) var capacity: Int
+    private(set) var capacity: Int
     /// Bytes written.
-    package private(set) var count = 0
+    private(set) var count = 0
 
     /// An empty buffer of `capacity` bytes.
-    package init(capacity: Int) {
+    init(capacity: Int) {
         self.capacity = capacity
         base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
     }
 
     /// Frees the bytes (the buffer is not used afterwards).
-    package func deallocate() {
+    func deallocate() {
         base.deallocate()
     }
 
     /// Empties the buffer, with room for at least `bytes` (back to `small` bytes when it had grown past
     /// `large` and the next head does not need that).
-    package mutating func clear(reserving bytes: Int, small: Int = 1024, large: Int = 64 * 1024) {
+    mutating func clear(reserving bytes: Int, small: Int = 1024, large: Int = 64 * 1024) {
         count = 0
         if capacity < bytes || (capacity > large && bytes <= small) {
             base.deallocate()
@@ -113,7 +113,7 @@ package struct HeadBuffer {
 
     /// Appends `bytes`.
     @inline(__always)
-    package mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
         guard let from = bytes.baseAddress, bytes.count > 0 else { return }
         if count + bytes.count > capacity { grow(bytes.count) }
         (base + count).copyMemory(from: from, byteCount: bytes.count)
@@ -122,20 +122,20 @@ package struct HeadBuffer {
 
     /// Appends `bytes`.
     @inline(__always)
-    package mutating func append(_ bytes: [UInt8]) {
+    mutating func append(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { append($0) }
     }
 
     /// Appends the UTF-8 bytes of `text` (native strings directly; others through a copy).
     @inline(__always)
-    package mutating func append(_ text: String) {
+    mutating func append(_ text: String) {
         let copied: Void? = text.utf8.withContiguousStorageIfAvailable { append(UnsafeRawBufferPointer($0)) }
         if copied == nil { append(Array(text.utf8)) }
     }
 
     /// Appends `name: value\r\n`.
     @inline(__always)
-    package mutating func appendField(_ name: String, _ value: String) {
+    mutating func appendField(_ name: String, _ value: String) {
         append(name)
         append(HeadBytes.colonSpace)
         append(value)
@@ -143,7 +143,7 @@ package struct HeadBuffer {
     }
 
     /// Appends `value` in decimal.
-    package mutating func appendDecimal(_ value: Int) {
+    mutating func appendDecimal(_ value: Int) {
         if value < 0 || value > 999_999_999_999 {
             var digits: [UInt8] = []
             HeadBytes.appendDecimal(value, to: &digits)
@@ -165,5 +165,5 @@ package struct HeadBuffer {
     }
 
     /// The bytes written.
-    package var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 }

@@ -63,7 +63,7 @@ package final class HeaderBlock: ManagedBuffer<HeaderBlock.Counts, UInt8> {
     }
 
     /// Drops the bytes from `count` on (a field that is not kept).
-    package func truncate(to count: Int) {
+    func truncate(to count: Int) {
         header.bytes = min(count, header.bytes)
     }
 
@@ -91,7 +91,7 @@ package final class HeaderBlock: ManagedBuffer<HeaderBlock.Counts, UInt8> {
     }
 
     /// A copy of this block with room for `more` bytes beyond what it holds (at least twice the room).
-    package func grown(adding more: Int) -> HeaderBlock {
+    func grown(adding more: Int) -> HeaderBlock {
         let used = header.bytes + header.spans * HeaderBlock.spanSize
         let bigger = HeaderBlock.make(capacity: max(header.size * 2, used + more + 256))
         withUnsafeMutablePointerToElements { old in
@@ -115,7 +115,7 @@ package final class HeaderBlock: ManagedBuffer<HeaderBlock.Counts, UInt8> {
 
     /// Calls `body` with the bytes of names and values.
     @inline(__always)
-    package func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+    func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         try withUnsafeMutablePointerToElements { try body(UnsafeBufferPointer(start: $0, count: header.bytes)) }
     }
 
@@ -144,7 +144,7 @@ package final class HeaderBlock: ManagedBuffer<HeaderBlock.Counts, UInt8> {
 
     /// ASCII case-insensitive comparison of two names of the same length.
     @inline(__always)
-    package static func sameName(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+    static func sameName(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         for k in 0..<a.count {
             let x = a[k], y = b[k]
             if x == y { continue }
@@ -167,7 +167,7 @@ package final class HeaderBlock: ManagedBuffer<HeaderBlock.Counts, UInt8> {
     }
 
     /// Calls `body` with the value bytes of field `i`.
-    package func withValueBytes<R>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+    func withValueBytes<R>(_ i: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         let span = span(i)
         return try withBytes { try body(UnsafeBufferPointer(rebasing: $0[Int(span.valueStart)..<Int(span.valueEnd)])) }
     }

@@ -176,17 +176,17 @@ extension JSONValue {
 }
 
 private struct JSONParser {
-    package let bytes: [UInt8]
-    package let maxDepth: Int
-    package var pos = 0
-    package var depth = 0
+    let bytes: [UInt8]
+    let maxDepth: Int
+    var pos = 0
+    var depth = 0
 
-    package init(bytes: [UInt8], maxDepth: Int) {
+    init(bytes: [UInt8], maxDepth: Int) {
         self.bytes = bytes
         self.maxDepth = maxDepth
     }
 
-    package mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+    mutating func parseDocument() throws(JSONParseError) -> JSONValue {
         skipSpace()
         let v = try parseValue()
         skipSpace()
@@ -194,17 +194,17 @@ private struct JSONParser {
         return v
     }
 
-    package func fail(_ what: String) -> JSONParseError {
+    func fail(_ what: String) -> JSONParseError {
         JSONParseError(description: "\(what) at byte \(pos)")
     }
 
-    package mutating func skipSpace() {
+    mutating func skipSpace() {
         while pos < bytes.count, bytes[pos] == 0x20 || bytes[pos] == 0x0A || bytes[pos] == 0x0D || bytes[pos] == 0x09 {
             pos += 1
         }
     }
 
-    package mutating func parseValue() throws(JSONParseError) -> JSONValue {
+    mutating func parseValue() throws(JSONParseError) -> JSONValue {
         guard pos < bytes.count else { throw fail("unexpected end of input") }
         switch bytes[pos] {
         case UInt8(ascii: "{"): return try parseObject()
@@ -218,19 +218,19 @@ private struct JSONParser {
         }
     }
 
-    package mutating func literal(_ word: String) throws(JSONParseError) {
+    mutating func literal(_ word: String) throws(JSONParseError) {
         let w = Array(word.utf8)
         guard pos + w.count <= bytes.count else { throw fail("unexpected end of input") }
         for (i, b) in w.enumerated() where bytes[pos + i] != b { throw fail("invalid literal") }
         pos += w.count
     }
 
-    package mutating func enter() throws(JSONParseError) {
+    mutating func enter() throws(JSONParseError) {
         depth += 1
         if depth > maxDepth { throw fail("nesting too deep") }
     }
 
-    package mutating func parseObject() throws(JSONParseError) -> JSONValue {
+    mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try enter()
         pos += 1
         var members: [(String, JSONValue)] = []
@@ -256,7 +256,7 @@ private struct JSONParser {
         return .object(members)
     }
 
-    package mutating func parseArray() throws(JSONParseError) -> JSONValue {
+    mutating func parseArray() throws(JSONParseError) -> JSONValue {
         try enter()
         pos += 1
         var elements: [JSONValue] = []
@@ -275,7 +275,7 @@ private struct JSONParser {
         return .array(elements)
     }
 
-    package mutating func parseHex4() throws(JSONParseError) -> UInt32 {
+    mutating func parseHex4() throws(JSONParseError) -> UInt32 {
         guard pos + 4 <= bytes.count else { throw fail("bad \\u escape") }
         var v: UInt32 = 0
         for _ in 0..<4 {
@@ -293,7 +293,7 @@ private struct JSONParser {
         return v
     }
 
-    package mutating func parseString() throws(JSONParseError) -> String {
+    mutating func parseString() throws(JSONParseError) -> String {
         pos += 1
         let start = pos
         // Fast path: no escapes.
@@ -350,7 +350,7 @@ private struct JSONParser {
         return str
     }
 
-    package mutating func parseNumber() throws(JSONParseError) -> JSONValue {
+    mutating func parseNumber() throws(JSONParseError) -> JSONValue {
         let start = pos
         var isInteger = true
         if bytes[pos] == UInt8(ascii: "-") { pos += 1 }

@@ -2,7 +2,7 @@ import PosternIO
 
 /// The rules on how a request says where its body ends (docs/api.md, Upstream and edge rules): when they
 /// disagree, a proxy in front and the gateway could read two different requests from the same bytes.
-package enum RequestFraming {
+enum RequestFraming {
     /// Why the framing of a request (its method and header lines, as received) is refused, or nil when it is fine.
     ///
     /// - More than one `Content-Length` line, even with equal values (RFC 9110 lets a recipient refuse them).
@@ -10,7 +10,7 @@ package enum RequestFraming {
     ///   `1*DIGIT`), and whitespace around the value is not part of it (the server strips it before we see it).
     /// - A `Transfer-Encoding` other than one `chunked`, or one beside a `Content-Length` (RFC 9112 §6.1, §6.3).
     /// - A body on `HEAD` or `TRACE`: many servers and proxies read none there, so its bytes would become the next request.
-    package static func problem(method: HTTPMethod, headers: HTTPHeaders) -> String? {
+    static func problem(method: HTTPMethod, headers: HTTPHeaders) -> String? {
         let lengths = headers.values("Content-Length")
         let encodings = headers.values("Transfer-Encoding")
         if lengths.count > 1 { return "more than one Content-Length" }

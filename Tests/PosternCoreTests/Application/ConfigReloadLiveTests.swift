@@ -2,8 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 @testable import PosternCore
+@testable import PosternHTTP
 import PosternTesting
-import PosternIO
+@testable import PosternIO
 import PosternCoreTesting
 
 /// Reloading the config under real traffic (docs/api.md, Reloading the config): a live gateway on real sockets

@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
-import PosternIO
-import PosternHTTP
+@testable import PosternIO
+@testable import PosternHTTP
 
 /// The upstream call's shorter path: a Directus call's head fields (its token included) carried as values and
 /// written straight into the request head (over http and https), still seen as headers by every other reader; and a pooled

@@ -2,8 +2,9 @@ import DirectusStandIn
 import Foundation
 import Testing
 @testable import PosternCore
+@testable import PosternIO
 import PosternTesting
-import PosternHTTP
+@testable import PosternHTTP
 import PosternCoreTesting
 
 /// Edge rules (docs/api.md, Upstream and edge rules): registration as a password guess, X-Forwarded-For,

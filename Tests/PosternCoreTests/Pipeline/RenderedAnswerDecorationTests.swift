@@ -1,6 +1,7 @@
 import Foundation
 @testable import PosternCore
-import PosternHTTP
+@testable import PosternIO
+@testable import PosternHTTP
 import Testing
 
 /// The edge's decoration (`EdgeStages.decorate`) of answers whose header fields are rendered ahead (stored
