@@ -1,6 +1,6 @@
 import PosternHTTP
 
-/// The demo's relations (DESIGN §8.1, §8.4): the `comments` collection, its many-to-one `post` with the
+/// The demo's relations (docs/bootstrap.md, 5b): the `comments` collection, its many-to-one `post` with the
 /// one-to-many alias `comments` on `posts`, and the read rules the mapped relations need.
 extension BootstrapPlan {
     /// The collection of comments.

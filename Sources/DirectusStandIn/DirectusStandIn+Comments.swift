@@ -2,7 +2,7 @@ import DirectusPlan
 import FoundationEssentials
 import PosternHTTP
 
-/// The demo's `comments` collection (DESIGN §8.4) and the relational reads of any collection: `/items/comments`
+/// The demo's `comments` collection (docs/bootstrap.md, 5b) and the relational reads of any collection: `/items/comments`
 /// entirely, and `/items/posts` reads that name relations (the flat reads keep the fast path in
 /// `DirectusStandIn+Items.swift`).
 extension DirectusStandIn {

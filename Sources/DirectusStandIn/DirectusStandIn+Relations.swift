@@ -2,7 +2,7 @@ import DirectusPlan
 import FoundationEssentials
 import PosternHTTP
 
-/// Relational reads as Directus 11 answers them (reference §5): dot paths in `fields` through many-to-one
+/// Relational reads as Directus 11 answers them (docs/bootstrap.md, relational reads): dot paths in `fields` through many-to-one
 /// relations, the one-to-many alias lists, `deep[<alias>][_limit|_sort]`, `sort` by a dot path, and the
 /// permissions of every collection a path reaches. The relations are the stored `directus_relations` rows, so
 /// what `postern bootstrap` creates is what the reads follow.
@@ -224,7 +224,7 @@ extension DirectusStandIn {
         /// `*` at this level.
         var star = false
 
-        /// Adds one dot path. A path below a raw key turns it into a nested object (reference §5e).
+        /// Adds one dot path. A path below a raw key turns it into a nested object (docs/bootstrap.md, relational reads).
         mutating func insert<S: Collection>(_ path: S) where S.Element == String {
             guard let head = path.first else { return }
             let rest = path.dropFirst()

@@ -115,7 +115,7 @@ package final class DirectusStandIn: @unchecked Sendable {
             state.insert(Post(id: state.nextPostID, title: title, content: content, userCreated: owner,
                               dateCreated: date, userUpdated: nil, dateUpdated: nil))
         }
-        // A few comments (DESIGN §8.4): three on post 1, one on post 2, one on post 4; none on 3 and 5.
+        // A few comments (docs/bootstrap.md, 5b): three on post 1, one on post 2, one on post 4; none on 3 and 5.
         let comments: [(Int64, String, String, String)] = [
             (1, "Welcome to the tutorial!", second.id, "2025-05-01T11:00:00.000Z"),
             (1, "Thanks, glad you like it.", first.id, "2025-05-01T12:30:00.000Z"),

@@ -54,7 +54,7 @@ private extension RawHTTPClient.Response {
     var ids: [Int64] { data?.arrayValue?.compactMap { $0["id"]?.intValue } ?? [] }
 }
 
-/// Relational reads (reference §5), `/items/comments`, and `/relations` of the stand-in, through its HTTP.
+/// Relational reads (docs/bootstrap.md, relational reads), `/items/comments`, and `/relations` of the stand-in, through its HTTP.
 @Suite struct StandInRelationsTests {
     // MARK: - Dot paths and nested objects
 

@@ -3,7 +3,7 @@ import Testing
 import PosternTesting
 
 /// `postern <command> --help` and a wrong option, through the built executable (docs/api.md, Command line;
-/// DESIGN §8.8): help on stdout with exit 0 and nothing started; an unknown option exits 2 with the usage on stderr.
+/// docs/api.md, Command line): help on stdout with exit 0 and nothing started; an unknown option exits 2 with the usage on stderr.
 @Suite
 struct CommandLineHelpTests {
     /// Every command `postern` has, with its subcommands and the unlisted `standin`.

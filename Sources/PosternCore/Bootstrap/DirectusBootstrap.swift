@@ -51,7 +51,7 @@ package struct DirectusBootstrap: Sendable {
             let (name, outcome) = try await ensureRelation(admin, BootstrapPlan.relationBody(field: field))
             record(name, outcome)
         }
-        // The demo's comments (DESIGN §8.4): the collection, the alias `posts.comments`, `comments.post` → posts
+        // The demo's comments (docs/bootstrap.md, 5b): the collection, the alias `posts.comments`, `comments.post` → posts
         // (with the alias as its one-to-many side) and `comments.user_created` → directus_users.
         for (name, outcome) in try await ensureCollection(admin, BootstrapPlan.commentsCollection,
                                                           body: BootstrapPlan.commentsCollectionBody,

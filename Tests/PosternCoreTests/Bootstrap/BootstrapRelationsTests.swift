@@ -6,7 +6,7 @@ import Testing
 import PosternTesting
 import PosternHTTP
 
-/// `postern bootstrap` creates the demo's comments, their relations and the related read rules (DESIGN §8.1,
+/// `postern bootstrap` creates the demo's comments, their relations and the related read rules (docs/bootstrap.md, 5b,
 /// §8.4), on a fresh stand-in, idempotently.
 @Suite struct BootstrapRelationsTests {
     /// One admin call to the stand-in; the answer's status and `data`.
