@@ -24,21 +24,12 @@ enum SessionsCommand {
         case ("revoke", _, _): return usageError("revoke needs a session id (or prefix), or --user <user id>, not both")
         default: return usageError("unknown sessions command \(verb)")
         }
-        guard let config = CLI.loadConfig(configPath, command: "sessions") else { return 2 }
-        guard !config.admin.token.isEmpty else {
-            CLI.fail("sessions: no admin token: set POSTERN_ADMIN_TOKEN (or admin.token in the config file)")
-            return 2
+        let endpoint: UpstreamEndpoint, token: String
+        switch CLI.adminTarget("sessions", configPath: configPath, adminURL: adminURL) {
+        case .ready(let target, let adminToken): (endpoint, token) = (target, adminToken)
+        case .failed(let status): return status
         }
-        let endpoint: UpstreamEndpoint?
-        if let adminURL {
-            endpoint = UpstreamEndpoint(url: adminURL).flatMap { $0.tls ? nil : $0 }
-        } else {
-            endpoint = AdminSessionsClient.endpoint(config)
-        }
-        guard let endpoint else {
-            return usageError("--admin must be an http:// URL such as http://127.0.0.1:9180 (got \(adminURL ?? config.adminListen))")
-        }
-        let outcome = await AdminSessionsClient.run(action, endpoint: endpoint, token: config.admin.token, json: json)
+        let outcome = await AdminSessionsClient.run(action, endpoint: endpoint, token: token, json: json)
         if !outcome.output.isEmpty { CLI.writeAll(STDOUT_FILENO, Data(outcome.output.utf8)) }
         if !outcome.error.isEmpty { CLI.fail("sessions: \(outcome.error)") }
         return outcome.status
