@@ -23,8 +23,9 @@ struct TranscodePass {
     var out: TranscoderOutput
     /// Where one-to-many lists are rendered while their item is scanned (made at the first list).
     var side: TranscoderOutput?
-    /// The relational plan (nil for a flat resource, which takes `transcodeItem`).
-    let relations: RelationPlan?
+    /// The relational plan (nil for a flat resource, which takes `transcodeItem`). `unowned(unsafe)` as `plan`,
+    /// which holds it.
+    unowned(unsafe) let relations: RelationPlan?
     /// The resource's tables. `unowned(unsafe)`: the pass lives only inside `JSONTranscoder.run`,
     /// whose caller holds the plan, so it is never freed under the pass; reading it then costs no
     /// retain and release per item.
