@@ -213,4 +213,40 @@ import PosternCoreTesting
             try posts.detailRenderer.renderItem(directusBody: Data(#"{"data":{"id":3,"title":"V","comments":[{"id":1,}]}}"#.utf8))
         }
     }
+
+    @Test func aRelatedValueTheCallerMayNotReadIsLeftOut() throws {
+        // A user may read their own e-mail but not another user's: Directus answers null for it.
+        var emails = ResourceConfig(name: "emails", collection: "posts",
+                                    fields: [("id", "id"), ("title", "title"), ("by", "user_created.email")])
+        emails.required = ["title"]
+        emails.permissions[.update] = .nobody
+        emails.permissions[.delete] = .nobody
+        let gw = try TestGateway { $0.resources.append(emails) }
+        defer { gw.stop() }
+        let token = try gw.login()
+        let list = try gw.client().json("GET", "/api/v1/emails?sort=id", token: token)
+        #expect(list.status == 200, "\(list.text)")
+        let rows = list.json?["emails"]?.arrayValue ?? []
+        #expect(rows.map { $0["by"]?.stringValue } == ["x@y.com", "x@y.com", "x@y.com", nil, nil])
+        #expect(rows.map { $0.objectValue?.map(\.0) ?? [] }.last == ["id", "title"])
+        #expect(!list.text.contains("second@example.com"))
+    }
+
+    @Test func withoutReadPermissionOnARelatedCollectionTheWholeRequestIsRefused() throws {
+        // The app role may not read roles: Directus refuses a request that reaches them as a whole.
+        var roles = ResourceConfig(name: "roles", collection: "posts",
+                                   fields: [("id", "id"), ("title", "title"), ("role", "user_created.role.name")])
+        roles.required = ["title"]
+        roles.permissions[.update] = .nobody
+        roles.permissions[.delete] = .nobody
+        let gw = try TestGateway { $0.resources.append(roles) }
+        defer { gw.stop() }
+        let token = try gw.login()
+        let list = try gw.client().json("GET", "/api/v1/roles", token: token)
+        #expect(list.status == 403, "\(list.text)")
+        #expect(list.json?["code"] == .string("forbidden"))
+        #expect(list.json?["roles"] == .array([]))
+        let read = try gw.client().json("GET", "/api/v1/roles/1", token: token)
+        #expect(read.status == 404, "\(read.text)")
+    }
 }
