@@ -146,8 +146,11 @@ extension FilterConfig {
             problems.append(("type", "op null takes true or false: its type is boolean (or left out), not \(type.rawValue)"))
         case .contains where type != .string:
             problems.append(("type", "op contains compares text: its type must be string, not \(type.rawValue)"))
-        case .gt, .gte, .lt, .lte where type == .boolean || type == .uuid:
-            problems.append(("type", "op \(op.rawValue) cannot order \(type.rawValue) values (use eq, neq or in)"))
+        case .gt, .gte, .lt, .lte:
+            // (A `where` clause would guard only the last pattern of the case.)
+            if type == .boolean || type == .uuid {
+                problems.append(("type", "op \(op.rawValue) cannot order \(type.rawValue) values (use eq, neq or in)"))
+            }
         case .in where type == .boolean:
             problems.append(("type", "op in with boolean values: use eq"))
         default:

@@ -67,7 +67,8 @@ extension ResourceDescription {
         }
         switch filter.type {
         case .string: return [("type", .string("string")), ("minLength", .int(1))]
-        case .integer: return [("type", .string("integer")), ("format", .string("int64"))]
+        case .integer: return [("type", .string("integer")), ("format", .string("int64")),
+                                   ("minimum", .int(-999_999_999_999_999_999)), ("maximum", .int(999_999_999_999_999_999))]
         case .uuid: return [("type", .string("string")), ("format", .string("uuid"))]
         case .datetime: return [("type", .string("string")), ("format", .string("date-time"))]
         case .boolean: return [("type", .string("boolean"))]
