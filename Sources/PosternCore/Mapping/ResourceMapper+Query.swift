@@ -57,7 +57,7 @@ extension ResourceMapper {
         if let search = given["search"], !search.isEmpty {
             out += try searchFilter(search)
         }
-        if given.count > 0 {
+        if !given.isEmpty {
             out += try declaredFilterPairs(given, userID: userID)
         }
         out.append(("meta", "filter_count"))
