@@ -39,7 +39,7 @@ package struct FilterConfig: Sendable, Equatable {
     package var value: Fixed?
 
     /// A filter of `name` on `field`.
-    package init(name: String, field: String, op: Operation, type: ValueType = .string, value: Fixed? = nil) {
+    init(name: String, field: String, op: Operation, type: ValueType = .string, value: Fixed? = nil) {
         self.name = name
         self.field = field
         self.op = op
@@ -48,7 +48,7 @@ package struct FilterConfig: Sendable, Equatable {
     }
 
     /// The dynamic value of a flag that narrows a list to the caller's own items.
-    package static let currentUser = "$CURRENT_USER"
+    static let currentUser = "$CURRENT_USER"
 
     /// Whether the filter needs the caller's identity (a flag whose value is `$CURRENT_USER`).
     var needsUser: Bool {
