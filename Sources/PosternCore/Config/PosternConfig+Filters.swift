@@ -91,12 +91,10 @@ extension ResourceConfig {
     /// Directus fields it never returns, which no filter may probe.
     static let concealedFields: Set<String> = ["password", "token", "tfa_secret", "auth_data", "external_identifier"]
 
-    /// The query parameters every list understands; everything else is dropped, never forwarded.
-    static let listParameters = ["limit", "offset", "page", "sort", "search"]
-
-    /// The list query parameters this resource understands: `listParameters` and its filters' names (a
-    /// composite part's `query` may use only these).
-    var listQueryParameters: [String] { Self.listParameters + filters.map(\.name) }
+    /// The list query parameters this resource understands: every list's own (`limit`, `offset`, `page`, `sort`,
+    /// `search`) and its filters' names; everything else is dropped, never forwarded (a composite part's `query`
+    /// may use only these).
+    var listQueryParameters: [String] { ["limit", "offset", "page", "sort", "search"] + filters.map(\.name) }
 
     /// The problems of `filters`, named under `path` (e.g. `resources[1]`).
     func filterProblems(at path: String) -> [ConfigProblem] {
