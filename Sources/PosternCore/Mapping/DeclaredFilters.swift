@@ -48,6 +48,7 @@ extension FilterConfig {
             return ("_in", values.joined(separator: ","))
         case .contains:
             guard !text.isEmpty else { throw .invalidRequest("query parameter \"\(name)\" must not be empty") }
+            try checkLength(text)
             return ("_icontains", ResourceMapper.literalFilterValue(text))
         default:
             return ("_" + op.rawValue, try directusValue(text, listed: false))
@@ -60,10 +61,24 @@ extension FilterConfig {
             let what = listed ? "each value of query parameter \"\(name)\"" : "query parameter \"\(name)\""
             throw .invalidRequest("\(what) must be \(type.expectation)")
         }
-        if type == .string, let reason = ValueType.reinterpretation(of: value) {
-            throw .invalidRequest("query parameter \"\(name)\" cannot be matched: \(reason)")
+        if type == .string {
+            try checkLength(value)
+            if let reason = ValueType.reinterpretation(of: value) {
+                throw .invalidRequest("query parameter \"\(name)\" cannot be matched: \(reason)")
+            }
         }
         return value
+    }
+
+    /// The longest text value (or `in` item), in UTF-8 bytes, as for `search` (docs/api.md, Limits and defaults):
+    /// the upstream request head stays within what Node accepts.
+    static let maxTextBytes = 200
+
+    /// 400 naming the parameter when `text` is longer than `maxTextBytes`.
+    private func checkLength(_ text: String) throws(GatewayError) {
+        guard text.utf8.count <= Self.maxTextBytes else {
+            throw .invalidRequest("query parameter \"\(name)\" is longer than \(Self.maxTextBytes) bytes")
+        }
     }
 
     /// A flag's fixed value as a Directus operator and value (`postern check` made sure it fits).

@@ -90,6 +90,8 @@ import PosternCoreTesting
              ["filter[_and][0][id][_gt]=1", "filter[_and][1][id][_lt]=5", "filter[_and][2][title][_icontains]=o"]),
             // The same value twice is one value; undeclared parameters (and Directus's own) are ignored.
             ("above=3&above=3", ["4", "5"], ["filter[_and][0][id][_gt]=3"]),
+            // The longest text value (200 bytes) is taken.
+            ("has=" + String(repeating: "o", count: 200), [], ["filter[_and][0][title][_icontains]=" + String(repeating: "o", count: 200)]),
             ("colour=red&filter%5Bid%5D%5B_eq%5D=1", ["1", "2", "3", "4", "5"], []),
         ]
         for (query, expected, sent) in cases {
@@ -110,7 +112,8 @@ import PosternCoreTesting
         ("no_content=1", "no_content"), ("ids=1,,2", "ids"),
         ("ids=" + (1...101).map(String.init).joined(separator: ","), "ids"),
         ("title=null", "title"), ("title=true", "title"), ("title=%24NOW", "title"), ("title=%24CURRENT_USER", "title"),
-        ("title=", "title"), ("has=", "has"), ("above=1&above=2", "above"), ("mine=true&mine=false", "mine"),
+        ("title=", "title"), ("has=", "has"), ("title=" + String(repeating: "a", count: 201), "title"),
+        ("has=" + String(repeating: "%C3%A9", count: 101), "has"), ("above=1&above=2", "above"), ("mine=true&mine=false", "mine"),
     ])
     func aBadValueIs400NamingTheParameterWithNothingSent(query: String, parameter: String) throws {
         let gw = try TestGateway { $0.resources.append(Self.probeResource()) }
