@@ -88,10 +88,6 @@ package struct ListSpec: Sendable, Equatable {
 }
 
 extension ResourceConfig {
-    /// The Directus fields a path may not end in: Directus conceals them (`password`, `token`…), so a mapped
-    /// one would read `**********` or nothing.
-    static let concealedFields: Set<String> = ["password", "token", "tfa_secret", "auth_data", "external_identifier"]
-
     /// The most segments of a path, a list's alias included.
     static let maxPathSegments = 3
 

@@ -20,6 +20,7 @@ struct ResourceMapper: Sendable {
         let detailTable: FieldTable
         let resourceNameByDirectus: [String: String]
         let detailRenderer: JSONTranscoder?
+        let queryParameters: Set<String>
 
         init(_ resource: ResourceConfig, _ table: FieldTable, _ detailTable: FieldTable, detailRenderer: JSONTranscoder?) {
             self.resource = resource
@@ -40,6 +41,7 @@ struct ResourceMapper: Sendable {
                 byDirectus[field.directusName] = field.resourceName
             }
             self.resourceNameByDirectus = byDirectus
+            self.queryParameters = Set(resource.listQueryParameters)
         }
 
         /// The `fields` CSV of `table`: every path it reads, then the owner field if unread (as `<owner>.id`
@@ -85,6 +87,8 @@ struct ResourceMapper: Sendable {
     /// The Directus query of a list without any list parameter (`listQuery` of an empty query), built once:
     /// a plain `GET /api/v1/R` allocates no query.
     var defaultListQuery: [(String, String)] { tables.defaultListQuery }
+    /// The list query parameters the resource understands: the list's own and its declared filters' names.
+    var queryParameters: Set<String> { tables.queryParameters }
     /// The precomputed field tables.
     var table: FieldTable { tables.table }
     /// The field tables of `GET /{id}`.
