@@ -100,6 +100,15 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
         return Unmanaged<EventLoop>.fromOpaque(raw).takeUnretainedValue()
     }
 
+    /// The object the loop whose thread runs this code keeps under `key` (`local(_:make:)`), nil off the loops. The loop
+    /// itself is not retained for it (it outlives its thread): one retain, the returned object's, where
+    /// `current?.local(key)` took two more.
+    @inline(__always)
+    package static func currentLocal<T: AnyObject>(_ key: LocalKey, make: () -> T) -> T? {
+        guard let raw = pthread_getspecific(currentKey) else { return nil }
+        return Unmanaged<EventLoop>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.local(key, make: make) }
+    }
+
     private static let currentKey: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key, nil)
