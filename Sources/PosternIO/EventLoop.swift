@@ -100,6 +100,13 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
         return Unmanaged<EventLoop>.fromOpaque(raw).takeUnretainedValue()
     }
 
+    /// The identity of the loop whose thread runs this code, if any (the loop is not retained for it).
+    @inline(__always)
+    package static var currentID: ObjectIdentifier? {
+        guard let raw = pthread_getspecific(currentKey) else { return nil }
+        return Unmanaged<EventLoop>.fromOpaque(raw)._withUnsafeGuaranteedRef { ObjectIdentifier($0) }
+    }
+
     /// The object the loop whose thread runs this code keeps under `key` (`local(_:make:)`), nil off the loops. The loop
     /// itself is not retained for it (it outlives its thread): one retain, the returned object's, where
     /// `current?.local(key)` took two more.
