@@ -237,9 +237,10 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
                 }
             }
             if endOfTurn.isEmpty { break }
-            let hooks = endOfTurn
-            endOfTurn.removeAll(keepingCapacity: true)
-            for hook in hooks { hook() }
+            // Swapped with the spare list, not copied: emptying a list still shared with a copy allocated a new one.
+            swap(&endOfTurn, &runningHooks)
+            for hook in runningHooks { hook() }
+            runningHooks.removeAll(keepingCapacity: true)
         }
         draining = false
     }
@@ -262,6 +263,8 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
     private var locals: [AnyObject?] = []
     /// Work to run once the queued jobs of this turn have run (loop thread only).
     private var endOfTurn: [() -> Void] = []
+    /// The hooks `drain` is running (loop thread only; kept to reuse its storage).
+    private var runningHooks: [() -> Void] = []
     /// True while `drain` runs (loop thread only).
     private var draining = false
 
