@@ -13,7 +13,8 @@
 # through the relation user_created (the canned upstream answers bench/posts-20-authors.json).
 #
 # Overrides: INSTR_DURATION (10s) INSTR_WARMUP (3s) INSTR_SETUPS ("A C") and bench/lib.sh's
-#            BENCH_POSTERN (the binary measured, e.g. a copy of an older build), BENCH_SKIP_BUILD and ports.
+#            BENCH_ITEMS (20 posts per list, or 100: bench/posts-100.json), BENCH_POSTERN (the binary measured,
+#            e.g. a copy of an older build), BENCH_SKIP_BUILD and ports.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -54,12 +55,12 @@ measure() {
     awk -v s="$setup" -v t="$total" -v n="$requests" 'BEGIN { printf "%s %.0f %d\n", s, t / n, n }'
 }
 
-say "binary: $POSTERN"
+say "binary: $POSTERN, $ITEMS posts per list (GET $BOOKS_PATH)"
 for setup in $SETUPS; do
     case "$setup" in
         A) line="$(measure A)" ;;
         C) line="$(measure C POSTERN_CACHE_TTL_MS=1000)" ;;
-        R) line="$(MEASURE_URL="http://$HOST:$GATEWAY_PORT/api/v1/posts" measure R)" ;;
+        R) line="$(MEASURE_URL="http://$HOST:$GATEWAY_PORT${BOOKS_PATH/books/posts}" measure R)" ;;
         *) die "unknown setup $setup (A, C or R)" ;;
     esac
     set -- $line

@@ -26,24 +26,24 @@ package indirect enum FieldSpec: Sendable, Equatable, ExpressibleByStringLiteral
     }
 
     /// Whether two member lists have the same names and specs in the same order.
-    package static func sameMembers(_ a: [(String, FieldSpec)], _ b: [(String, FieldSpec)]) -> Bool {
+    static func sameMembers(_ a: [(String, FieldSpec)], _ b: [(String, FieldSpec)]) -> Bool {
         a.count == b.count && zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
     }
 
     /// The path of a plain field (`.path`), else nil.
-    package var pathValue: String? {
+    var pathValue: String? {
         if case .path(let path) = self { return path }
         return nil
     }
 
     /// Whether this reads through a relation: a dot path, a nested object or a list.
-    package var isRelated: Bool {
+    var isRelated: Bool {
         if case .path(let path) = self { return path.contains(".") }
         return true
     }
 
     /// The config JSON of this spec (as `postern check --print` shows it).
-    package var json: JSONValue {
+    var json: JSONValue {
         switch self {
         case .path(let path): return .string(path)
         case .object(let members): return .object(members.map { ($0.0, $0.1.json) })
@@ -60,21 +60,21 @@ package indirect enum FieldSpec: Sendable, Equatable, ExpressibleByStringLiteral
 /// A one-to-many list through an alias field (docs/api.md, Relations).
 package struct ListSpec: Sendable, Equatable {
     /// The largest `limit`.
-    package static let maxLimit = 100
+    static let maxLimit = 100
     /// `limit` when none is given.
-    package static let defaultLimit = 10
+    static let defaultLimit = 10
 
     /// The alias field (`comments`).
-    package var from: String
+    var from: String
     /// The fields of each row, same grammar as a resource's `fields` (paths relative to the row).
-    package var fields: [(String, FieldSpec)]
+    var fields: [(String, FieldSpec)]
     /// Directus fields of the listed rows, `-` for descending, comma-separated; nil for Directus's order.
-    package var sort: String?
+    var sort: String?
     /// How many rows, 1–100.
-    package var limit: Int
+    var limit: Int
 
     /// A list of `limit` rows of `from`.
-    package init(from: String, fields: [(String, FieldSpec)], sort: String? = nil, limit: Int = ListSpec.defaultLimit) {
+    init(from: String, fields: [(String, FieldSpec)], sort: String? = nil, limit: Int = ListSpec.defaultLimit) {
         self.from = from
         self.fields = fields
         self.sort = sort
@@ -92,7 +92,7 @@ extension ResourceConfig {
     static let maxPathSegments = 3
 
     /// Whether any field or detail field reads through a relation.
-    package var readsRelations: Bool {
+    var readsRelations: Bool {
         fields.contains { $0.1.isRelated } || detailFields.contains { $0.1.isRelated }
     }
 
