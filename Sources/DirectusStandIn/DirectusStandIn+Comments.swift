@@ -127,19 +127,10 @@ extension DirectusStandIn {
         }
         if !keys.isEmpty { selected = Self.sorted(selected, collection: collection, by: keys, snapshot: snapshot) }
         let filterCount = selected.count
-        let limit = query.limit ?? 100
-        if limit != -1 {
-            var offset = query.offset ?? 0
-            if let page = query.page, page > 0, limit > 0 { offset = limit * (page - 1) }
-            let start = min(offset, selected.count)
-            selected = Array(selected[start..<min(start + limit, selected.count)])
-        }
+        selected = Array(selected[Self.window(count: selected.count, limit: query.limit, offset: query.offset, page: query.page)])
         var members: [(String, JSONValue)] = []
         if !query.meta.isEmpty {
-            var meta: [(String, JSONValue)] = []
-            if query.meta.contains("total_count") { meta.append(("total_count", .int(Int64(visible.count)))) }
-            if query.meta.contains("filter_count") { meta.append(("filter_count", .int(Int64(filterCount)))) }
-            members.append(("meta", .object(meta)))
+            members.append(("meta", .object(Self.meta(query.meta, total: visible.count, filtered: filterCount))))
         }
         members.append(("data", .array(selected.map { render($0, plan, snapshot) })))
         var out: [UInt8] = []

@@ -97,22 +97,13 @@ extension DirectusStandIn {
             }
         }
         let filterCount = selected.count
-        let limit = plan.limit ?? 100
-        if limit != -1 {
-            var offset = plan.offset ?? 0
-            if let page = plan.page, page > 0, limit > 0 { offset = limit * (page - 1) }
-            let start = min(offset, selected.count)
-            let end = min(start + limit, selected.count)
-            selected = Array(selected[start..<end])
-        }
+        selected = Array(selected[Self.window(count: selected.count, limit: plan.limit, offset: plan.offset, page: plan.page)])
         // Written by hand so that whole rows can be spliced in from their cached serialization.
         var out: [UInt8] = []
         out.reserveCapacity(64 + selected.count * (all.first?.serialized.count ?? 64))
         out.append(UInt8(ascii: "{"))
         if !plan.meta.isEmpty {
-            var meta: [(String, JSONValue)] = []
-            if plan.meta.contains("total_count") { meta.append(("total_count", .int(Int64(visible.count)))) }
-            if plan.meta.contains("filter_count") { meta.append(("filter_count", .int(Int64(filterCount)))) }
+            let meta = Self.meta(plan.meta, total: visible.count, filtered: filterCount)
             out += Array(#""meta":"#.utf8)
             JSONValue.object(meta).write(into: &out)
             out.append(UInt8(ascii: ","))

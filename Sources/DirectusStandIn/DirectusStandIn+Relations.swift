@@ -30,76 +30,13 @@ extension DirectusStandIn {
     }
 
     /// The stored rules of one caller on one collection, for any collection.
-    struct TableRules: Sendable {
-        /// One stored permission row, compiled.
-        struct Rule: Sendable {
-            /// Allowed fields; nil for all (`*`).
-            var fields: Set<String>?
-            /// The item filter; nil for every item.
-            var filter: RowFilter?
-            /// Values merged under the payload.
-            var presets: [(String, JSONValue)]
-
-            /// Whether the rule allows `field`.
-            func allows(_ field: String) -> Bool { fields?.contains(field) ?? true }
-            /// Whether the rule covers `record`.
-            func covers(_ record: Record) -> Bool { filter?.holds(record) ?? true }
-        }
-
-        /// Admin access: everything.
-        var admin: Bool
-        /// Rules by action.
-        var byAction: [String: [Rule]]
-
-        /// The rules for `action`; 403 on the collection when there is none (none needed for an admin).
-        func require(_ action: String, _ collection: String, queriedIn: String = "root") throws -> [Rule] {
-            if admin { return [] }
-            let rules = byAction[action] ?? []
-            if rules.isEmpty { throw StandInError.forbiddenCollection(collection, queriedIn: queriedIn) }
-            return rules
-        }
-
-        /// The fields some read rule allows; nil for all.
-        var readableFields: Set<String>? {
-            if admin { return nil }
-            let rules = byAction["read"] ?? []
-            if rules.contains(where: { $0.fields == nil }) { return nil }
-            return rules.reduce(into: Set<String>()) { $0.formUnion($1.fields ?? []) }
-        }
-
-        /// Whether some read rule covers `record` (Directus leaves the others out, or answers null for them).
-        func canRead(_ record: Record) -> Bool {
-            admin || (byAction["read"] ?? []).contains { $0.covers(record) }
-        }
-
-        /// Whether `field` of `record` may be read: a read rule that covers the row allows the field (Directus
-        /// 11 answers null for a field only other rows' rules allow).
-        func canRead(_ field: String, of record: Record) -> Bool {
-            admin || (byAction["read"] ?? []).contains { $0.allows(field) && $0.covers(record) }
-        }
-    }
+    typealias TableRules = StoredRules<RowFilter>
 
     /// The rules of the caller's policies on `collection` (`comments`, `directus_users`, `posts`, …).
     func tableRules(_ caller: Caller, collection: String, now: Double) throws -> TableRules {
-        if caller.admin { return TableRules(admin: true, byAction: [:]) }
-        let rows = lock.withLock { () -> [JSONValue] in
-            let policies = state.admin.policies(of: caller)
-            return state.admin.permissions.filter {
-                $0["collection"]?.stringValue == collection && policies.contains($0["policy"]?.stringValue ?? "")
-            }
+        try storedRules(caller, collection: collection) {
+            try Self.compileRowFilter($0, collection: collection, caller: caller, now: now)
         }
-        var byAction: [String: [TableRules.Rule]] = [:]
-        for row in rows {
-            guard let action = row["action"]?.stringValue else { continue }
-            let fields = DirectusPermissionRow.fieldListForStandIn(row["fields"])
-            var filter: RowFilter?
-            if let stored = row["permissions"], !stored.isNull, !(stored.objectValue?.isEmpty ?? false) {
-                filter = try Self.compileRowFilter(stored, collection: collection, caller: caller, now: now)
-            }
-            byAction[action, default: []].append(TableRules.Rule(fields: fields.contains("*") ? nil : Set(fields),
-                                                                 filter: filter, presets: row["presets"]?.objectValue ?? []))
-        }
-        return TableRules(admin: false, byAction: byAction)
     }
 
     /// The columns of a collection the stand-in stores rows for (alias fields excluded).
@@ -441,5 +378,23 @@ extension DirectusStandIn {
             }
             return DirectusStandIn.compare(a["id"] ?? .null, b["id"] ?? .null) == .orderedAscending
         }
+    }
+}
+
+extension DirectusStandIn.StoredRules.Rule where Filter == DirectusStandIn.RowFilter {
+    /// Whether the rule covers `record`.
+    func covers(_ record: DirectusStandIn.Record) -> Bool { filter?.holds(record) ?? true }
+}
+
+extension DirectusStandIn.StoredRules where Filter == DirectusStandIn.RowFilter {
+    /// Whether some read rule covers `record` (Directus leaves the others out, or answers null for them).
+    func canRead(_ record: DirectusStandIn.Record) -> Bool {
+        admin || (byAction["read"] ?? []).contains { $0.covers(record) }
+    }
+
+    /// Whether `field` of `record` may be read: a read rule that covers the row allows the field (Directus
+    /// 11 answers null for a field only other rows' rules allow).
+    func canRead(_ field: String, of record: DirectusStandIn.Record) -> Bool {
+        admin || (byAction["read"] ?? []).contains { $0.allows(field) && $0.covers(record) }
     }
 }

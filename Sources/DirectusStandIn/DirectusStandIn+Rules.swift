@@ -13,77 +13,14 @@ extension DirectusStandIn {
         return caller
     }
 
-    /// What the stored rules of the caller's policies allow on `collection`, as Directus evaluates them: per
-    /// action, each rule's `permissions` filter (with `$CURRENT_USER` and the other variables), its `fields`
-    /// (`*` for all) and its `presets`. A filter with an operator Directus does not know is 400 `INVALID_QUERY`.
+    /// What the stored rules of the caller's policies allow on `collection` (`DirectusStandIn+StoredRules.swift`).
+    /// A filter with an operator Directus does not know is 400 `INVALID_QUERY`.
     func itemRules(_ caller: Caller, collection: String, now: Double) throws -> ItemRules {
-        if caller.admin { return ItemRules(admin: true, byAction: [:]) }
-        let rows = lock.withLock { () -> [JSONValue] in
-            let policies = state.admin.policies(of: caller)
-            return state.admin.permissions.filter {
-                $0["collection"]?.stringValue == collection && policies.contains($0["policy"]?.stringValue ?? "")
-            }
-        }
-        var byAction: [String: [ItemRules.Rule]] = [:]
-        for row in rows {
-            guard let action = row["action"]?.stringValue else { continue }
-            let fields = DirectusPermissionRow.fieldListForStandIn(row["fields"])
-            var filter: Predicate?
-            if let stored = row["permissions"], !stored.isNull, !(stored.objectValue?.isEmpty ?? false) {
-                filter = try ReadPlan.compile(stored, caller: caller, now: now)
-            }
-            byAction[action, default: []].append(ItemRules.Rule(fields: fields.contains("*") ? nil : Set(fields), filter: filter,
-                                                                 presets: row["presets"]?.objectValue ?? []))
-        }
-        return ItemRules(admin: false, byAction: byAction)
+        try storedRules(caller, collection: collection) { try ReadPlan.compile($0, caller: caller, now: now) }
     }
 
-    /// The rules of one caller on one collection.
-    struct ItemRules: Sendable {
-        /// One stored permission row, compiled.
-        struct Rule: Sendable {
-            /// Allowed fields; nil for all (`*`).
-            var fields: Set<String>?
-            /// The item filter; nil for every item.
-            var filter: Predicate?
-            /// Values merged under the payload.
-            var presets: [(String, JSONValue)]
-
-            /// Whether the rule allows `field`.
-            func allows(_ field: String) -> Bool { fields?.contains(field) ?? true }
-
-            /// Whether the rule covers `post`.
-            func covers(_ post: Post) -> Bool { filter.map { ReadPlan.evaluate($0, post) } ?? true }
-        }
-
-        /// Admin access: everything.
-        var admin: Bool
-        /// Rules by action (`create`, `read`, `update`, `delete`).
-        var byAction: [String: [Rule]]
-
-        /// The rules for `action` (none for an admin, who needs none); 403 on the collection when there is none.
-        func require(_ action: String, _ collection: String) throws -> [Rule] {
-            if admin { return [] }
-            let rules = byAction[action] ?? []
-            if rules.isEmpty { throw StandInError.forbiddenCollection(collection) }
-            return rules
-        }
-
-        /// Readable fields; nil for all.
-        var readableFields: Set<String>? {
-            if admin { return nil }
-            let rules = byAction["read"] ?? []
-            if rules.contains(where: { $0.fields == nil }) { return nil }
-            return rules.reduce(into: Set<String>()) { $0.formUnion($1.fields ?? []) }
-        }
-
-        /// Whether `post` may be read (nil: every row may).
-        var readFilter: [Rule]? {
-            if admin { return nil }
-            let rules = byAction["read"] ?? []
-            return rules.contains(where: { $0.filter == nil }) ? nil : rules
-        }
-    }
+    /// The rules of one caller on one collection, with filters on posts.
+    typealias ItemRules = StoredRules<Predicate>
 
     /// `POST /users`: the Public may create users only under a Public `create` rule on `directus_users`,
     /// with its fields, and the new users get the rule's preset role.
@@ -140,5 +77,19 @@ extension DirectusPermissionRow {
     static func fieldListForStandIn(_ value: JSONValue?) -> [String] {
         if let list = value?.arrayValue { return list.compactMap(\.stringValue) }
         return value?.stringValue?.split(separator: ",").map(String.init) ?? []
+    }
+}
+
+extension DirectusStandIn.StoredRules.Rule where Filter == DirectusStandIn.Predicate {
+    /// Whether the rule covers `post`.
+    func covers(_ post: DirectusStandIn.Post) -> Bool { filter.map { DirectusStandIn.ReadPlan.evaluate($0, post) } ?? true }
+}
+
+extension DirectusStandIn.StoredRules where Filter == DirectusStandIn.Predicate {
+    /// Whether `post` may be read (nil: every row may).
+    var readFilter: [Rule]? {
+        if admin { return nil }
+        let rules = byAction["read"] ?? []
+        return rules.contains(where: { $0.filter == nil }) ? nil : rules
     }
 }

@@ -72,14 +72,11 @@ final class RedisSocket {
         fd = socketFD
         RedisSocket.setOptions(fd)
         if let tls {
-            guard let made = tls.makeSSL(host: serverName) else {
+            guard let made = TLSClientHandshake.start(tls, fd: fd, serverName: serverName) else {
                 close()
                 return .unavailable("cannot create a TLS session")
             }
             ssl = made
-            SSL_set_fd(made, fd)
-            SSL_set_connect_state(made)
-            RedisSocket.blockSIGPIPEOnThisThread()
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
         readEvent = event_new(loop.base, fd, Int16(EV_READ | EV_PERSIST), { _, _, arg in
@@ -202,23 +199,19 @@ final class RedisSocket {
 
     private func handshake() {
         guard let ssl else { return }
-        ERR_clear_error()
-        let rc = SSL_do_handshake(ssl)
-        if rc == 1 {
+        switch TLSClientHandshake.step(ssl) {
+        case .done:
             opened()
-            return
-        }
-        switch SSL_get_error(ssl, rc) {
-        case SSL_ERROR_WANT_READ:
+        case .wantsRead:
             break  // the read event is armed
-        case SSL_ERROR_WANT_WRITE:
+        case .wantsWrite:
             event_add(writeEvent, nil)
-        case SSL_ERROR_SSL:
-            // Refused: the certificate check failed, or the server sent an alert.
-            fail(.unavailable("TLS handshake with \(peer) failed: \(RedisSocket.handshakeError(ssl))"), refused: true)
-        default:
+        case .refused(let reason):
+            // The certificate check failed, or the server sent an alert.
+            fail(.unavailable("TLS handshake with \(peer) failed: \(reason)"), refused: true)
+        case .failed(let reason):
             // The connection closed or reset under the handshake: an outage, not a refusal.
-            fail(.unavailable("TLS handshake with \(peer) failed: \(RedisSocket.handshakeError(ssl))"))
+            fail(.unavailable("TLS handshake with \(peer) failed: \(reason)"))
         }
     }
 
@@ -249,7 +242,7 @@ final class RedisSocket {
             return 0
         case SSL_ERROR_SSL:
             // An alert from the server (TLS 1.3 checks a client certificate after the client's handshake ended).
-            tlsFailure = RedisSocket.handshakeError(ssl)
+            tlsFailure = TLSClientHandshake.failureReason(ssl)
             errno = ECONNRESET
             return -1
         default:
@@ -304,28 +297,6 @@ final class RedisSocket {
 
     // MARK: Helpers
 
-    /// Why a handshake failed, without secrets: the certificate check's verdict when it refused the server
-    /// (e.g. "certificate verify failed: unable to get local issuer certificate"), else OpenSSL's error.
-    private static func handshakeError(_ ssl: OpaquePointer) -> String {
-        let code = ERR_peek_last_error()
-        var text = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &text, text.count)
-        ERR_clear_error()
-        let reason: String
-        if code == 0 {
-            reason = "the server closed the connection"
-        } else if let cReason = ERR_reason_error_string(code) {
-            reason = String(cString: cReason)
-        } else {
-            reason = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        }
-        let verdict = SSL_get_verify_result(ssl)
-        if verdict != X509_V_OK, let text = X509_verify_cert_error_string(verdict) {
-            return "\(reason): \(String(cString: text))"
-        }
-        return reason
-    }
-
     /// Keep-alive probes as hiredis set them (idle 15 s, then every 5 s, 3 of them), and no Nagle delay.
     private static func setOptions(_ fd: Int32) {
         var one: Int32 = 1
@@ -338,14 +309,5 @@ final class RedisSocket {
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_KEEPIDLE, &idle, size)
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_KEEPINTVL, &interval, size)
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_KEEPCNT, &count, size)
-    }
-
-    /// OpenSSL writes with write(2), which raises SIGPIPE on a connection the peer reset; the loop thread blocks
-    /// the signal so that the write fails with EPIPE instead (plain sockets use MSG_NOSIGNAL).
-    private static func blockSIGPIPEOnThisThread() {
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGPIPE)
-        pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 }

@@ -1,7 +1,6 @@
 import FoundationEssentials
 import PosternCore
 import PosternHTTP
-import PosternIO
 
 /// `postern sessions list|revoke`: the operator's session control from the command line, as calls to a running
 /// gateway's admin listener (docs/api.md, Command line: sessions). The command line is parsed by `main`; this
@@ -17,20 +16,6 @@ enum AdminSessionsClient {
         case revokeUser(userID: String)
     }
 
-    /// What the command prints and its exit status: 0 done, 1 refused (an error answer, or the listener
-    /// could not be reached).
-    struct Outcome: Sendable, Equatable {
-        /// The exit status.
-        var status: Int32
-        /// What goes to standard output.
-        var output: String
-        /// What goes to standard error (one line, or empty).
-        var error: String
-    }
-
-    /// How long the command waits for the admin listener.
-    static let timeout: Double = 10
-
     /// The admin listener `config` names (`admin_listen`; a wildcard address is called on loopback).
     static func endpoint(_ config: PosternConfig) -> UpstreamEndpoint? {
         guard let listen = config.adminListenAddress else { return nil }
@@ -40,45 +25,28 @@ enum AdminSessionsClient {
 
     /// Makes the call for `action` on `endpoint` with the admin `token`, and renders the answer: a table or a
     /// line by default, the body as it came with `json`.
-    static func run(_ action: Action, endpoint: UpstreamEndpoint, token: String, json: Bool) async -> Outcome {
-        let group = EventLoopGroup(count: 1, name: "postern-sessions")
-        defer { group.shutdown() }
-        let transport = LoopTransport(group: group, endpoint: endpoint, maxConnections: 1)
-        var headers = HTTPHeaders()
-        headers.add("Accept", "application/json")
-        headers.add("Authorization", "Bearer " + token)
-        let request = UpstreamRequest(method: action.method, target: endpoint.basePath + action.target, headers: headers)
-        let response: HTTPResponse
-        do {
-            response = try await transport.send(request, timeout: timeout)
-        } catch {
-            return Outcome(status: 1, output: "", error: "cannot reach the admin listener at \(endpoint.hostHeader): \(describe(error))")
+    static func run(_ action: Action, endpoint: UpstreamEndpoint, token: String, json: Bool) async -> AdminCall.Outcome {
+        switch await AdminCall.send(action.method, action.target, endpoint: endpoint, token: token,
+                                    loopName: "postern-sessions") {
+        case .answered(let response): return render(action, status: response.status, body: response.body, json: json)
+        case .unreachable(let outcome): return outcome
         }
-        return render(action, status: response.status, body: response.body, json: json)
     }
 
     /// The outcome of an answer with `status` and `body` to `action`.
-    static func render(_ action: Action, status: Int, body: Data, json: Bool) -> Outcome {
+    static func render(_ action: Action, status: Int, body: Data, json: Bool) -> AdminCall.Outcome {
+        if json { return AdminCall.verbatim(status: status, body: body) }
         let value = try? JSONValue.parse(body)
-        let exit: Int32 = status == 200 ? 0 : 1
-        if json {
-            let text = String(decoding: body, as: UTF8.self)
-            return Outcome(status: exit, output: text.hasSuffix("\n") ? text : text + "\n", error: "")
-        }
-        guard status == 200, let value else {
-            let message = value?["error"]?.stringValue ?? "unexpected answer"
-            let code = value?["code"]?.stringValue.map { " \($0)" } ?? ""
-            return Outcome(status: 1, output: "", error: "\(message) (HTTP \(status)\(code))")
-        }
+        guard status == 200, let value else { return AdminCall.refusal(value, status: status) }
         switch action {
         case .list(let user):
             guard case .array(let items)? = value["data"] else {
-                return Outcome(status: 1, output: "", error: "unexpected answer (no data)")
+                return AdminCall.Outcome(status: 1, output: "", error: "unexpected answer (no data)")
             }
-            return Outcome(status: 0, output: table(items, user: user), error: "")
+            return AdminCall.Outcome(status: 0, output: table(items, user: user), error: "")
         case .revoke, .revokeUser:
             let count = value["data"]?["revoked"]?.intValue ?? 0
-            return Outcome(status: 0, output: "revoked \(count) session\(count == 1 ? "" : "s")\n", error: "")
+            return AdminCall.Outcome(status: 0, output: "revoked \(count) session\(count == 1 ? "" : "s")\n", error: "")
         }
     }
 
@@ -102,16 +70,6 @@ enum AdminSessionsClient {
             }.joined(separator: "  ") + "\n"
         }
         return line(header) + rows.map(line).joined()
-    }
-
-    /// A transport failure in words.
-    static func describe(_ failure: UpstreamFailure) -> String {
-        switch failure {
-        case .unreachable(let reason): return reason.isEmpty ? "connection refused" : reason
-        case .timeout: return "no answer within \(Int(timeout)) s"
-        case .closed: return "the connection closed"
-        case .badResponse(let reason): return "not an HTTP answer (\(reason))"
-        }
     }
 
     /// `text` percent-encoded for a path segment or a query value (RFC 3986 unreserved bytes kept).

@@ -377,49 +377,29 @@ final class UpstreamConnection: @unchecked Sendable {
             writeOutput()
             return
         }
-        guard let made = tls.makeSSL(host: endpoint.host) else {
+        guard let made = TLSClientHandshake.start(tls, fd: fd, serverName: endpoint.host) else {
             fail(.unreachable("cannot create a TLS session"))
             return
         }
         ssl = made
-        SSL_set_fd(made, fd)
-        SSL_set_connect_state(made)
-        UpstreamConnection.blockSIGPIPEOnThisThread()
         state = .handshaking
         handshake()
     }
 
     private func handshake() {
         guard let ssl else { return }
-        ERR_clear_error()
-        let rc = SSL_do_handshake(ssl)
-        if rc == 1 {
+        switch TLSClientHandshake.step(ssl) {
+        case .done:
             disarmConnectTimeout()
             state = .open
             writeOutput()
-            return
-        }
-        switch SSL_get_error(ssl, rc) {
-        case SSL_ERROR_WANT_READ:
+        case .wantsRead:
             break  // the read event is armed
-        case SSL_ERROR_WANT_WRITE:
+        case .wantsWrite:
             event_add(writeEvent, nil)
-        default:
-            let code = ERR_get_error()
-            var text = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &text, text.count)
-            let reason = code == 0 ? "connection closed" : String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        case .refused(let reason), .failed(let reason):
             connectFailed("TLS handshake with \(endpoint.host) failed: \(reason)")
         }
-    }
-
-    /// OpenSSL writes to the socket with write(2), which raises SIGPIPE on a connection the peer reset; the
-    /// loop thread blocks the signal so that the write fails with EPIPE instead (plain sockets use MSG_NOSIGNAL).
-    private static func blockSIGPIPEOnThisThread() {
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGPIPE)
-        pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 
     // MARK: Events
