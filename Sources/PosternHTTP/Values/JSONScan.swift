@@ -2,7 +2,12 @@
 /// control character, escapes and surrogate pairs checked), numbers (RFC 8259 grammar, finite as a Double) and
 /// literals, over borrowed bytes. Each function reads from an offset and answers the offset past the token, so
 /// that a caller keeps its cursor in a register; a failure says what and at which byte.
-package enum JSONScan {
+///
+/// The namespaces `JSONScan`, `JSONWord` and `JSONTokenFlags` are `public` (their members stay `package`): Swift
+/// 6.3 does not inline an `@inlinable` member of a `package` type into another module, nor fold a `static let`
+/// there, so the transcoder in PosternCore called each 16-byte test and read each flag through an addressor
+/// (`make instructions` A +16 %, docs/performance.md). Members of a `public` type inline as they did in one module.
+public enum JSONScan {
     /// The string whose content before `from` was scanned already with `flags` (`JSONTokenFlags`), in `p`'s
     /// `end` bytes: the offset past its closing quote, and its flags.
     ///
@@ -220,21 +225,23 @@ package enum JSONScan {
     }
 }
 
-/// The JSON type of one scanned value.
-package enum JSONTokenKind: UInt8 {
+/// The JSON type of one scanned value. `public` for the reason `JSONScan` is: the `==` of a `package` enum is a
+/// generic call (through `Equatable`'s witness) in another module.
+public enum JSONTokenKind: UInt8, Sendable {
     case string, number, bool, null, object, array
 }
 
 /// Facts about a scanned token that decide how it is read or written.
-package enum JSONTokenFlags {
+public enum JSONTokenFlags {
+    // Computed and `@inlinable`, not `static let`: a constant of another module is read through an addressor.
     /// A string with at least one escape (its text is not its bytes).
-    package static let escaped: UInt8 = 1
+    @inlinable package static var escaped: UInt8 { 1 }
     /// A string with an escape that `JSONValue.writeString` writes differently (`\/`, `\b`, `\f`, `\u…`): it must
     /// be decoded and re-encoded, not copied. The escapes it writes itself (`\"`, `\\`, `\n`, `\r`, `\t`) are
     /// copied as they are.
-    package static let reencoded: UInt8 = 8
+    @inlinable package static var reencoded: UInt8 { 8 }
     /// A string with bytes above 0x7F.
-    package static let nonASCII: UInt8 = 2
+    @inlinable package static var nonASCII: UInt8 { 2 }
     /// A number with no fraction, no exponent and at most 18 digits: its text is its rendering.
-    package static let plainInteger: UInt8 = 4
+    @inlinable package static var plainInteger: UInt8 { 4 }
 }

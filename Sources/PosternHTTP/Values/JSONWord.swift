@@ -4,12 +4,12 @@ import CJSONScan
 ///
 /// Each test flags a byte by setting its high bit. The subtractions can borrow into the byte above a
 /// flagged byte, so only the lowest flagged byte is exact: callers use `trailingZeroBitCount` and
-/// nothing above it.
-package enum JSONWord {
+/// nothing above it. `public`, its members `package`: see `JSONScan`.
+public enum JSONWord {
     /// `0x01` in every byte.
-    package static let ones: UInt64 = 0x0101_0101_0101_0101
+    @inlinable package static var ones: UInt64 { 0x0101_0101_0101_0101 }
     /// `0x80` in every byte.
-    package static let high: UInt64 = 0x8080_8080_8080_8080
+    @inlinable package static var high: UInt64 { 0x8080_8080_8080_8080 }
 
     /// The eight bytes at `at` as a little-endian word (the caller keeps `at + 8` within the input).
     @inlinable @inline(__always)
