@@ -5,20 +5,20 @@ import Testing
 /// `JSONScan`, the one JSON token scanner: what it answers on its own seams (the offset past a token, the flags the
 /// transcoder writes by, the byte a failure names), and `JSONValue.parse` on top of it.
 @Suite struct JSONScanTests {
-    /// `JSONScan.stringRest` over `text` (which starts with its opening quote), as the transcoder calls it.
+    /// `scanJSONStringRest` over `text` (which starts with its opening quote), as the transcoder calls it.
     private func string(_ text: String) throws(JSONParseError) -> (end: Int, flags: UInt8) {
         let bytes = Array(text.utf8)
         return try bytes.withUnsafeBufferPointer { (buffer) throws(JSONParseError) -> (end: Int, flags: UInt8) in
-            let (end, flags) = try JSONScan.stringRest(buffer.baseAddress!, 1, buffer.count, flags: 0)
+            let (end, flags) = try scanJSONStringRest(buffer.baseAddress!, 1, buffer.count, flags: 0)
             return (end, flags)
         }
     }
 
-    /// `JSONScan.number` over `text`.
+    /// `scanJSONNumber` over `text`.
     private func number(_ text: String) throws(JSONParseError) -> (end: Int, flags: UInt8) {
         let bytes = Array(text.utf8)
         return try bytes.withUnsafeBufferPointer { (buffer) throws(JSONParseError) -> (end: Int, flags: UInt8) in
-            let (end, flags) = try JSONScan.number(buffer.baseAddress!, 0, buffer.count)
+            let (end, flags) = try scanJSONNumber(buffer.baseAddress!, 0, buffer.count)
             return (end, flags)
         }
     }

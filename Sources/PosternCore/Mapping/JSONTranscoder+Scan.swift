@@ -508,10 +508,10 @@ struct TranscodePass {
         try scanStringRest(pos &+ 1, flags: 0)
     }
 
-    /// The rest of a string whose content before `from` was scanned already with `flags` (`JSONScan.stringRest`).
+    /// The rest of a string whose content before `from` was scanned already with `flags` (`scanJSONStringRest`).
     mutating func scanStringRest(_ from: Int, flags scanned: UInt8) throws(GatewayError) -> UInt8 {
         do {
-            let (next, flags) = try JSONScan.stringRest(p, from, end, flags: scanned)
+            let (next, flags) = try scanJSONStringRest(p, from, end, flags: scanned)
             pos = next
             return flags
         } catch {
@@ -519,10 +519,10 @@ struct TranscodePass {
         }
     }
 
-    /// The number at `pos` (`JSONScan.number`): `JSONTokenFlags.plainInteger` for an integer of at most 18 digits.
+    /// The number at `pos` (`scanJSONNumber`): `JSONTokenFlags.plainInteger` for an integer of at most 18 digits.
     private mutating func scanNumber() throws(GatewayError) -> UInt8 {
         do {
-            let (next, flags) = try JSONScan.number(p, pos, end)
+            let (next, flags) = try scanJSONNumber(p, pos, end)
             pos = next
             return flags
         } catch {

@@ -1,73 +1,14 @@
 /// The JSON token scanner shared by `JSONValue.parse` and the gateway's transcoder: strings (validated UTF-8, no raw
 /// control character, escapes and surrogate pairs checked), numbers (RFC 8259 grammar, finite as a Double) and
-/// literals, over borrowed bytes. Each function reads from an offset and answers the offset past the token, so
-/// that a caller keeps its cursor in a register; a failure says what and at which byte.
+/// literals, over borrowed bytes. Each function (with `scanJSONStringRest` and `scanJSONNumber` beside it) reads
+/// from an offset and answers the offset past the token, so that a caller keeps its cursor in a register; a
+/// failure says what and at which byte.
 ///
 /// The namespaces `JSONScan`, `JSONWord` and `JSONTokenFlags` are `public` (their members stay `package`): Swift
 /// 6.3 does not inline an `@inlinable` member of a `package` type into another module, nor fold a `static let`
 /// there, so the transcoder in PosternCore called each 16-byte test and read each flag through an addressor
 /// (`make instructions` A +16 %, docs/performance.md). Members of a `public` type inline as they did in one module.
 public enum JSONScan {
-    /// The string whose content before `from` was scanned already with `flags` (`JSONTokenFlags`), in `p`'s
-    /// `end` bytes: the offset past its closing quote, and its flags.
-    ///
-    /// Plain ASCII goes sixteen bytes at a time (`JSONWord.specials16`, vector compares in `CJSONScan`), then
-    /// eight in the last sixteen bytes of the input; escapes and UTF-8 sequences are checked byte by byte, and the
-    /// last bytes of the input (fewer than eight) one at a time, so that no read passes `end`.
-    @inline(never)
-    package static func stringRest(_ p: UnsafePointer<UInt8>, _ from: Int, _ end: Int,
-                                   flags scanned: UInt8) throws(JSONParseError) -> (Int, UInt8) {
-        var i = from
-        var flags = scanned
-        while true {
-            if i &+ 16 <= end {
-                // The plain case adds a constant: the next load does not wait for this block's test.
-                let specials = JSONWord.specials16(p + i)
-                if specials == 0 {
-                    i &+= 16
-                    continue
-                }
-                i &+= JSONWord.firstFlagged16(specials)
-            } else {
-                while i &+ 8 <= end {
-                    let special = JSONWord.special(JSONWord.load(p + i))
-                    if special == 0 {
-                        i &+= 8
-                        continue
-                    }
-                    i &+= special.trailingZeroBitCount &>> 3
-                    break
-                }
-            }
-            guard i < end else { throw fail("unterminated string", i) }
-            let b = p[i]
-            if b == UInt8(ascii: "\"") { return (i &+ 1, flags) }
-            if b == UInt8(ascii: "\\") {
-                flags |= JSONTokenFlags.escaped
-                // The escapes `JSONValue.writeString` writes the same way need no other check.
-                if i &+ 1 < end, isCanonicalEscape(p[i &+ 1]) {
-                    i &+= 2
-                    continue
-                }
-                flags |= JSONTokenFlags.reencoded
-                i = try escape(p, i, end)
-            } else if b < 0x20 {
-                throw fail("control character in string", i)
-            } else if b < 0x80 {
-                i &+= 1
-            } else {
-                // Consecutive non-ASCII characters (CJK, emoji runs) one after the other, without going back to
-                // the block test for each.
-                flags |= JSONTokenFlags.nonASCII
-                repeat {
-                    let next = utf8SequenceEnd(p, i, end)
-                    guard next > i else { throw fail("invalid UTF-8 in string", i) }
-                    i = next
-                } while i < end && p[i] >= 0x80
-            }
-        }
-    }
-
     /// Is `\` followed by `b` an escape that `JSONValue.writeString` writes as it is (`\"`, `\\`, `\n`, `\r`,
     /// `\t`)?
     @inlinable @inline(__always)
@@ -148,56 +89,13 @@ public enum JSONScan {
         }
     }
 
-    /// The number at `start`: the offset past it and `JSONTokenFlags.plainInteger` for an integer of at most 18
-    /// digits (else 0). RFC 8259 grammar; one that reads as an infinite Double is refused.
-    package static func number(_ p: UnsafePointer<UInt8>, _ start: Int, _ end: Int) throws(JSONParseError) -> (Int, UInt8) {
-        @inline(__always) func isDigit(_ b: UInt8) -> Bool { b &- 0x30 < 10 }
-        var pos = start
-        if p[pos] == UInt8(ascii: "-") { pos += 1 }
-        guard pos < end, isDigit(p[pos]) else { throw fail("bad number", pos) }
-        let integerStart = pos
-        if p[pos] == UInt8(ascii: "0") {
-            pos += 1
-        } else {
-            while pos < end, isDigit(p[pos]) { pos += 1 }
-        }
-        let integerDigits = pos - integerStart
-        var plain = true
-        if pos < end, p[pos] == UInt8(ascii: ".") {
-            plain = false
-            pos += 1
-            guard pos < end, isDigit(p[pos]) else { throw fail("bad number", pos) }
-            while pos < end, isDigit(p[pos]) { pos += 1 }
-        }
-        var exponent = 0
-        if pos < end, p[pos] == UInt8(ascii: "e") || p[pos] == UInt8(ascii: "E") {
-            plain = false
-            pos += 1
-            var negative = false
-            if pos < end, p[pos] == UInt8(ascii: "+") || p[pos] == UInt8(ascii: "-") {
-                negative = p[pos] == UInt8(ascii: "-")
-                pos += 1
-            }
-            guard pos < end, isDigit(p[pos]) else { throw fail("bad number", pos) }
-            while pos < end, isDigit(p[pos]) {
-                if exponent < 100_000 { exponent = exponent * 10 + Int(p[pos] &- 0x30) }
-                pos += 1
-            }
-            if negative { exponent = -exponent }
-        }
-        if plain, integerDigits <= 18 { return (pos, JSONTokenFlags.plainInteger) }
-        // Below 10^300 a number is finite whatever its digits; only near the limit ask Double itself.
-        if plain || integerDigits + exponent > 300 {
-            guard case .some = numberValue(p + start, pos - start) else { throw fail("number out of range", pos) }
-        }
-        return (pos, 0)
-    }
-
     /// The number at `bytes` as `JSONValue.parse` reads it (`.int` when an integer fits Int64, else `.double`);
     /// nil when it is not finite.
     package static func numberValue(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> JSONValue? {
         let text = String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
-        let isInteger = !text.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
+        let isInteger = !text.utf8.contains {
+            $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E")
+        }
         if isInteger, let i = Int64(text) { return .int(i) }
         guard let d = Double(text), d.isFinite else { return nil }
         return .double(d)
@@ -223,6 +121,119 @@ public enum JSONScan {
     package static func fail(_ what: String, _ at: Int) -> JSONParseError {
         JSONParseError(description: "\(what) at byte \(at)")
     }
+}
+
+// The two scanners the transcoder calls for every string and every number it does not finish inline are free
+// functions, not `JSONScan` members: a static method's unused metatype argument made the optimiser split it into a
+// specialised body and a thunk, and a caller in another module (the transcoder) paid the thunk's call on every
+// string (`make instructions` R, 243 strings per request, +2,300 instructions).
+
+/// The string whose content before `from` was scanned already with `flags` (`JSONTokenFlags`), in `p`'s
+/// `end` bytes: the offset past its closing quote, and its flags.
+///
+/// Plain ASCII goes sixteen bytes at a time (`JSONWord.specials16`, vector compares in `CJSONScan`), then
+/// eight in the last sixteen bytes of the input; escapes and UTF-8 sequences are checked byte by byte, and the
+/// last bytes of the input (fewer than eight) one at a time, so that no read passes `end`.
+@inline(never)
+package func scanJSONStringRest(_ p: UnsafePointer<UInt8>, _ from: Int, _ end: Int,
+                                flags scanned: UInt8) throws(JSONParseError) -> (Int, UInt8) {
+    var i = from
+    var flags = scanned
+    while true {
+        if i &+ 16 <= end {
+            // The plain case adds a constant: the next load does not wait for this block's test.
+            let specials = JSONWord.specials16(p + i)
+            if specials == 0 {
+                i &+= 16
+                continue
+            }
+            i &+= JSONWord.firstFlagged16(specials)
+        } else {
+            while i &+ 8 <= end {
+                let special = JSONWord.special(JSONWord.load(p + i))
+                if special == 0 {
+                    i &+= 8
+                    continue
+                }
+                i &+= special.trailingZeroBitCount &>> 3
+                break
+            }
+        }
+        guard i < end else { throw JSONScan.fail("unterminated string", i) }
+        let b = p[i]
+        if b == UInt8(ascii: "\"") { return (i &+ 1, flags) }
+        if b == UInt8(ascii: "\\") {
+            flags |= JSONTokenFlags.escaped
+            // The escapes `JSONValue.writeString` writes the same way need no other check.
+            if i &+ 1 < end, JSONScan.isCanonicalEscape(p[i &+ 1]) {
+                i &+= 2
+                continue
+            }
+            flags |= JSONTokenFlags.reencoded
+            i = try JSONScan.escape(p, i, end)
+        } else if b < 0x20 {
+            throw JSONScan.fail("control character in string", i)
+        } else if b < 0x80 {
+            i &+= 1
+        } else {
+            // Consecutive non-ASCII characters (CJK, emoji runs) one after the other, without going back to
+            // the block test for each.
+            flags |= JSONTokenFlags.nonASCII
+            repeat {
+                let next = JSONScan.utf8SequenceEnd(p, i, end)
+                guard next > i else { throw JSONScan.fail("invalid UTF-8 in string", i) }
+                i = next
+            } while i < end && p[i] >= 0x80
+        }
+    }
+}
+
+/// The number at `start`: the offset past it and `JSONTokenFlags.plainInteger` for an integer of at most 18
+/// digits (else 0). RFC 8259 grammar; one that reads as an infinite Double is refused.
+package func scanJSONNumber(_ p: UnsafePointer<UInt8>, _ start: Int,
+                            _ end: Int) throws(JSONParseError) -> (Int, UInt8) {
+    @inline(__always) func isDigit(_ b: UInt8) -> Bool { b &- 0x30 < 10 }
+    var pos = start
+    if p[pos] == UInt8(ascii: "-") { pos += 1 }
+    guard pos < end, isDigit(p[pos]) else { throw JSONScan.fail("bad number", pos) }
+    let integerStart = pos
+    if p[pos] == UInt8(ascii: "0") {
+        pos += 1
+    } else {
+        while pos < end, isDigit(p[pos]) { pos += 1 }
+    }
+    let integerDigits = pos - integerStart
+    var plain = true
+    if pos < end, p[pos] == UInt8(ascii: ".") {
+        plain = false
+        pos += 1
+        guard pos < end, isDigit(p[pos]) else { throw JSONScan.fail("bad number", pos) }
+        while pos < end, isDigit(p[pos]) { pos += 1 }
+    }
+    var exponent = 0
+    if pos < end, p[pos] == UInt8(ascii: "e") || p[pos] == UInt8(ascii: "E") {
+        plain = false
+        pos += 1
+        var negative = false
+        if pos < end, p[pos] == UInt8(ascii: "+") || p[pos] == UInt8(ascii: "-") {
+            negative = p[pos] == UInt8(ascii: "-")
+            pos += 1
+        }
+        guard pos < end, isDigit(p[pos]) else { throw JSONScan.fail("bad number", pos) }
+        while pos < end, isDigit(p[pos]) {
+            if exponent < 100_000 { exponent = exponent * 10 + Int(p[pos] &- 0x30) }
+            pos += 1
+        }
+        if negative { exponent = -exponent }
+    }
+    if plain, integerDigits <= 18 { return (pos, JSONTokenFlags.plainInteger) }
+    // Below 10^300 a number is finite whatever its digits; only near the limit ask Double itself.
+    if plain || integerDigits + exponent > 300 {
+        guard case .some = JSONScan.numberValue(p + start, pos - start) else {
+            throw JSONScan.fail("number out of range", pos)
+        }
+    }
+    return (pos, 0)
 }
 
 /// The JSON type of one scanned value. `public` for the reason `JSONScan` is: the `==` of a `package` enum is a

@@ -283,11 +283,11 @@ private struct JSONParser {
         return .array(elements)
     }
 
-    /// The string at `pos`: validated by `JSONScan.stringRest`, then its bytes taken as they are (no escape: valid
+    /// The string at `pos`: validated by `scanJSONStringRest`, then its bytes taken as they are (no escape: valid
     /// UTF-8 already) or its escapes decoded.
     mutating func parseString() throws(JSONParseError) -> String {
         let start = pos + 1
-        let (next, flags) = try JSONScan.stringRest(p, start, end, flags: 0)
+        let (next, flags) = try scanJSONStringRest(p, start, end, flags: 0)
         pos = next
         let content = UnsafeBufferPointer(start: p + start, count: next - 1 - start)
         if flags & JSONTokenFlags.escaped == 0 { return String(decoding: content, as: UTF8.self) }
@@ -333,11 +333,11 @@ private struct JSONParser {
         return value
     }
 
-    /// The number at `pos`: validated by `JSONScan.number`, then read as `.int` when an integer fits Int64, else
+    /// The number at `pos`: validated by `scanJSONNumber`, then read as `.int` when an integer fits Int64, else
     /// `.double`.
     mutating func parseNumber() throws(JSONParseError) -> JSONValue {
         let start = pos
-        let (next, _) = try JSONScan.number(p, start, end)
+        let (next, _) = try scanJSONNumber(p, start, end)
         pos = next
         guard let value = JSONScan.numberValue(p + start, next - start) else { throw fail("number out of range") }
         return value
