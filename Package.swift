@@ -24,13 +24,13 @@ let package = Package(
         // The layers, lowest first; each knows only the ones below it. docs/architecture.md describes what each
         // target and folder holds and which may use which.
         .target(name: "PosternIO", dependencies: ["CEvent", "COpenSSL"]),
-        .target(name: "PosternHTTP", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CLLHTTP"]),
+        .target(name: "PosternHTTP", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CLLHTTP", "CJSONScan"]),
         .target(name: "PosternRedis", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CHiredis"]),
         .target(name: "DirectusPlan", dependencies: ["PosternIO", "PosternHTTP"]),
         // The console's CSS and JavaScript are files of their own (Console/Resources), compiled in as strings by the
         // EmbedText plugin with the postern-embed tool (no resource bundle: that needs full Foundation).
         .target(name: "PosternCore", dependencies: ["PosternIO", "PosternHTTP", "PosternRedis", "DirectusPlan",
-                                                    "COpenSSL", "CSQLite", "CJSONScan"],
+                                                    "COpenSSL", "CSQLite"],
                 exclude: ["Console/Resources"], plugins: ["EmbedText"]),
         .executableTarget(name: "postern-embed"),
         .plugin(name: "EmbedText", capability: .buildTool(), dependencies: ["postern-embed"]),

@@ -482,19 +482,19 @@ struct TranscodePass {
 
     // MARK: - Scalars
 
-    /// `true`, `false` or `null` at `pos`.
+    /// `true`, `false` or `null` at `pos` (`JSONScan.literal`).
     private mutating func scanLiteral() throws(GatewayError) {
-        let length = p[pos] == UInt8(ascii: "f") ? 5 : 4
-        guard pos + length <= end else { throw fail("unexpected end of input") }
-        let word = UInt32(littleEndian: UnsafeRawPointer(p + pos).loadUnaligned(as: UInt32.self))
-        let ok: Bool
-        switch p[pos] {
-        case UInt8(ascii: "t"): ok = word == 0x6575_7274 // "true"
-        case UInt8(ascii: "n"): ok = word == 0x6C6C_756E // "null"
-        default: ok = word == 0x736C_6166 && p[pos + 4] == UInt8(ascii: "e") // "false"
+        do {
+            pos = try JSONScan.literal(p, pos, end)
+        } catch {
+            throw Self.notJSON(error)
         }
-        guard ok else { throw fail("invalid literal") }
-        pos += length
+    }
+
+    /// A 502 for an answer the shared scanner refused (out of line, as `fail`).
+    @inline(never)
+    static func notJSON(_ error: JSONParseError) -> GatewayError {
+        .upstreamError("answer is not JSON: \(error.description)")
     }
 
     /// The string at `pos` (its opening quote): validated and skipped; returns its `JSONTokenFlags`.
@@ -508,207 +508,38 @@ struct TranscodePass {
         try scanStringRest(pos &+ 1, flags: 0)
     }
 
-    /// The rest of a string whose content before `from` was scanned already with `flags`.
-    @inline(never)
+    /// The rest of a string whose content before `from` was scanned already with `flags` (`scanJSONStringRest`).
     mutating func scanStringRest(_ from: Int, flags scanned: UInt8) throws(GatewayError) -> UInt8 {
-        // The cursor lives in a local (a register) and is stored to `pos` only around the rare calls.
-        let p = self.p
-        let end = self.end
-        var i = from
-        var flags = scanned
-        while true {
-            if i &+ 16 <= end {
-                // The plain case adds a constant: the next load does not wait for this block's test.
-                let specials = JSONWord.specials16(p + i)
-                if specials == 0 {
-                    i &+= 16
-                    continue
-                }
-                i &+= JSONWord.firstFlagged16(specials)
-            } else {
-                while i &+ 8 <= end {
-                    let special = JSONWord.special(JSONWord.load(p + i))
-                    if special == 0 {
-                        i &+= 8
-                        continue
-                    }
-                    i &+= special.trailingZeroBitCount &>> 3
-                    break
-                }
-            }
-            guard i < end else {
-                pos = i
-                throw fail("unterminated string")
-            }
-            let b = p[i]
-            if b == UInt8(ascii: "\"") {
-                pos = i &+ 1
-                return flags
-            }
-            if b == UInt8(ascii: "\\") {
-                flags |= JSONTokenFlags.escaped
-                // The escapes the reference writes the same way need no other check.
-                if i &+ 1 < end, Self.isCanonicalEscape(p[i &+ 1]) {
-                    i &+= 2
-                    continue
-                }
-                flags |= JSONTokenFlags.reencoded
-                pos = i
-                try scanEscape()
-                i = pos
-            } else if b < 0x20 {
-                pos = i
-                throw fail("control character in string")
-            } else if b < 0x80 {
-                i &+= 1
-            } else {
-                // Consecutive non-ASCII characters (CJK, emoji runs) one after the other, without
-                // going back to the block test for each.
-                flags |= JSONTokenFlags.nonASCII
-                repeat {
-                    let next = Self.utf8SequenceEnd(p, i, end)
-                    guard next > i else {
-                        pos = i
-                        throw fail("invalid UTF-8 in string")
-                    }
-                    i = next
-                } while i < end && p[i] >= 0x80
-            }
+        do {
+            let (next, flags) = try scanJSONStringRest(p, from, end, flags: scanned)
+            pos = next
+            return flags
+        } catch {
+            throw Self.notJSON(error)
         }
     }
 
-    /// Is `\` followed by `b` an escape that `JSONValue.writeString` writes as it is (`\"`, `\\`,
-    /// `\n`, `\r`, `\t`)?
+    /// The number at `pos` (`scanJSONNumber`): `JSONTokenFlags.plainInteger` for an integer of at most 18 digits.
+    private mutating func scanNumber() throws(GatewayError) -> UInt8 {
+        do {
+            let (next, flags) = try scanJSONNumber(p, pos, end)
+            pos = next
+            return flags
+        } catch {
+            throw Self.notJSON(error)
+        }
+    }
+
+    /// The number at `bytes` exactly as `JSONValue.parse` reads it (`JSONScan.numberValue`).
     @inline(__always)
-    static func isCanonicalEscape(_ b: UInt8) -> Bool {
-        b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b == UInt8(ascii: "n") || b == UInt8(ascii: "r")
-            || b == UInt8(ascii: "t")
+    static func numberValue(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> JSONValue? {
+        JSONScan.numberValue(bytes, count)
     }
 
-    /// The offset past the well-formed UTF-8 sequence (Unicode table 3-7) whose lead byte, above
-    /// 0x7F, is at `i`; `i` itself when the sequence is not well formed or not complete before `end`.
-    @inline(__always)
-    static func utf8SequenceEnd(_ p: UnsafePointer<UInt8>, _ i: Int, _ end: Int) -> Int {
-        @inline(__always) func isContinuation(_ c: UInt8) -> Bool { c & 0xC0 == 0x80 }
-        let b = p[i]
-        if b >= 0xC2, b <= 0xDF {
-            guard i &+ 2 <= end, isContinuation(p[i &+ 1]) else { return i }
-            return i &+ 2
-        } else if b >= 0xE0, b <= 0xEF {
-            let low: UInt8 = b == 0xE0 ? 0xA0 : 0x80
-            let high: UInt8 = b == 0xED ? 0x9F : 0xBF
-            guard i &+ 3 <= end, p[i &+ 1] >= low, p[i &+ 1] <= high, isContinuation(p[i &+ 2]) else { return i }
-            return i &+ 3
-        } else if b >= 0xF0, b <= 0xF4 {
-            let low: UInt8 = b == 0xF0 ? 0x90 : 0x80
-            let high: UInt8 = b == 0xF4 ? 0x8F : 0xBF
-            guard i &+ 4 <= end, p[i &+ 1] >= low, p[i &+ 1] <= high, isContinuation(p[i &+ 2]),
-                  isContinuation(p[i &+ 3]) else { return i }
-            return i &+ 4
-        }
-        return i
-    }
-
-    /// One escape at `pos` (its backslash); a high surrogate must be followed by a low one.
-    private mutating func scanEscape() throws(GatewayError) {
-        guard pos + 1 < end else { throw fail("unterminated string") }
-        switch p[pos + 1] {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
-             UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
-            pos += 2
-        case UInt8(ascii: "u"):
-            let scalar = try hex4(pos + 2)
-            pos += 6
-            if scalar >= 0xD800, scalar < 0xDC00 {
-                guard pos + 6 <= end, p[pos] == UInt8(ascii: "\\"), p[pos + 1] == UInt8(ascii: "u") else {
-                    throw fail("unpaired surrogate")
-                }
-                let low = try hex4(pos + 2)
-                guard low >= 0xDC00, low < 0xE000 else { throw fail("unpaired surrogate") }
-                pos += 6
-            } else if scalar >= 0xDC00, scalar < 0xE000 {
-                throw fail("unpaired surrogate")
-            }
-        default:
-            throw fail("bad escape")
-        }
-    }
-
-    /// The four hex digits at `at`.
-    private func hex4(_ at: Int) throws(GatewayError) -> UInt32 {
-        guard at + 4 <= end else { throw fail("bad \\u escape") }
-        var value: UInt32 = 0
-        for i in at..<(at + 4) {
-            guard let digit = Self.hexValue(p[i]) else { throw fail("bad \\u escape") }
-            value = value << 4 | digit
-        }
-        return value
-    }
-
-    /// The value of one hex digit, either case.
+    /// The value of one hex digit, either case (`JSONScan.hexValue`).
     @inline(__always)
     static func hexValue(_ b: UInt8) -> UInt32? {
-        switch b {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt32(b &- 48)
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return UInt32(b &- 87)
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return UInt32(b &- 55)
-        default: return nil
-        }
-    }
-
-    /// The number at `pos`: RFC 8259 grammar, and (like the reference) one that reads as an infinite
-    /// Double is refused. Returns `JSONTokenFlags.plainInteger` for an integer of at most 18 digits.
-    private mutating func scanNumber() throws(GatewayError) -> UInt8 {
-        @inline(__always) func isDigit(_ b: UInt8) -> Bool { b &- 0x30 < 10 }
-        let start = pos
-        if p[pos] == UInt8(ascii: "-") { pos += 1 }
-        guard pos < end, isDigit(p[pos]) else { throw fail("bad number") }
-        let integerStart = pos
-        if p[pos] == UInt8(ascii: "0") {
-            pos += 1
-        } else {
-            while pos < end, isDigit(p[pos]) { pos += 1 }
-        }
-        let integerDigits = pos - integerStart
-        var plain = true
-        if pos < end, p[pos] == UInt8(ascii: ".") {
-            plain = false
-            pos += 1
-            guard pos < end, isDigit(p[pos]) else { throw fail("bad number") }
-            while pos < end, isDigit(p[pos]) { pos += 1 }
-        }
-        var exponent = 0
-        if pos < end, p[pos] == UInt8(ascii: "e") || p[pos] == UInt8(ascii: "E") {
-            plain = false
-            pos += 1
-            var negative = false
-            if pos < end, p[pos] == UInt8(ascii: "+") || p[pos] == UInt8(ascii: "-") {
-                negative = p[pos] == UInt8(ascii: "-")
-                pos += 1
-            }
-            guard pos < end, isDigit(p[pos]) else { throw fail("bad number") }
-            while pos < end, isDigit(p[pos]) {
-                if exponent < 100_000 { exponent = exponent * 10 + Int(p[pos] &- 0x30) }
-                pos += 1
-            }
-            if negative { exponent = -exponent }
-        }
-        if plain, integerDigits <= 18 { return JSONTokenFlags.plainInteger }
-        // Below 10^300 a number is finite whatever its digits; only near the limit ask Double itself.
-        if plain || integerDigits + exponent > 300 {
-            guard case .some = Self.numberValue(p + start, pos - start) else { throw fail("number out of range") }
-        }
-        return 0
-    }
-
-    /// The number at `bytes` exactly as `JSONValue.parse` reads it (`.int` when an integer fits
-    /// Int64, else `.double`); nil when it is not finite.
-    static func numberValue(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> JSONValue? {
-        let text = String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
-        let isInteger = !text.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
-        if isInteger, let i = Int64(text) { return .int(i) }
-        guard let d = Double(text), d.isFinite else { return nil }
-        return .double(d)
+        JSONScan.hexValue(b)
     }
 
     // MARK: - Keys

@@ -118,25 +118,6 @@ struct TranscoderSlot {
     var flags: UInt8
 }
 
-/// The JSON type of one scanned value.
-enum JSONTokenKind: UInt8 {
-    case string, number, bool, null, object, array
-}
-
-/// Facts about a scanned token that decide how it is written.
-enum JSONTokenFlags {
-    /// A string with at least one escape (its text is not its bytes).
-    static let escaped: UInt8 = 1
-    /// A string with an escape that `JSONValue.writeString` writes differently (`\/`, `\b`, `\f`,
-    /// `\u…`): it must be decoded and re-encoded, not copied. The escapes it writes itself (`\"`,
-    /// `\\`, `\n`, `\r`, `\t`) are copied as they are.
-    static let reencoded: UInt8 = 8
-    /// A string with bytes above 0x7F.
-    static let nonASCII: UInt8 = 2
-    /// A number with no fraction, no exponent and at most 18 digits: its text is its rendering.
-    static let plainInteger: UInt8 = 4
-}
-
 /// The field tables of one resource as flat arrays behind pointers, built once and then only read.
 ///
 /// `@unchecked Sendable`: every stored property is set in `init` and never written again; the

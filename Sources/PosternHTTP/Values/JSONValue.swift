@@ -163,10 +163,21 @@ package struct JSONParseError: Error, Sendable, CustomStringConvertible {
 }
 
 extension JSONValue {
-    /// Parses a complete JSON text (RFC 8259), nesting limited to `maxDepth`.
+    /// Parses a complete JSON text (RFC 8259), nesting limited to `maxDepth`. Tokens are read by `JSONScan`,
+    /// the scanner the transcoder uses too, so both accept and refuse the same texts.
     package static func parse(_ data: Data, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
-        var parser = JSONParser(bytes: [UInt8](data), maxDepth: maxDepth)
-        return try parser.parseDocument()
+        let bytes = [UInt8](data)
+        guard !bytes.isEmpty else { throw JSONScan.fail("unexpected end of input", 0) }
+        let result = bytes.withUnsafeBufferPointer { buffer -> Result<JSONValue, JSONParseError> in
+            // Non-nil: the array is not empty.
+            var parser = JSONParser(p: buffer.baseAddress!, end: buffer.count, maxDepth: maxDepth)
+            do throws(JSONParseError) {
+                return .success(try parser.parseDocument())
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
     }
 
     /// Parses a complete JSON text from a string.
@@ -175,14 +186,17 @@ extension JSONValue {
     }
 }
 
+/// Builds a `JSONValue` tree over borrowed bytes: the structure here, every token through `JSONScan`.
 private struct JSONParser {
-    let bytes: [UInt8]
+    let p: UnsafePointer<UInt8>
+    let end: Int
     let maxDepth: Int
     var pos = 0
     var depth = 0
 
-    init(bytes: [UInt8], maxDepth: Int) {
-        self.bytes = bytes
+    init(p: UnsafePointer<UInt8>, end: Int, maxDepth: Int) {
+        self.p = p
+        self.end = end
         self.maxDepth = maxDepth
     }
 
@@ -190,39 +204,33 @@ private struct JSONParser {
         skipSpace()
         let v = try parseValue()
         skipSpace()
-        guard pos == bytes.count else { throw fail("unexpected data after the JSON value") }
+        guard pos == end else { throw fail("unexpected data after the JSON value") }
         return v
     }
 
     func fail(_ what: String) -> JSONParseError {
-        JSONParseError(description: "\(what) at byte \(pos)")
+        JSONScan.fail(what, pos)
     }
 
     mutating func skipSpace() {
-        while pos < bytes.count, bytes[pos] == 0x20 || bytes[pos] == 0x0A || bytes[pos] == 0x0D || bytes[pos] == 0x09 {
+        while pos < end, p[pos] == 0x20 || p[pos] == 0x0A || p[pos] == 0x0D || p[pos] == 0x09 {
             pos += 1
         }
     }
 
     mutating func parseValue() throws(JSONParseError) -> JSONValue {
-        guard pos < bytes.count else { throw fail("unexpected end of input") }
-        switch bytes[pos] {
+        guard pos < end else { throw fail("unexpected end of input") }
+        switch p[pos] {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
+            let first = p[pos]
+            pos = try JSONScan.literal(p, pos, end)
+            return first == UInt8(ascii: "n") ? .null : .bool(first == UInt8(ascii: "t"))
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
         default: throw fail("unexpected character")
         }
-    }
-
-    mutating func literal(_ word: String) throws(JSONParseError) {
-        let w = Array(word.utf8)
-        guard pos + w.count <= bytes.count else { throw fail("unexpected end of input") }
-        for (i, b) in w.enumerated() where bytes[pos + i] != b { throw fail("invalid literal") }
-        pos += w.count
     }
 
     mutating func enter() throws(JSONParseError) {
@@ -235,21 +243,21 @@ private struct JSONParser {
         pos += 1
         var members: [(String, JSONValue)] = []
         skipSpace()
-        if pos < bytes.count, bytes[pos] == UInt8(ascii: "}") { pos += 1; depth -= 1; return .object(members) }
+        if pos < end, p[pos] == UInt8(ascii: "}") { pos += 1; depth -= 1; return .object(members) }
         while true {
             skipSpace()
-            guard pos < bytes.count, bytes[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+            guard pos < end, p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
             let key = try parseString()
             skipSpace()
-            guard pos < bytes.count, bytes[pos] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+            guard pos < end, p[pos] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             pos += 1
             skipSpace()
             let value = try parseValue()
             members.append((key, value))
             skipSpace()
-            guard pos < bytes.count else { throw fail("unexpected end of input") }
-            if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
-            if bytes[pos] == UInt8(ascii: "}") { pos += 1; break }
+            guard pos < end else { throw fail("unexpected end of input") }
+            if p[pos] == UInt8(ascii: ",") { pos += 1; continue }
+            if p[pos] == UInt8(ascii: "}") { pos += 1; break }
             throw fail("expected ',' or '}'")
         }
         depth -= 1
@@ -261,123 +269,77 @@ private struct JSONParser {
         pos += 1
         var elements: [JSONValue] = []
         skipSpace()
-        if pos < bytes.count, bytes[pos] == UInt8(ascii: "]") { pos += 1; depth -= 1; return .array(elements) }
+        if pos < end, p[pos] == UInt8(ascii: "]") { pos += 1; depth -= 1; return .array(elements) }
         while true {
             skipSpace()
             elements.append(try parseValue())
             skipSpace()
-            guard pos < bytes.count else { throw fail("unexpected end of input") }
-            if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
-            if bytes[pos] == UInt8(ascii: "]") { pos += 1; break }
+            guard pos < end else { throw fail("unexpected end of input") }
+            if p[pos] == UInt8(ascii: ",") { pos += 1; continue }
+            if p[pos] == UInt8(ascii: "]") { pos += 1; break }
             throw fail("expected ',' or ']'")
         }
         depth -= 1
         return .array(elements)
     }
 
-    mutating func parseHex4() throws(JSONParseError) -> UInt32 {
-        guard pos + 4 <= bytes.count else { throw fail("bad \\u escape") }
-        var v: UInt32 = 0
-        for _ in 0..<4 {
-            let b = bytes[pos]
-            let d: UInt32
-            switch b {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(b - 48)
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(b - 87)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = UInt32(b - 55)
-            default: throw fail("bad \\u escape")
-            }
-            v = v << 4 | d
-            pos += 1
-        }
-        return v
-    }
-
+    /// The string at `pos`: validated by `scanJSONStringRest`, then its bytes taken as they are (no escape: valid
+    /// UTF-8 already) or its escapes decoded.
     mutating func parseString() throws(JSONParseError) -> String {
-        pos += 1
-        let start = pos
-        // Fast path: no escapes.
-        while pos < bytes.count {
-            let b = bytes[pos]
-            if b == UInt8(ascii: "\"") {
-                let s = bytes[start..<pos]
-                pos += 1
-                guard let str = String(validating: s, as: UTF8.self) else { throw fail("invalid UTF-8 in string") }
-                return str
+        let start = pos + 1
+        let (next, flags) = try scanJSONStringRest(p, start, end, flags: 0)
+        pos = next
+        let content = UnsafeBufferPointer(start: p + start, count: next - 1 - start)
+        if flags & JSONTokenFlags.escaped == 0 { return String(decoding: content, as: UTF8.self) }
+        var out: [UInt8] = []
+        out.reserveCapacity(content.count)
+        var i = 0
+        while i < content.count {
+            let b = content[i]
+            guard b == UInt8(ascii: "\\") else {
+                out.append(b)
+                i += 1
+                continue
             }
-            if b == UInt8(ascii: "\\") || b < 0x20 { break }
-            pos += 1
-        }
-        var out: [UInt8] = Array(bytes[start..<pos])
-        while true {
-            guard pos < bytes.count else { throw fail("unterminated string") }
-            let b = bytes[pos]
-            if b == UInt8(ascii: "\"") { pos += 1; break }
-            if b < 0x20 { throw fail("control character in string") }
-            if b != UInt8(ascii: "\\") { out.append(b); pos += 1; continue }
-            pos += 1
-            guard pos < bytes.count else { throw fail("unterminated string") }
-            let e = bytes[pos]
-            pos += 1
+            let e = content[i + 1]
+            i += 2
             switch e {
-            case UInt8(ascii: "\""): out.append(34)
-            case UInt8(ascii: "\\"): out.append(92)
-            case UInt8(ascii: "/"): out.append(47)
             case UInt8(ascii: "b"): out.append(8)
             case UInt8(ascii: "f"): out.append(12)
             case UInt8(ascii: "n"): out.append(10)
             case UInt8(ascii: "r"): out.append(13)
             case UInt8(ascii: "t"): out.append(9)
             case UInt8(ascii: "u"):
-                var scalar = try parseHex4()
+                // Validated: four hex digits, a high surrogate followed by a low one.
+                var scalar = Self.hex4(content, i)
+                i += 4
                 if scalar >= 0xD800, scalar < 0xDC00 {
-                    guard pos + 6 <= bytes.count, bytes[pos] == 92, bytes[pos + 1] == UInt8(ascii: "u") else {
-                        throw fail("unpaired surrogate")
-                    }
-                    pos += 2
-                    let low = try parseHex4()
-                    guard low >= 0xDC00, low < 0xE000 else { throw fail("unpaired surrogate") }
+                    let low = Self.hex4(content, i + 2)
+                    i += 6
                     scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                } else if scalar >= 0xDC00, scalar < 0xE000 {
-                    throw fail("unpaired surrogate")
                 }
                 guard let u = Unicode.Scalar(scalar) else { throw fail("invalid code point") }
                 out.append(contentsOf: Array(String(Character(u)).utf8))
-            default: throw fail("bad escape")
+            default: out.append(e)  // `"`, `\`, `/`
             }
         }
-        guard let str = String(validating: out, as: UTF8.self) else { throw fail("invalid UTF-8 in string") }
-        return str
+        return String(decoding: out, as: UTF8.self)
     }
 
+    /// Four validated hex digits at `at`.
+    static func hex4(_ bytes: UnsafeBufferPointer<UInt8>, _ at: Int) -> UInt32 {
+        var value: UInt32 = 0
+        for i in at..<(at + 4) { value = value << 4 | (JSONScan.hexValue(bytes[i]) ?? 0) }
+        return value
+    }
+
+    /// The number at `pos`: validated by `scanJSONNumber`, then read as `.int` when an integer fits Int64, else
+    /// `.double`.
     mutating func parseNumber() throws(JSONParseError) -> JSONValue {
         let start = pos
-        var isInteger = true
-        if bytes[pos] == UInt8(ascii: "-") { pos += 1 }
-        guard pos < bytes.count, bytes[pos] >= 48, bytes[pos] <= 57 else { throw fail("bad number") }
-        if bytes[pos] == 48 {
-            pos += 1
-        } else {
-            while pos < bytes.count, bytes[pos] >= 48, bytes[pos] <= 57 { pos += 1 }
-        }
-        if pos < bytes.count, bytes[pos] == UInt8(ascii: ".") {
-            isInteger = false
-            pos += 1
-            guard pos < bytes.count, bytes[pos] >= 48, bytes[pos] <= 57 else { throw fail("bad number") }
-            while pos < bytes.count, bytes[pos] >= 48, bytes[pos] <= 57 { pos += 1 }
-        }
-        if pos < bytes.count, bytes[pos] == UInt8(ascii: "e") || bytes[pos] == UInt8(ascii: "E") {
-            isInteger = false
-            pos += 1
-            if pos < bytes.count, bytes[pos] == UInt8(ascii: "+") || bytes[pos] == UInt8(ascii: "-") { pos += 1 }
-            guard pos < bytes.count, bytes[pos] >= 48, bytes[pos] <= 57 else { throw fail("bad number") }
-            while pos < bytes.count, bytes[pos] >= 48, bytes[pos] <= 57 { pos += 1 }
-        }
-        let text = String(decoding: bytes[start..<pos], as: UTF8.self)
-        if isInteger, let i = Int64(text) { return .int(i) }
-        guard let d = Double(text) else { throw fail("bad number") }
-        // `1e999` reads as infinity, which JSON cannot carry (it would serialize as `null`).
-        guard d.isFinite else { throw fail("number out of range") }
-        return .double(d)
+        let (next, _) = try scanJSONNumber(p, start, end)
+        pos = next
+        guard let value = JSONScan.numberValue(p + start, next - start) else { throw fail("number out of range") }
+        return value
     }
 }
