@@ -41,12 +41,24 @@ struct DirectusItems: Sendable {
         }
     }
 
+    /// The upstream target of reading item `id` of `mapper`'s resource: `/items/<c>/<id>?fields=…`, built once
+    /// per read (its micro-cache key and its call both use it).
+    static func itemTarget(id: String, mapper: ResourceMapper) -> UpstreamTarget {
+        UpstreamTarget(path: mapper.upstreamItemPath(id: id), query: [("fields", mapper.directusFieldList)])
+    }
+
     /// Reads one item; a Directus 403 (which hides "missing") is 404 here.
     func readItem(id: String, mapper: ResourceMapper, session: Session?, context: RequestContext) async throws(GatewayError) -> Data {
-        let path = mapper.upstreamItemPath(id: id)
-        return try await withToken(session, mapper: mapper, context: context, forbidden: .notFound("no such \(mapper.resource.name) item")) {
+        try await read(DirectusItems.itemTarget(id: id, mapper: mapper), mapper: mapper, session: session, context: context,
+                       forbidden: .notFound("no such \(mapper.resource.name) item"))
+    }
+
+    /// Reads `target` (a list or an item) with the caller's token; a Directus 403 is `forbidden`.
+    func read(_ target: UpstreamTarget, mapper: ResourceMapper, session: Session?, context: RequestContext,
+              forbidden: GatewayError) async throws(GatewayError) -> Data {
+        try await withToken(session, mapper: mapper, context: context, forbidden: forbidden) {
             (token) async throws(DirectusError) -> Data in
-            try await directus.getItem(path: path, fields: mapper.directusFieldList, token: token, context: context.call)
+            try await directus.read(target, token: token, context: context.call)
         }
     }
 }
