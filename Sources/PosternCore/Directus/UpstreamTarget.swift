@@ -21,6 +21,11 @@ struct UpstreamTarget: Sendable {
         prebuilt = nil
     }
 
+    /// The read of item `id` of `mapper`'s resource: `/items/<c>/<id>?fields=…`.
+    init(item id: String, of mapper: ResourceMapper) {
+        self.init(path: mapper.upstreamItemPath(id: id), query: [("fields", mapper.directusFieldList)])
+    }
+
     /// A resource's plain list, `path` with `query`, its text built now (once, at start-up).
     init(plainListOf path: String, query: [(String, String)]) {
         self.path = path

@@ -31,7 +31,7 @@ extension ResourceHandlers {
 
     /// The upstream read of `GET /api/v1/R/{id}`: its target and cache key (nil when the resource is not cached).
     func itemRead(id: String, _ context: RequestContext) -> UpstreamRead {
-        let target = DirectusItems.itemTarget(id: id, mapper: mapper)
+        let target = UpstreamTarget(item: id, of: mapper)
         return UpstreamRead(target: target, key: cache.key(for: target, session: context.session, perUser: false))
     }
 

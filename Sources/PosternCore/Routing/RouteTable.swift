@@ -29,7 +29,7 @@ final class RouteTable: Sendable {
         /// Authentication that demands a valid token.
         let requiredAuth: AuthenticationStage
         /// Directus item calls on behalf of the caller.
-        let items: DirectusItems
+        let items: DirectusItems<SessionManager>
         /// Learns from list answers whether a collection exists (for `/readyz`).
         let schema: SchemaWatch
         /// The process-wide micro-cache.
