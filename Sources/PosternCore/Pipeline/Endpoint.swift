@@ -97,10 +97,11 @@ final class Endpoint: Sendable {
 
     /// Goes on from `next` (`prepare`'s) to the answer: each step that needs an `await`, then what follows it,
     /// until the operation answers.
-    func complete(_ request: HTTPRequest, _ context: RequestContext, from next: RequestStep.Next) async throws(GatewayError) -> HTTPResponse {
-        var next = next
+    func complete(_ request: HTTPRequest, _ context: RequestContext,
+                  from first: RequestStep.Next) async throws(GatewayError) -> HTTPResponse {
+        var next = first
         while true {
-            switch next {
+            switch consume next {
             case .answered(let response):
                 return response
             case .fetch(let read):
