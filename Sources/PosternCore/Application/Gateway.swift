@@ -74,32 +74,8 @@ package final class Gateway: HTTPRequestHandler {
         slots.release()
     }
 
-    /// What the immediate path hands to the asynchronous one for a request it could not answer (the server's
-    /// `HTTPRequestHandler.Prepared`, typed at both ends): the request's step and the generation it was routed
-    /// with, which answers it. A pair, not a box: no allocation, no cast.
-    package struct Prepared: Sendable {
-        /// The generation the request was routed with.
-        let generation: GatewayGeneration
-        /// How far the request got (`RequestStep`).
-        let step: RequestStep
-    }
-
     /// Answers one request on the public listener; never throws, every error is rendered.
     package func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        await answer(request, prepared: nil)
-    }
-
-    /// Answers one request on the public listener, going on from what `handleImmediately` prepared for it
-    /// (`prepared`), else from the start.
-    package func handle(_ request: HTTPRequest, prepared: Prepared?) async -> HTTPResponse {
-        await answer(request, prepared: prepared)
-    }
-
-    /// A public request's answer, from its prepared step (by the generation it was routed with), else from the
-    /// start with the current generation.
-    @inline(__always)  // one async frame per request, not two
-    private func answer(_ request: HTTPRequest, prepared: Prepared?) async -> HTTPResponse {
-        if let prepared { return await prepared.generation.routes.edge.respond(to: request, prepared.step) }
         let generation = slots.current
         return await generation.routes.edge.respond(to: request, prepare(request, generation))
     }
@@ -114,15 +90,15 @@ package final class Gateway: HTTPRequestHandler {
 
     /// `handle`'s answer when it is ready without suspending (e.g. a fresh micro-cache answer for a cached
     /// session: docs/api.md, Micro-cache), with the same stages, headers, metrics and access log. Else nil, and
-    /// `prepared` holds how far the request got (its step: route, context, the stages that passed, the micro-cache
-    /// key looked up and the upstream read), for `handle(_:prepared:)` to go on from. Tried first on every request
-    /// of the public listener, on its loop thread.
-    package func handleImmediately(_ request: HTTPRequest, prepared: inout Prepared?) -> HTTPResponse? {
+    /// `rest` goes on from how far the request got (its `RequestStep`: route, context, the stages that passed, the
+    /// micro-cache key looked up and the upstream read), answered by the generation it was routed with, so that
+    /// no stage runs twice. Tried first on every request of the public listener, on its loop thread.
+    package func handleImmediately(_ request: HTTPRequest, rest: inout PreparedAnswer?) -> HTTPResponse? {
         let generation = slots.current
         guard generation.answersImmediately else { return nil }
         let step = prepare(request, generation)
         guard case .answered(var response) = step.next else {
-            prepared = Prepared(generation: generation, step: step)
+            rest = { await generation.routes.edge.respond(to: request, step) }
             return nil
         }
         generation.routes.edge.finish(&response, request, step.context)

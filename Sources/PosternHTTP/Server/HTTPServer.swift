@@ -5,43 +5,45 @@ import PosternIO
 /// What a server does with each request: a plain async function of values.
 package typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 
-/// What a server does with each request, as a type: the server's runner tasks call `handle` directly (their
-/// code is specialised for the type), where a call through an `HTTPHandler` closure is one more async frame,
-/// and a hop back to the caller's executor after it (a `swift_task_switch`, which takes the task's lock).
+/// What a server does with each request, as a type: the server's runner tasks call `handle` directly, where a
+/// call through an `HTTPHandler` closure is one more async frame, and a hop back to the caller's executor after it
+/// (a `swift_task_switch`, which takes the task's lock).
 ///
-/// A handler may answer a request at once, on the loop thread (`handleImmediately`); when it cannot, what it
-/// did so far (`Prepared`, its own type) goes with the request to `handle(_:prepared:)`, typed at both ends: the
-/// server stores it and hands it back, never looks into it.
+/// A handler may answer a request at once, on the loop thread (`handleImmediately`); when it cannot, it may leave
+/// the rest of the answer, going on from what it did so far, as a `PreparedAnswer`: a closure over the handler's own
+/// typed values, which the server stores with the request and calls in a runner task instead of `handle` — typed
+/// at both ends, never looked into, never cast.
 package protocol HTTPRequestHandler: Sendable {
-    /// What `handleImmediately` prepared for `handle(_:prepared:)` (`Never`: nothing is ever prepared).
-    associatedtype Prepared: Sendable = Never
     /// The answer to `request`.
     func handle(_ request: HTTPRequest) async -> HTTPResponse
     /// The answer to `request` when it is ready without suspending (tried first, on the loop thread, with no task
-    /// resumed); else nil, with what was done so far left in `prepared` for `handle(_:prepared:)`.
-    func handleImmediately(_ request: HTTPRequest, prepared: inout Prepared?) -> HTTPResponse?
-    /// The answer to `request`, going on from what `handleImmediately` left in `prepared` (nil: from the start).
-    func handle(_ request: HTTPRequest, prepared: Prepared?) async -> HTTPResponse
+    /// resumed); else nil, with the rest of the answer in `rest` when some of the work is done (nil: `handle`).
+    func handleImmediately(_ request: HTTPRequest, rest: inout PreparedAnswer?) -> HTTPResponse?
 }
 
 extension HTTPRequestHandler {
     /// No immediate answer, nothing prepared.
-    package func handleImmediately(_ request: HTTPRequest, prepared: inout Prepared?) -> HTTPResponse? { nil }
-    /// `handle(_:)`: a handler without an immediate answer has nothing prepared to go on from.
-    package func handle(_ request: HTTPRequest, prepared: Prepared?) async -> HTTPResponse { await handle(request) }
+    package func handleImmediately(_ request: HTTPRequest, rest: inout PreparedAnswer?) -> HTTPResponse? { nil }
 }
+
+/// The rest of a request's answer as a handler's immediate step prepared it (`HTTPRequestHandler`): what that step
+/// did travels captured in the closure, with its types.
+///
+/// A closure rather than an associated type carried through the server's queue: the server's generic code is not
+/// specialised for the gateway's types across the module boundary, and unspecialised, a generic prepared value
+/// cost every request its metadata look-ups (`make instructions` A: about 10,000 instructions per request more).
+package typealias PreparedAnswer = @Sendable () async -> HTTPResponse
 
 /// An `HTTPHandler` closure as an `HTTPRequestHandler`, with an optional immediate answer (`ImmediateHTTPHandler`).
 struct ClosureRequestHandler: HTTPRequestHandler {
-    typealias Prepared = Never
     let body: HTTPHandler
     let immediate: ImmediateHTTPHandler?
     func handle(_ request: HTTPRequest) async -> HTTPResponse { await body(request) }
-    func handleImmediately(_ request: HTTPRequest, prepared: inout Never?) -> HTTPResponse? { immediate?(request) }
+    func handleImmediately(_ request: HTTPRequest, rest: inout PreparedAnswer?) -> HTTPResponse? { immediate?(request) }
 }
 
 /// An answer given at once, on the loop thread, without resuming a handler task; nil when the request needs the
-/// asynchronous handler (a closure handler prepares nothing for it: a handler type does, `HTTPRequestHandler`).
+/// asynchronous handler (a closure handler prepares nothing for it: a handler type can, `HTTPRequestHandler`).
 package typealias ImmediateHTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse?
 
 /// The answer to a request the server refuses itself (it closes the connection after it).

@@ -1,21 +1,14 @@
 import PosternIO
 
 /// The runner tasks of one worker, made for the server's handler type: each whole request is offered to the
-/// handler's `handleImmediately` first, then, with what it prepared (`Handler.Prepared`, typed here as at both
-/// ends), to a runner task that calls `handle(_:prepared:)`. Loop thread only.
+/// handler's `handleImmediately` first, then to a runner task, which calls the rest of the answer the immediate
+/// step prepared (`PreparedAnswer`), else the handler's `handle`. Loop thread only. Nothing here depends on the
+/// handler's type but the two calls (this code is not specialised for the gateway across the module boundary).
 ///
 /// Handlers run in long-lived tasks, one request after another: a task's allocator keeps the slabs its
 /// async frames needed, so a reused task allocates nothing for them, where a new task per request
 /// mallocs a dozen slabs and the task itself (docs/architecture.md, One request's path).
 final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
-    /// A request for a runner task, with what the immediate step prepared for it.
-    struct Job: @unchecked Sendable {  // loop thread only: the connection never leaves it
-        let request: HTTPRequest
-        let conn: HTTPConnection
-        /// What `handleImmediately` prepared for the handler, if anything.
-        let prepared: Handler.Prepared?
-    }
-
     private let handler: Handler
     /// The worker whose requests these runners answer (held: a runner may outlive `free`).
     private let worker: ServerWorker
@@ -23,10 +16,10 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
     private var handling = 0
     /// Requests waiting for a runner, first come first served from `pendingHead`; a taken slot is emptied at
     /// once, so that no request stays referenced here (its connection reuses the buffers).
-    private var pending: [Job?] = []
+    private var pending: [RunnerJob?] = []
     private var pendingHead = 0
     /// Runner tasks waiting for a request; resumed with nil when the worker is freed.
-    private var idleRunners: [UnsafeContinuation<Job?, Never>] = []
+    private var idleRunners: [UnsafeContinuation<RunnerJob?, Never>] = []
     /// Idle runner tasks kept at most (each keeps the few KiB of slabs its handler's frames need).
     private static var maxIdleRunners: Int { 256 }
 
@@ -50,8 +43,8 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
     /// no executor hops). What is left at the end of the turn goes to idle runners, or to new ones, up to
     /// `limits.maxHandling` requests at once; beyond that it waits in `pending` for the next runner that answers.
     func accept(_ request: HTTPRequest, _ conn: HTTPConnection) {
-        var prepared: Handler.Prepared?
-        if let response = handler.handleImmediately(request, prepared: &prepared) {
+        var rest: PreparedAnswer?
+        if let response = handler.handleImmediately(request, rest: &rest) {
             // Answered before this returns: nothing is in flight meanwhile (a shutdown cannot see it).
             conn.finish(response)
             return
@@ -60,11 +53,11 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
         // With requests waiting already, every runner is busy (`dispatchPending` stops only at the cap) and the
         // next to answer takes the oldest: no hook needed.
         if pendingHead == pending.count { worker.loop.atEndOfTurn { self.dispatchPending() } }
-        pending.append(Job(request: request, conn: conn, prepared: prepared))
+        pending.append(RunnerJob(request: request, conn: conn, rest: rest))
     }
 
     /// The oldest waiting request, if any.
-    private func takePending() -> Job? {
+    private func takePending() -> RunnerJob? {
         guard pendingHead < pending.count else { return nil }
         let job = pending[pendingHead].take()
         pendingHead += 1
@@ -101,10 +94,15 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
 
     /// One runner task: handles `first`, then each request it finds waiting when it has answered (`pending`) or
     /// is handed while it waits idle, until the worker is freed or enough runners are idle already.
-    private func run(_ first: Job) async {
-        var job: Job? = first
+    private func run(_ first: RunnerJob) async {
+        var job: RunnerJob? = first
         while let current = job {
-            let response = await handler.handle(current.request, prepared: current.prepared)
+            let response: HTTPResponse
+            if let rest = current.rest {
+                response = await rest()
+            } else {
+                response = await handler.handle(current.request)
+            }
             guard worker.loop.inLoop else {
                 // This runner ends here; its slot goes to the oldest waiting request, if any.
                 worker.loop.execute {
@@ -137,4 +135,12 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
         idleRunners.removeAll()
         for runner in idle { runner.resume(returning: nil) }
     }
+}
+
+/// A request waiting for a runner task, with the rest of its answer when the immediate step prepared it.
+struct RunnerJob: @unchecked Sendable {  // loop thread only: the connection never leaves it
+    let request: HTTPRequest
+    let conn: HTTPConnection
+    /// The rest of the answer `handleImmediately` prepared, if any.
+    let rest: PreparedAnswer?
 }
