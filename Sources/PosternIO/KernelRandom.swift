@@ -9,7 +9,7 @@ import Glibc
 /// secret, so a buffer is not wiped.
 package enum KernelRandom {
     /// Bytes drawn per refill.
-    package static let refillBytes = 4096
+    static let refillBytes = 4096
 
     /// One buffer of words and the next one to hand out. Used by one thread at a time (its loop's, or under
     /// `sharedLock`), hence unchecked.
@@ -57,8 +57,7 @@ package enum KernelRandom {
     /// Three random words: on an event loop's thread from that loop's buffer, elsewhere from the shared one.
     @inline(__always)
     package static func threeWords() -> (UInt64, UInt64, UInt64) {
-        if let loop = EventLoop.current {
-            let buffer = loop.local(key) { Buffer() }
+        if let buffer = EventLoop.currentLocal(key, make: { Buffer() }) {
             return (buffer.take(), buffer.take(), buffer.take())
         }
         return sharedLock.withLock { (shared.take(), shared.take(), shared.take()) }

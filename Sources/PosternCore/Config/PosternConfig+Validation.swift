@@ -7,7 +7,7 @@ import Darwin
 
 extension PosternConfig {
     /// Every problem with these values (ranges, formats, cross-field rules), each named by its key path.
-    package func problems() -> [ConfigProblem] {
+    func problems() -> [ConfigProblem] {
         validate(sources: [:], resourcePaths: resources.indices.map { "resources[\($0)]" })
     }
 
@@ -131,7 +131,7 @@ extension PosternConfig {
 
 extension ResourceConfig {
     /// The problems of this resource, named under `path` (e.g. `resources[1]`).
-    package func problems(at path: String) -> [ConfigProblem] {
+    func problems(at path: String) -> [ConfigProblem] {
         var problems: [ConfigProblem] = []
         func report(_ key: String, _ message: String) { problems.append(ConfigProblem(path: "\(path).\(key)", message: message)) }
 
@@ -199,6 +199,7 @@ extension ResourceConfig {
         }
 
         if cache.ttlMs < 0 { report("cache.ttl_ms", IntRule.nonNegative.message) }
+        problems += filterProblems(at: path)
 
         for action in ResourceAction.allCases where permissions[action] == .owner && owner == nil {
             report("permissions.\(action.rawValue)", "rule \"owner\" needs \(path).owner (the Directus field of the creator)")

@@ -22,7 +22,7 @@ extension ResourceHandlers {
         if plain && owner == nil {
             target = plainList
         } else {
-            var query = plain ? mapper.defaultListQuery : try mapper.listQuery(clientQuery)
+            var query = plain ? mapper.defaultListQuery : try mapper.listQuery(clientQuery, userID: context.session?.userID)
             if let owner { query.append(("filter[\(owner)][_eq]", "$CURRENT_USER")) }
             target = UpstreamTarget(path: mapper.upstreamCollectionPath, query: query)
         }

@@ -125,22 +125,17 @@ package final class Metrics: @unchecked Sendable {
                                    read: @Sendable (String) -> Double)] = []
 
     /// An empty registry.
-    package init() {
+    init() {
         shards.withLock { $0.append(offLoop) }
     }
 
     /// The shard of the calling thread: its loop's own, or the off-loop one.
     private func record(_ body: (Shard) -> Void) {
-        let shard: Shard
-        if let loop = EventLoop.current {
-            shard = loop.local(shardKey) {
-                let made = Shard()
-                shards.withLock { $0.append(made) }
-                return made
-            }
-        } else {
-            shard = offLoop
-        }
+        let shard = EventLoop.currentLocal(shardKey) {
+            let made = Shard()
+            shards.withLock { $0.append(made) }
+            return made
+        } ?? offLoop
         shard.lock.withLock { body(shard) }
     }
 
@@ -246,7 +241,7 @@ package final class Metrics: @unchecked Sendable {
     }
 
     /// The Prometheus text exposition (version 0.0.4).
-    package func render() -> String {
+    func render() -> String {
         let (requests, requestLatency, upstreamLatency, upstreamErrors, rateLimits) = summed()
         let (gauges, counters, labeled) = gaugeLock.withLock { (self.gauges, self.counters, self.labeledCounters) }
         var out = ""

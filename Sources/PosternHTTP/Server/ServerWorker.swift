@@ -5,16 +5,16 @@ import PosternIO
 import Synchronization
 
 /// The listener and the connections of one loop.
-package final class ServerWorker: @unchecked Sendable {
+final class ServerWorker: @unchecked Sendable {
     /// The loop that owns the listener and every connection of this worker.
-    package let loop: EventLoop
+    let loop: EventLoop
     /// Hands a whole request to the handler's runners (`RunnerPool.accept`, made for the server's handler type);
     /// set once by `attach`, dropped by `free` (the pool holds the worker).
     private var accept: ((HTTPRequest, HTTPConnection) -> Void)?
     /// Drops the requests waiting for a runner and ends the idle runners (`RunnerPool.stop`), in `free`.
     private var stopRunners: (() -> Void)?
     /// Renders the answers the server gives itself.
-    package let refuse: RefusalRenderer
+    let refuse: RefusalRenderer
     let limits: ServerLimits
     private var listenFD: Int32 = -1
     private var listenEvent: OpaquePointer?
@@ -28,13 +28,13 @@ package final class ServerWorker: @unchecked Sendable {
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
     /// The buffer every connection of this worker reads into first, and parses there (loop thread only): a
     /// connection keeps its own only for bytes left over (`HTTPConnection.readable`).
-    package let scratch = UnsafeMutableRawPointer.allocate(byteCount: HTTPConnection.maxQueued, alignment: 16)
+    let scratch = UnsafeMutableRawPointer.allocate(byteCount: HTTPConnection.maxQueued, alignment: 16)
     /// The `Date` header line of the current second, and that second.
     private var dateLine: [UInt8] = []
     private var dateSecond = -1
 
     /// A worker for `loop` (not listening until `bind`, and not handling requests until its runners are attached).
-    package init(loop: EventLoop, refuse: @escaping RefusalRenderer, limits: ServerLimits) {
+    init(loop: EventLoop, refuse: @escaping RefusalRenderer, limits: ServerLimits) {
         self.loop = loop
         self.refuse = refuse
         self.limits = limits
@@ -71,13 +71,13 @@ package final class ServerWorker: @unchecked Sendable {
     }
 
     /// Requests being handled on this loop.
-    package var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
+    var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
 
     /// Connections on this loop that sent a whole request and are still open.
-    package var openConnections: Int { connectionCount.load(ordering: .relaxed) }
+    var openConnections: Int { connectionCount.load(ordering: .relaxed) }
 
     /// Connections seen on this loop since start.
-    package var connectionsSeen: Int { seenCount.load(ordering: .relaxed) }
+    var connectionsSeen: Int { seenCount.load(ordering: .relaxed) }
 
     /// Counts a connection on its first whole request (loop thread).
     func requestArrived(_ conn: HTTPConnection) {
@@ -126,9 +126,12 @@ package final class ServerWorker: @unchecked Sendable {
     /// usually still reading when the next arrives, where answers sent as each was made (a request's work
     /// apart) woke it for nearly every one. `make bench` C: about 1.5 µs less CPU per request in the gateway.
     func flushAtEndOfTurn(_ conn: HTTPConnection) {
-        if answered.isEmpty { loop.atEndOfTurn { self.writeAnswered() } }
+        if answered.isEmpty { loop.atEndOfTurn(writeAnsweredAtEndOfTurn) }
         answered.append(conn)
     }
+
+    /// The end-of-turn hook of `flushAtEndOfTurn`, made once (a closure made per turn allocated its context).
+    private lazy var writeAnsweredAtEndOfTurn: () -> Void = { [weak self] in self?.writeAnswered() }
 
     /// The end-of-turn hook of `flushAtEndOfTurn`: a connection whose write brings the next pipelined request
     /// and its answer joins a new list, written in the same drain (the loop runs hooks until none is left).
@@ -154,7 +157,7 @@ package final class ServerWorker: @unchecked Sendable {
     }
 
     /// Opens the listening socket on the loop thread; returns the bound port.
-    package func bind(_ address: SocketAddress) throws(ServerStartError) -> UInt16 {
+    func bind(_ address: SocketAddress) throws(ServerStartError) -> UInt16 {
         let result = loop.runAndWait { () -> Result<UInt16, ServerStartError> in
             self.bindOnLoop(address)
         }
@@ -206,7 +209,7 @@ package final class ServerWorker: @unchecked Sendable {
     private var acceptBackoff: EventLoop.Timer?
     private var accepting = true
     /// accept() failures seen (e.g. out of file descriptors).
-    package private(set) var acceptErrors = 0
+    private(set) var acceptErrors = 0
 
     /// Accepts the waiting connections (a bounded batch, so that one busy listener cannot starve the loop).
     private func acceptAll() {
@@ -266,7 +269,7 @@ package final class ServerWorker: @unchecked Sendable {
 
     /// Stops accepting new connections and closes the listening socket (existing keep-alive connections
     /// finish their requests).
-    package func stopAccepting() {
+    func stopAccepting() {
         _ = loop.runAndWait { () -> Bool in
             self.accepting = false
             self.acceptBackoff?.cancel()
@@ -284,7 +287,7 @@ package final class ServerWorker: @unchecked Sendable {
     }
 
     /// Closes the listener and every connection; replies that come later are dropped.
-    package func free() {
+    func free() {
         _ = loop.runAndWait { () -> Bool in
             self.acceptBackoff?.cancel()
             self.acceptBackoff = nil
