@@ -42,7 +42,8 @@ struct DirectusItems<Tokens: DirectusTokenSource>: Sendable {
         }
     }
 
-    /// Reads one item; a Directus 403 (which hides "missing") is 404 here.
+    /// Reads one item with its detail fields (`ResourceMapper.readQuery`); a Directus 403 (which hides "missing")
+    /// is 404 here.
     func readItem(id: String, mapper: ResourceMapper, session: Tokens.Caller?, call: CallFields) async throws(GatewayError) -> Data {
         try await read(UpstreamTarget(item: id, of: mapper), mapper: mapper, session: session, call: call,
                        forbidden: .notFound("no such \(mapper.resource.name) item"))

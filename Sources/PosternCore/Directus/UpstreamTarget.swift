@@ -21,9 +21,10 @@ struct UpstreamTarget: Sendable {
         prebuilt = nil
     }
 
-    /// The read of item `id` of `mapper`'s resource: `/items/<c>/<id>?fields=…`.
+    /// The read of item `id` of `mapper`'s resource: `/items/<c>/<id>?fields=…` with its detail fields (and
+    /// `deep[…]` for its lists: `ResourceMapper.readQuery`, built once).
     init(item id: String, of mapper: ResourceMapper) {
-        self.init(path: mapper.upstreamItemPath(id: id), query: [("fields", mapper.directusFieldList)])
+        self.init(path: mapper.upstreamItemPath(id: id), query: mapper.readQuery)
     }
 
     /// A resource's plain list, `path` with `query`, its text built now (once, at start-up).

@@ -59,7 +59,7 @@ struct ResourceHandlers: Sendable {
             () async throws(GatewayError) -> HTTPResponse in
             let body = try await items.read(call.target, mapper: mapper, session: context.session, call: context.call,
                                             forbidden: notFound)
-            return .apiJSON(200, try mapper.renderer.renderItem(directusBody: body))
+            return .apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: body))
         }
     }
 
@@ -96,7 +96,7 @@ struct ResourceHandlers: Sendable {
         // 204: updated without read-back. Read it back; failing that, the answer is unusable.
         do {
             let readBack = try await items.readItem(id: id, mapper: mapper, session: context.session, call: context.call)
-            return .apiJSON(200, try mapper.renderer.renderItem(directusBody: readBack))
+            return .apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: readBack))
         } catch {
             throw .upstreamError("updated item could not be read back: \(error)")
         }
