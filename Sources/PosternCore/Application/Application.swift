@@ -172,8 +172,7 @@ package final class Application: @unchecked Sendable {
         self.group = group
         // Tried on every request: a reload may turn the micro-cache on (`handleImmediately` returns at once while no
         // resource of the current generation is cached).
-        let immediate: ImmediateHTTPHandler = { gateway.handleImmediately($0, prepared: &$1) }
-        let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) }, immediate: immediate, handling: gateway)
+        let server = HTTPServer(group: group, limits: limits, refuse: { gateway.refuse($0) }, handling: gateway)
         do {
             try server.start(host: listen.host, port: listen.port)
         } catch {

@@ -76,105 +76,75 @@ final class Gateway: HTTPRequestHandler {
 
     /// Answers one request on the public listener; never throws, every error is rendered.
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        await handle(request, prepared: nil, admin: false)
-    }
-
-    /// Answers one request on the public listener, going on from what `handleImmediately` prepared for it
-    /// (`prepared`, when it is that), else from the start.
-    func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse {
-        await handle(request, prepared: prepared, admin: false)
+        let generation = slots.current
+        return await generation.routes.edge.respond(to: request, prepare(request, generation))
     }
 
     /// Answers one request on the admin listener (operations, `/metrics`, the operator console), behind the admin
     /// edge (no CORS: `RouteTable.adminEdge`). A path under `/admin/` passes the admin guard first, routed or not
     /// (`AdminGuard`); handlers read the caller's address in `context.clientIP`.
     func handleAdmin(_ request: HTTPRequest) async -> HTTPResponse {
-        await handle(request, prepared: nil, admin: true)
+        let generation = slots.current
+        return await generation.routes.adminEdge.respond(to: request, prepareAdmin(request, generation))
     }
 
     /// `handle`'s answer when it is ready without suspending (e.g. a fresh micro-cache answer for a cached
     /// session: docs/api.md, Micro-cache), with the same stages, headers, metrics and access log. Else nil, and
-    /// `prepared` holds what was done (route, context, the stages that passed, the micro-cache key looked up),
-    /// for `handle(_:prepared:)` to go on from. Tried first on every request of the public listener, on its loop
-    /// thread.
-    func handleImmediately(_ request: HTTPRequest, prepared: inout AnyObject?) -> HTTPResponse? {
+    /// `rest` goes on from how far the request got (its `RequestStep`: route, context, the stages that passed, the
+    /// micro-cache key looked up and the upstream read), answered by the generation it was routed with, so that
+    /// no stage runs twice. Tried first on every request of the public listener, on its loop thread.
+    func handleImmediately(_ request: HTTPRequest, rest: inout PreparedAnswer?) -> HTTPResponse? {
         let generation = slots.current
         guard generation.answersImmediately else { return nil }
-        let start = prepare(request, generation, admin: false)
-        guard case .answered(var response) = start.progress else {
-            prepared = PreparedRequest(start)
+        let step = prepare(request, generation)
+        guard case .answered(var response) = step.next else {
+            rest = { await generation.routes.edge.respond(to: request, step) }
             return nil
         }
-        generation.routes.edge.finish(&response, request, start.context, start.trace)
+        generation.routes.edge.finish(&response, request, step.context)
         return response
     }
 
-    /// A request routed with the current generation (or what the immediate path prepared, with the generation it
-    /// was routed with) answered by that generation's stages.
-    @inline(__always)  // one async frame per request, not two
-    private func handle(_ request: HTTPRequest, prepared: AnyObject?, admin: Bool) async -> HTTPResponse {
-        let start = (prepared as? PreparedRequest)?.start ?? prepare(request, slots.current, admin: admin)
-        let generation = start.generation
-        return await (admin ? generation.routes.adminEdge : generation.routes.edge)
-            .respond(to: request, context: start.context, endpoint: start.endpoint, from: start.progress, trace: start.trace)
-    }
-
-    /// What the first, synchronous step of a request found: its context, its endpoint, its access-log trace and
-    /// how far the stages went (`EdgeStages.prepare`).
-    struct Start {
-        /// The generation the request was routed with (it is answered by it).
-        let generation: GatewayGeneration
-        /// The request's context.
-        let context: RequestContext
-        /// The endpoint that answers it (the 404 one when no route matches).
-        let endpoint: Endpoint
-        /// The access-log trace (nil when no access line is written).
-        let trace: RequestTrace?
-        /// The answer, or where the stages stopped.
-        let progress: Endpoint.Progress
-    }
-
-    /// A `Start` handed from the immediate path to the asynchronous one (the server carries it opaquely).
-    final class PreparedRequest {
-        /// What the immediate path did.
-        let start: Start
-        init(_ start: Start) { self.start = start }
-    }
-
-    /// The request's route, context and endpoint (the 404 one when no route matches), then the edge's and the
-    /// endpoint's stages as far as they go without an `await`. Synchronous and not inlined: what routing builds
-    /// stays off the async frame.
+    /// The public listener's first step of `request`: its route, context and endpoint (the 404 one when no route
+    /// matches), then the edge's and the endpoint's stages as far as they go without an `await`. Synchronous and
+    /// not inlined: what routing builds stays off the async frame.
     @inline(never)
-    private func prepare(_ request: HTTPRequest, _ generation: GatewayGeneration, admin: Bool) -> Start {
-        // Each router and edge is used where it is: `(admin ? a : b).match` copied a whole `Router` (7 retains and
-        // releases per request).
-        let context: RequestContext
-        var endpoint: Endpoint
-        let match = admin ? generation.routes.adminRouter.match(path: request.path)
-                          : generation.routes.router.match(path: request.path)
-        if let match {
-            context = self.context(request, match, generation)
+    private func prepare(_ request: HTTPRequest, _ generation: GatewayGeneration) -> RequestStep {
+        let routes = generation.routes
+        let context = RequestContext(headers: request.headers, clientIP: generation.clientAddress.clientIP(request),
+                                     trace: routes.edge.trace())
+        let endpoint: Endpoint
+        if let match = routes.router.match(path: request.path) {
+            Gateway.route(context, match)
             endpoint = match.route.responder(for: request.method)
         } else {
-            context = self.context(request, nil, generation)
-            endpoint = generation.routes.notFound
+            endpoint = routes.notFound
         }
-        if admin && AdminGuard.covers(request.path) { endpoint = generation.routes.adminGuard.guarding(endpoint) }
-        let trace = admin ? generation.routes.adminEdge.trace() : generation.routes.edge.trace()
-        let progress = admin ? generation.routes.adminEdge.prepare(request, context, endpoint, trace: trace)
-                             : generation.routes.edge.prepare(request, context, endpoint, trace: trace)
-        return Start(generation: generation, context: context, endpoint: endpoint, trace: trace, progress: progress)
+        return routes.edge.prepare(request, context, endpoint)
     }
 
-    /// A new request's context: its id, the client's address, and what routing found.
-    private func context(_ request: HTTPRequest, _ match: RouteMatch?, _ generation: GatewayGeneration) -> RequestContext {
-        let context = RequestContext(headers: request.headers,
-                                     clientIP: generation.clientAddress.clientIP(request))
-        guard let match else { return context }
+    /// The admin listener's first step of `request` (`prepare`, with the admin routes, edge and guard).
+    @inline(never)
+    private func prepareAdmin(_ request: HTTPRequest, _ generation: GatewayGeneration) -> RequestStep {
+        let routes = generation.routes
+        let context = RequestContext(headers: request.headers, clientIP: generation.clientAddress.clientIP(request),
+                                     trace: routes.adminEdge.trace())
+        var endpoint: Endpoint
+        if let match = routes.adminRouter.match(path: request.path) {
+            Gateway.route(context, match)
+            endpoint = match.route.responder(for: request.method)
+        } else {
+            endpoint = routes.notFound
+        }
+        if AdminGuard.covers(request.path) { endpoint = routes.adminGuard.guarding(endpoint) }
+        return routes.adminEdge.prepare(request, context, endpoint)
+    }
+
+    /// Fills in what routing found.
+    private static func route(_ context: RequestContext, _ match: RouteMatch) {
         context.routePattern = match.route.pattern
         context.resourceName = match.route.resource
         context.itemID = match.id
-        return context
     }
 
     /// The answer to a request the server refuses before any handler runs (bad framing or an oversized head →

@@ -23,10 +23,10 @@ final class ResourceCache: Sendable {
     /// The upstream call of a list without parameters, hashed once (the usual list's key is built from it).
     private let plainList: CacheKey.Prefix?
 
-    /// The view of `resource` over `cache`; `plainList` is the upstream path and query of a list without
-    /// parameters, when known; `generation` is the config generation of the routes it serves.
+    /// The view of `resource` over `cache`; `plainList` is the upstream call of a list without parameters, when
+    /// known; `generation` is the config generation of the routes it serves.
     init(_ resource: ResourceConfig, cache: MicroCache, invalidations: any CacheInvalidationBus,
-         plainList: (path: String, query: [(String, String)])? = nil, generation configGeneration: Int = 1) {
+         plainList: UpstreamTarget? = nil, generation configGeneration: Int = 1) {
         let name = configGeneration > 1 ? "\(resource.name)@\(configGeneration)" : resource.name
         self.plainList = plainList.map { CacheKey.Prefix(resource: name, path: $0.path, query: $0.query) }
         self.cache = resource.cache.ttlMs > 0 ? cache : nil
@@ -40,14 +40,15 @@ final class ResourceCache: Sendable {
         self.invalidations = invalidations
     }
 
-    /// The key of the answer of a list or read route whose upstream call is `path` with `query`; nil when this
-    /// resource is not cached. `perUser` keys the answer per caller whatever the scope (a list narrowed to
-    /// the caller's own items).
-    func key(path: String, query: [(String, String)], session: Session?, perUser: Bool) -> CacheKey? {
+    /// The key of the answer of a list or read route whose upstream call is `target`; nil when this resource is
+    /// not cached. `perUser` keys the answer per caller whatever the scope (a list narrowed to the caller's own
+    /// items). The plain list (`target.isPlainList`, recognised where the target was built) takes its key from
+    /// the prefix hashed once.
+    func key(for target: UpstreamTarget, session: Session?, perUser: Bool) -> CacheKey? {
         guard cache != nil else { return nil }
         let audience = CacheKey.Audience(session: session, scope: scope, perUser: perUser)
-        if let plainList, plainList.matches(path: path, query: query) { return CacheKey(plainList, sharedBy: audience) }
-        return CacheKey(resource: resource, path: path, query: query, sharedBy: audience)
+        if target.isPlainList, let plainList { return CacheKey(plainList, sharedBy: audience) }
+        return CacheKey(resource: resource, path: target.path, query: target.query, sharedBy: audience)
     }
 
     /// The fresh stored answer of `key` (with `X-Cache: HIT`), if any: checked before `respond`, so that a hit

@@ -17,6 +17,8 @@ package struct CallFields: UpstreamHeadFields, Equatable {
     var bearer: String?
     /// True when the body is JSON (sent with `Content-Type: application/json`); set by `DirectusClient` per call.
     var jsonBody: Bool
+    /// The access-log trace of the client request (not a head field): `DirectusClient` adds each call's time to it.
+    var accessTrace: RequestTrace?
 
     /// The fields of a call for the client request `requestID` from `clientIP`.
     package init(requestID: String, clientIP: String, trace: TraceContext? = nil, bearer: String? = nil, jsonBody: Bool = false) {
@@ -25,6 +27,12 @@ package struct CallFields: UpstreamHeadFields, Equatable {
         self.trace = trace
         self.bearer = bearer
         self.jsonBody = jsonBody
+    }
+
+    /// Equal when every head field is (the access-log trace is not one).
+    package static func == (lhs: CallFields, rhs: CallFields) -> Bool {
+        lhs.requestID == rhs.requestID && lhs.clientIP == rhs.clientIP && lhs.trace == rhs.trace && lhs.bearer == rhs.bearer
+            && lhs.jsonBody == rhs.jsonBody
     }
 
     /// Writes the fields into the request head.

@@ -86,9 +86,9 @@ package struct DirectusClient: Sendable {
         try await call(.get, target, body: nil, token: token, context: context).body
     }
 
-    /// `GET /items/<c>/<id>?fields=…` (and `deep[…]` for its lists) → the raw answer body.
-    func getItem(path: String, query: [(String, String)], token: String?, context: CallFields) async throws(DirectusError) -> Data {
-        try await call(.get, QueryString.target(path: path, query: query), body: nil, token: token, context: context).body
+    /// `GET <target>`, a list or an item read built once (`UpstreamTarget`) → the raw answer body.
+    func read(_ target: UpstreamTarget, token: String?, context: CallFields) async throws(DirectusError) -> Data {
+        try await call(.get, target.text, body: nil, token: token, context: context).body
     }
 
     /// `POST /items/<c>` → the raw answer body, or nil when Directus answered 204 (no read-back).
@@ -113,7 +113,8 @@ package struct DirectusClient: Sendable {
     /// `GET /server/ping`: true when Directus answers 200.
     func ping(context: CallFields) async -> Bool {
         do {
-            return try await send(UpstreamRequest(method: .get, target: "/server/ping", fields: context)).status == 200
+            return try await send(UpstreamRequest(method: .get, target: "/server/ping", fields: context),
+                                  trace: context.accessTrace).status == 200
         } catch {
             return false
         }
@@ -131,7 +132,7 @@ package struct DirectusClient: Sendable {
         let request = UpstreamRequest(method: method, target: target, fields: fields, body: body?.serialized() ?? Data())
         let response: UpstreamResponse
         do {
-            response = try await send(request)
+            response = try await send(request, trace: context.accessTrace)
         } catch {
             throw .transport(error)
         }
@@ -141,7 +142,7 @@ package struct DirectusClient: Sendable {
 
     /// Sends `request` through the circuit breaker (an open circuit fails it at once, as unreachable), and
     /// records the outcome in the breaker, the upstream metrics and the request's trace.
-    private func send(_ request: UpstreamRequest) async throws(UpstreamFailure) -> UpstreamResponse {
+    private func send(_ request: UpstreamRequest, trace: RequestTrace?) async throws(UpstreamFailure) -> UpstreamResponse {
         let breaker = upstream.breaker, metrics = upstream.metrics
         guard breaker.allow() else {
             metrics.upstreamError("circuit_open")
@@ -154,10 +155,10 @@ package struct DirectusClient: Sendable {
             // One clock read for the metric and the request's trace.
             let seconds = start.secondsElapsed
             metrics.upstream(method: request.method.description, seconds: seconds)
-            RequestTrace.current?.addUpstream(seconds)
+            trace?.addUpstream(seconds)
             return response
         } catch {
-            RequestTrace.current?.addUpstream(start.secondsElapsed)
+            trace?.addUpstream(start.secondsElapsed)
             switch error {
             case .unreachable(UpstreamFailure.poolQueueFull):
                 // Our own queue is full: says nothing about Directus being reachable.

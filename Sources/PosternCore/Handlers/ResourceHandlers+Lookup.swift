@@ -1,64 +1,67 @@
-/// The list and read routes' lookups: the part of the handler that needs no `await` (the upstream call, its cache
-/// key, the fresh stored answer under it), run by `Endpoint.prepare` on both of the gateway's paths; on a miss
-/// the prepared read (`Endpoint.Read`) goes to `list` or `read`, which call Directus.
+/// The list and read operations' lookups: the part that needs no `await` (the upstream target, built once, its
+/// cache key, the fresh stored answer under it), run by `Endpoint.prepare` on every path; on a miss the upstream
+/// read (`UpstreamRead`) goes to `list` or `read`, which call Directus with that same target.
 import PosternHTTP
 
 extension ResourceHandlers {
-    /// A list's upstream query and its cache key.
-    struct ListCall {
-        /// The Directus query (list parameters mapped, plus the owner filter when narrowed).
-        let query: [(String, String)]
-        /// The usual list: no list parameter and not narrowed, so its target is the one built at start-up.
-        let usual: Bool
-        /// The cache key (nil when the resource is not cached).
-        let key: CacheKey?
-    }
-
-    /// The upstream query and cache key of `GET /api/v1/R` (400 for a bad list parameter). An owner-narrowed
-    /// list is keyed per caller whatever the cache scope.
-    func listCall(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> ListCall {
+    /// The upstream read of `GET /api/v1/R` (400 for a bad list parameter): its target and cache key. The plain
+    /// list (no list parameter, not narrowed) is recognised here, once, and takes the target built at start-up. An
+    /// owner-narrowed list is keyed per caller whatever the cache scope.
+    func listRead(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> UpstreamRead {
         let clientQuery = request.queryItems
-        var query = try mapper.listQuery(clientQuery, userID: context.session?.userID)
+        let plain = mapper.isDefaultListQuery(clientQuery)
+        var owner: String?
         let perUser: Bool
-        var narrowed = false
         if case .ownItemsOnly = context.authorization {
             perUser = true
-            if let owner = mapper.resource.owner {
-                query.append(("filter[\(owner)][_eq]", "$CURRENT_USER"))
-                narrowed = true
-            }
+            owner = mapper.resource.owner
         } else {
             perUser = false
         }
-        let key = cache.key(path: mapper.upstreamCollectionPath, query: query, session: context.session, perUser: perUser)
-        return ListCall(query: query, usual: !narrowed && mapper.isDefaultListQuery(clientQuery), key: key)
+        let target: UpstreamTarget
+        if plain && owner == nil {
+            target = plainList
+        } else {
+            var query = plain ? mapper.defaultListQuery : try mapper.listQuery(clientQuery, userID: context.session?.userID)
+            if let owner { query.append(("filter[\(owner)][_eq]", "$CURRENT_USER")) }
+            target = UpstreamTarget(path: mapper.upstreamCollectionPath, query: query)
+        }
+        return UpstreamRead(target: target, key: cache.key(for: target, session: context.session, perUser: perUser))
     }
 
-    /// The cache key of `GET /api/v1/R/{id}` (nil when the resource is not cached).
-    func readKey(id: String, _ context: RequestContext) -> CacheKey? {
-        cache.key(path: mapper.upstreamItemPath(id: id), query: mapper.readQuery,
-                  session: context.session, perUser: false)
+    /// The upstream read of `GET /api/v1/R/{id}`: its target and cache key (nil when the resource is not cached).
+    func itemRead(id: String, _ context: RequestContext) -> UpstreamRead {
+        let target = UpstreamTarget(item: id, of: mapper)
+        return UpstreamRead(target: target, key: cache.key(for: target, session: context.session, perUser: false))
     }
 
-    /// `GET /api/v1/R` without an `await`: the fresh stored answer (`X-Cache: HIT`), else the upstream target
-    /// and cache key for `list` (400 for a bad list parameter).
-    func lookUpList(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> Endpoint.Progress {
-        let call = try listCall(request, context)
-        if let hit = cache.stored(call.key) { return .answered(hit) }
-        let target = call.usual ? defaultListTarget : QueryString.target(path: mapper.upstreamCollectionPath, query: call.query)
-        return .fetch(Endpoint.Read(subject: target, key: call.key))
+    /// `GET /api/v1/R` without an `await`: the fresh stored answer (`X-Cache: HIT`), else the upstream read for
+    /// `list` (400 for a bad list parameter).
+    func lookUpList(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> RequestStep.Next {
+        let read = try listRead(request, context)
+        if let hit = cache.stored(read.key) { return .answered(hit) }
+        return .fetch(read)
     }
 
     /// `GET /api/v1/R/{id}` without an `await`: the item the policy stage read (never from the cache), or the
-    /// fresh stored answer, else the item id and cache key for `read`.
-    func lookUpRead(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> Endpoint.Progress {
+    /// fresh stored answer, else the upstream read for `read`.
+    func lookUpRead(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> RequestStep.Next {
         if case .ownerVerified(let item) = context.authorization {
             // The policy stage read it upstream with the caller's token: use it.
             return .answered(.apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: item.directusBody)))
         }
-        let id = try itemID(context)
-        let key = readKey(id: id, context)
-        if let hit = cache.stored(key) { return .answered(hit) }
-        return .fetch(Endpoint.Read(subject: id, key: key))
+        let read = itemRead(id: try itemID(context), context)
+        if let hit = cache.stored(read.key) { return .answered(hit) }
+        return .fetch(read)
+    }
+
+    /// The list operation of `GET /api/v1/R`.
+    var listOperation: Endpoint.Read {
+        Endpoint.Read(lookUp: lookUpList, fetch: list)
+    }
+
+    /// The read operation of `GET /api/v1/R/{id}`.
+    var readOperation: Endpoint.Read {
+        Endpoint.Read(lookUp: lookUpRead, fetch: read)
     }
 }

@@ -5,7 +5,7 @@ import PosternHTTP
 /// Permissions were decided before these run (PolicyStage); handlers never check them.
 struct ResourceHandlers: Sendable {
     let mapper: ResourceMapper
-    let items: DirectusItems
+    let items: DirectusItems<SessionManager>
     /// Learns from list answers whether the collection exists (for `/readyz`).
     let schema: SchemaWatch?
     /// The micro-cache for list and read answers; writes invalidate the collection through it.
@@ -14,12 +14,12 @@ struct ResourceHandlers: Sendable {
     private let notFound: GatewayError
     private let listForbidden: GatewayError
     private let createForbidden: GatewayError
-    /// The upstream target of a list without list parameters and not narrowed to the owner (the usual list),
+    /// The upstream target of a list without list parameters and not narrowed to the owner (the plain list),
     /// built once instead of percent-encoding the same query on every call.
-    let defaultListTarget: String
+    let plainList: UpstreamTarget
 
     /// The handlers of `mapper`'s resource.
-    init(mapper: ResourceMapper, items: DirectusItems, schema: SchemaWatch? = nil, cache: ResourceCache) {
+    init(mapper: ResourceMapper, items: DirectusItems<SessionManager>, schema: SchemaWatch? = nil, cache: ResourceCache) {
         self.mapper = mapper
         self.items = items
         self.schema = schema
@@ -27,25 +27,21 @@ struct ResourceHandlers: Sendable {
         notFound = .notFound("no such \(mapper.resource.name) item")
         listForbidden = .forbidden("you may not list \(mapper.resource.name)")
         createForbidden = .forbidden("you may not create \(mapper.resource.name)")
-        defaultListTarget = QueryString.target(path: mapper.upstreamCollectionPath, query: mapper.defaultListQuery)
+        plainList = UpstreamTarget(plainListOf: mapper.upstreamCollectionPath, query: mapper.defaultListQuery)
     }
 
     private var directus: DirectusClient { items.directus }
 
     /// `GET /api/v1/R` on a miss: the upstream list `lookUpList` prepared, through the micro-cache (stored, or
     /// joined to an identical call in flight) when the resource is cached.
-    func list(_ request: HTTPRequest, _ context: RequestContext, _ call: Endpoint.Read) async throws(GatewayError) -> HTTPResponse {
-        let target = call.subject
+    func list(_ context: RequestContext, _ call: UpstreamRead) async throws(GatewayError) -> HTTPResponse {
         let collection = mapper.resource.collection
         return try await cache.respond(key: call.key) {
             () async throws(GatewayError) -> HTTPResponse in
             let body: Data
             do throws(GatewayError) {
-                body = try await items.withToken(context.session, mapper: mapper, context: context,
-                                                 forbidden: listForbidden) {
-                    (token) async throws(DirectusError) -> Data in
-                    try await directus.listItems(target: target, token: token, context: context.call)
-                }
+                body = try await items.read(call.target, mapper: mapper, session: context.session, call: context.call,
+                                            forbidden: listForbidden)
             } catch {
                 // A signed-in caller refused a whole collection: it is missing (or the app role cannot read it).
                 if error.status == 403, context.session != nil { schema?.listForbidden(collection: collection) }
@@ -58,11 +54,11 @@ struct ResourceHandlers: Sendable {
 
     /// `GET /api/v1/R/{id}` on a miss: the upstream read `lookUpRead` prepared, through the micro-cache when
     /// the resource is cached.
-    func read(_ request: HTTPRequest, _ context: RequestContext, _ call: Endpoint.Read) async throws(GatewayError) -> HTTPResponse {
-        let id = call.subject
-        return try await cache.respond(key: call.key) {
+    func read(_ context: RequestContext, _ call: UpstreamRead) async throws(GatewayError) -> HTTPResponse {
+        try await cache.respond(key: call.key) {
             () async throws(GatewayError) -> HTTPResponse in
-            let body = try await items.readItem(id: id, mapper: mapper, session: context.session, context: context)
+            let body = try await items.read(call.target, mapper: mapper, session: context.session, call: context.call,
+                                            forbidden: notFound)
             return .apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: body))
         }
     }
@@ -72,7 +68,7 @@ struct ResourceHandlers: Sendable {
         let payload = try parsedPayload(request, context, mode: .create)
         let path = mapper.upstreamCollectionPath
         defer { cache.invalidate() }  // before the response is sent; also on errors (the write may have landed)
-        let body = try await items.withToken(context.session, mapper: mapper, context: context,
+        let body = try await items.withToken(context.session, mapper: mapper, call: context.call,
                                              forbidden: createForbidden) {
             (token) async throws(DirectusError) -> Data? in
             try await directus.createItem(path: path, payload: payload.payload, fields: mapper.directusFieldList,
@@ -91,7 +87,7 @@ struct ResourceHandlers: Sendable {
         defer { cache.invalidate() }  // before the response is sent; also on errors (the write may have landed)
         // Ownership was checked before (when the rule needs it); a Directus 403 now means Directus itself refused.
         let forbidden: GatewayError = ownerVerified(context) ? .forbidden("Directus refused the update") : notFound
-        let body = try await items.withToken(context.session, mapper: mapper, context: context, forbidden: forbidden) {
+        let body = try await items.withToken(context.session, mapper: mapper, call: context.call, forbidden: forbidden) {
             (token) async throws(DirectusError) -> Data? in
             try await directus.updateItem(path: path, payload: payload.payload, fields: mapper.directusFieldList,
                                           token: token, context: context.call)
@@ -99,7 +95,7 @@ struct ResourceHandlers: Sendable {
         if let body { return .apiJSON(200, try mapper.renderer.renderItem(directusBody: body)) }
         // 204: updated without read-back. Read it back; failing that, the answer is unusable.
         do {
-            let readBack = try await items.readItem(id: id, mapper: mapper, session: context.session, context: context)
+            let readBack = try await items.readItem(id: id, mapper: mapper, session: context.session, call: context.call)
             return .apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: readBack))
         } catch {
             throw .upstreamError("updated item could not be read back: \(error)")
@@ -111,7 +107,7 @@ struct ResourceHandlers: Sendable {
         let path = mapper.upstreamItemPath(id: try itemID(context))
         let forbidden: GatewayError = ownerVerified(context) ? .forbidden("Directus refused the delete") : notFound
         defer { cache.invalidate() }  // before the response is sent; also on errors (the write may have landed)
-        try await items.withToken(context.session, mapper: mapper, context: context, forbidden: forbidden) {
+        try await items.withToken(context.session, mapper: mapper, call: context.call, forbidden: forbidden) {
             (token) async throws(DirectusError) -> Void in
             try await directus.deleteItem(path: path, token: token, context: context.call)
         }

@@ -21,7 +21,7 @@ final class AuthenticationStage: Sendable {
         if let token = AuthenticationStage.bearer(request.headers["Authorization"]) {
             let session = try await sessions.authenticate(token: token)
             if rateLimits.limitsRequestsPerToken { try await rateLimits.claimRequest(sessionID: session.id) }
-            RequestTrace.current?.userID = session.userID
+            context.trace?.userID = session.userID
             context.session = session
         } else if required {
             throw .unauthorized("missing bearer token")
@@ -30,11 +30,10 @@ final class AuthenticationStage: Sendable {
 
     /// The authentication's first step, on both of the gateway's paths (`Endpoint.prepare`), without an `await`:
     /// true when done (no token on a route where one is optional, or the token's session live in the session cache
-    /// with no per-token limit to claim); false when the second step, `authenticate`, must run. `trace` is the
-    /// request's access-log trace. Not inlined: it keeps its work off the caller's frame.
+    /// with no per-token limit to claim); false when the second step, `authenticate`, must run. Not inlined: it
+    /// keeps its work off the caller's frame.
     @inline(never)
-    func authenticateFromCache(_ request: HTTPRequest, context: RequestContext,
-                               trace: RequestTrace?) throws(GatewayError) -> Bool {
+    func authenticateFromCache(_ request: HTTPRequest, context: RequestContext) throws(GatewayError) -> Bool {
         // The header's bytes are read where they were received: no `String` of the header or of the token.
         let outcome = request.headers.withFirstValueBytes("Authorization") { bytes -> CachedLookup in
             guard let token = AuthenticationStage.bearerOffsets(bytes) else { return .noToken }
@@ -49,7 +48,7 @@ final class AuthenticationStage: Sendable {
         case .miss:
             return false
         case .hit(let session):
-            trace?.userID = session.userID
+            context.trace?.userID = session.userID
             context.session = session
             return true
         }

@@ -5,7 +5,7 @@ import PosternIO
 // The edge stages at the head of every chain, outermost first: observation (metrics, access log),
 // response headers, CORS decoration, the request-target limit, CORS preflight, error rendering.
 // The gateway runs them around every route's endpoints, its 405 answer and the 404 answer, one after
-// another in its own frame (`prepare`, then `respond(to:context:endpoint:from:trace:)`) rather than as a chain of nested async calls:
+// another in its own frame (`prepare`, then `respond(to:_:)`) rather than as a chain of nested async calls:
 // each level of nesting is a task-allocator frame holding the request and its context, and a deep chain
 // costs a fresh allocator slab (a malloc) every few levels on every request.
 
@@ -30,40 +30,35 @@ final class EdgeStages: Sendable {
 
     /// The first step of every request, on both of the gateway's paths: the edge's own answers (a request target
     /// over `maxTargetBytes` is 414, CORS preflights), then `endpoint`'s stages as far as they go without an
-    /// `await` (`Endpoint.prepare`), their errors rendered (and logged). `trace` is the request's access-log
-    /// trace (`trace()`). Not inlined: what it builds stays off the async frame.
+    /// `await` (`Endpoint.prepare`), their errors rendered (and logged). Not inlined: what it builds stays off the
+    /// async frame.
     @inline(never)
-    func prepare(_ request: HTTPRequest, _ context: RequestContext, _ endpoint: Endpoint,
-                 trace: RequestTrace?) -> Endpoint.Progress {
-        if let answer = answerAtTheEdge(request, context) { return .answered(answer) }
+    func prepare(_ request: HTTPRequest, _ context: RequestContext, _ endpoint: Endpoint) -> RequestStep {
+        if let answer = answerAtTheEdge(request, context) {
+            return RequestStep(context: context, endpoint: endpoint, next: .answered(answer))
+        }
         do throws(GatewayError) {
-            return try endpoint.prepare(request, context, trace: trace)
+            return RequestStep(context: context, endpoint: endpoint, next: try endpoint.prepare(request, context))
         } catch {
-            return .answered(rendered(error, context))
+            return RequestStep(context: context, endpoint: endpoint, next: .answered(rendered(error, context)))
         }
     }
 
     /// A new request's access-log trace; nil when no access line is written (nothing reads it then).
     func trace() -> RequestTrace? { log.logsAccess ? RequestTrace() : nil }
 
-    /// The answer of `endpoint` behind the edge stages, going on from `progress` (`prepare`'s): runs the rest
-    /// of the endpoint (with the request's trace bound for the stages below), renders (and logs) the errors it
-    /// throws, sets the headers every answer carries and the CORS headers, and records the answer in the metrics
-    /// and the access log (`finish`). Never throws.
+    /// The answer of the request at `step` (`prepare`'s) behind the edge stages: runs the rest of its endpoint,
+    /// renders (and logs) the errors it throws, sets the headers every answer carries and the CORS headers, and
+    /// records the answer in the metrics and the access log (`finish`). Never throws.
     @inline(__always)  // into the gateway's frame: no async frame of its own
-    func respond(to request: HTTPRequest, context: RequestContext, endpoint: Endpoint, from progress: Endpoint.Progress,
-                 trace: RequestTrace?) async -> HTTPResponse {
+    func respond(to request: HTTPRequest, _ step: RequestStep) async -> HTTPResponse {
         var response: HTTPResponse
-        if case .answered(let answer) = progress {
+        if case .answered(let answer) = step.next {
             response = answer
-        } else if let trace {
-            response = await RequestTrace.$current.withValue(trace) { () async -> HTTPResponse in
-                await run(endpoint, request, context, progress)
-            }
         } else {
-            response = await run(endpoint, request, context, progress)
+            response = await run(step.endpoint, request, step.context, step.next)
         }
-        finish(&response, request, context, trace)
+        finish(&response, request, step.context)
         return response
     }
 
@@ -81,21 +76,21 @@ final class EdgeStages: Sendable {
     /// Decorates an answer (CORS, the headers every answer carries, `traceresponse` when the client sent a valid
     /// `traceparent`) and records it (metrics, access log).
     @inline(never)
-    func finish(_ response: inout HTTPResponse, _ request: HTTPRequest, _ context: RequestContext, _ trace: RequestTrace?) {
+    func finish(_ response: inout HTTPResponse, _ request: HTTPRequest, _ context: RequestContext) {
         cors.decorate(&response, origin: request.headers["Origin"])
         EdgeStages.decorate(&response, path: request.path, requestID: context.requestID)
         if context.traceContext.fromClient { response.headers.set("traceresponse", context.traceContext.traceparent) }
         metrics.request(route: context.routePattern, method: EdgeStages.methodLabel(request.method),
                         status: response.status, seconds: context.startedAt.secondsElapsed)
-        if let trace { log.access(request, response, context: context, trace: trace) }
+        if let trace = context.trace { log.access(request, response, context: context, trace: trace) }
     }
 
-    /// `endpoint`'s answer from `progress` on, or its error rendered (and logged).
+    /// `endpoint`'s answer from `next` on, or its error rendered (and logged).
     @inline(__always)
     private func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ context: RequestContext,
-                     _ progress: Endpoint.Progress) async -> HTTPResponse {
+                     _ next: RequestStep.Next) async -> HTTPResponse {
         do throws(GatewayError) {
-            return try await endpoint.complete(request, context, from: progress)
+            return try await endpoint.complete(request, context, from: next)
         } catch {
             return rendered(error, context)
         }

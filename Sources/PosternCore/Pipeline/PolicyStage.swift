@@ -6,10 +6,10 @@ struct PolicyStage: Sendable {
     let action: ResourceAction
     let rule: PermissionRule
     let mapper: ResourceMapper
-    let items: DirectusItems
+    let items: DirectusItems<SessionManager>
 
     /// Creates the stage for one route.
-    init(action: ResourceAction, rule: PermissionRule, mapper: ResourceMapper, items: DirectusItems) {
+    init(action: ResourceAction, rule: PermissionRule, mapper: ResourceMapper, items: DirectusItems<SessionManager>) {
         self.action = action
         self.rule = rule
         self.mapper = mapper
@@ -41,7 +41,7 @@ struct PolicyStage: Sendable {
     func verifyOwner(_ context: RequestContext) async throws(GatewayError) {
         guard let session = context.session else { throw .unauthorized("sign in first") }
         guard let id = context.itemID else { return }
-        let body = try await items.readItem(id: id, mapper: mapper, session: session, context: context)
+        let body = try await items.readItem(id: id, mapper: mapper, session: session, call: context.call)
         let owner = try mapper.owner(ofDirectusItem: body)
         guard let owner, Crypto.constantTimeEquals(Array(owner.utf8), Array(session.userID.utf8)) else {
             throw .forbidden("only the creator may \(action.rawValue) this item")

@@ -14,6 +14,8 @@ final class RequestContext: @unchecked Sendable {
     let call: CallFields
     /// The request id (echoed or generated), sent upstream and back.
     var requestID: String { call.requestID }
+    /// The request's access-log trace (nil when no access line is written), also in `call`.
+    var trace: RequestTrace? { call.accessTrace }
     /// The request's W3C trace context (the client's trace or a new one, and the gateway's span in it).
     let traceContext: TraceContext
     /// The client IP (socket peer, or `X-Forwarded-For` from a trusted proxy).
@@ -44,13 +46,27 @@ final class RequestContext: @unchecked Sendable {
     }
 
     /// Builds the context of a request with `headers`: its request id (`X-Request-Id` when safe, else the trace id)
-    /// and its trace (`traceparent` when valid, else a new one).
-    init(headers: HTTPHeaders, clientIP: String) {
+    /// and its trace (`traceparent` when valid, else a new one); `trace` is its access-log trace.
+    init(headers: HTTPHeaders, clientIP: String, trace: RequestTrace? = nil) {
         let start = RequestID.start(headers)
         traceContext = start.trace
-        call = CallFields(requestID: start.id, clientIP: clientIP, trace: start.trace)
+        var call = CallFields(requestID: start.id, clientIP: clientIP, trace: start.trace)
+        call.accessTrace = trace
+        self.call = call
         routePattern = "unmatched"
         resourceName = nil
         startedAt = .now
+    }
+
+    /// The context of a composite's part (docs/api.md, Composite endpoints): the caller's request id, address,
+    /// traces (the part's upstream time counts in the caller's access line) and its session, authenticated once
+    /// for the whole composite; the part's own route, `{id}` and policy decision are filled in as for any request.
+    init(partOf caller: RequestContext) {
+        call = caller.call
+        traceContext = caller.traceContext
+        routePattern = "unmatched"
+        resourceName = nil
+        session = caller.session
+        startedAt = caller.startedAt
     }
 }

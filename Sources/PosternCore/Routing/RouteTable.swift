@@ -29,7 +29,7 @@ final class RouteTable: Sendable {
         /// Authentication that demands a valid token.
         let requiredAuth: AuthenticationStage
         /// Directus item calls on behalf of the caller.
-        let items: DirectusItems
+        let items: DirectusItems<SessionManager>
         /// Learns from list answers whether a collection exists (for `/readyz`).
         let schema: SchemaWatch
         /// The process-wide micro-cache.
@@ -156,7 +156,8 @@ final class RouteTable: Sendable {
         let mapper = ResourceMapper(resource)
         let handlers = ResourceHandlers(mapper: mapper, items: stages.items, schema: stages.schema,
                                         cache: ResourceCache(resource, cache: stages.cache, invalidations: stages.invalidations,
-                                                             plainList: (mapper.upstreamCollectionPath, mapper.defaultListQuery),
+                                                             plainList: UpstreamTarget(plainListOf: mapper.upstreamCollectionPath,
+                                                                                       query: mapper.defaultListQuery),
                                                              generation: stages.generation))
         func rule(_ action: ResourceAction) -> PermissionRule { resource.permissions[action] ?? .nobody }
         func policy(_ action: ResourceAction) -> PolicyStage {
@@ -168,10 +169,9 @@ final class RouteTable: Sendable {
         }
         // List and read look up the micro-cache without an `await`: a cached resource's hits are answered on the
         // loop thread, without a task (docs/api.md, Micro-cache).
-        func lookedUp(_ action: ResourceAction, item: Bool, _ lookup: @escaping Endpoint.Lookup,
-                      _ fetch: @escaping Endpoint.Fetch) -> Endpoint {
+        func lookedUp(_ action: ResourceAction, item: Bool, _ read: Endpoint.Read) -> Endpoint {
             Endpoint(limit: stages.limit, authentication: rule(action) == .public ? stages.optionalAuth : stages.requiredAuth,
-                     itemID: item ? ItemIDStage(mapper: mapper) : nil, policy: policy(action), lookup: lookup, fetch: fetch)
+                     itemID: item ? ItemIDStage(mapper: mapper) : nil, policy: policy(action), operation: .read(read))
         }
         let update = guarded(.update, item: true, handlers.update)
         // POST: authenticate (demanded up front unless create or update is public), parse the body once,
@@ -186,11 +186,11 @@ final class RouteTable: Sendable {
         let name = resource.name
         return [
             Route("/api/v1/\(name)", resource: name, methods: [
-                (.get, lookedUp(.list, item: false, handlers.lookUpList, handlers.list)),
+                (.get, lookedUp(.list, item: false, handlers.listOperation)),
                 (.post, Endpoint(limit: stages.limit, authentication: postAuth, handler: createOrUpdate.respond)),
             ]),
             Route("/api/v1/\(name)/{id}", resource: name, methods: [
-                (.get, lookedUp(.read, item: true, handlers.lookUpRead, handlers.read)),
+                (.get, lookedUp(.read, item: true, handlers.readOperation)),
                 (.patch, update),
                 (.put, update),
                 (.delete, guarded(.delete, item: true, handlers.delete)),

@@ -553,3 +553,6 @@ struct JWTClaims {
         exp = payload["exp"]?.intValue
     }
 }
+
+/// The session manager keeps item calls' tokens fresh (`DirectusItems<SessionManager>`).
+extension SessionManager: DirectusTokenSource {}

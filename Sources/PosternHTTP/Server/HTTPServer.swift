@@ -5,30 +5,46 @@ import PosternIO
 /// What a server does with each request: a plain async function of values.
 package typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 
-/// What a server does with each request, as a type: the server's runner tasks call `handle` directly (their
-/// code is specialised for the type), where a call through an `HTTPHandler` closure is one more async frame,
-/// and a hop back to the caller's executor after it (a `swift_task_switch`, which takes the task's lock).
+/// What a server does with each request, as a type: the server's runner tasks call `handle` directly, where a
+/// call through an `HTTPHandler` closure is one more async frame, and a hop back to the caller's executor after it
+/// (a `swift_task_switch`, which takes the task's lock).
+///
+/// A handler may answer a request at once, on the loop thread (`handleImmediately`); when it cannot, it may leave
+/// the rest of the answer, going on from what it did so far, as a `PreparedAnswer`: a closure over the handler's own
+/// typed values, which the server stores with the request and calls in a runner task instead of `handle` — typed
+/// at both ends, never looked into, never cast.
 package protocol HTTPRequestHandler: Sendable {
     /// The answer to `request`.
     func handle(_ request: HTTPRequest) async -> HTTPResponse
-    /// The answer to `request`, given what the server's `immediate` hook prepared for it (opaque to the server).
-    func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse
+    /// The answer to `request` when it is ready without suspending (tried first, on the loop thread, with no task
+    /// resumed); else nil, with the rest of the answer in `rest` when some of the work is done (nil: `handle`).
+    func handleImmediately(_ request: HTTPRequest, rest: inout PreparedAnswer?) -> HTTPResponse?
 }
 
 extension HTTPRequestHandler {
-    /// `handle(_:)`: a handler without an immediate hook has nothing prepared to go on from.
-    package func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse { await handle(request) }
+    /// No immediate answer, nothing prepared.
+    package func handleImmediately(_ request: HTTPRequest, rest: inout PreparedAnswer?) -> HTTPResponse? { nil }
 }
 
-/// An `HTTPHandler` closure as an `HTTPRequestHandler`.
+/// The rest of a request's answer as a handler's immediate step prepared it (`HTTPRequestHandler`): what that step
+/// did travels captured in the closure, with its types.
+///
+/// A closure rather than an associated type carried through the server's queue: the server's generic code is not
+/// specialised for the gateway's types across the module boundary, and unspecialised, a generic prepared value
+/// cost every request its metadata look-ups (`make instructions` A: about 10,000 instructions per request more).
+package typealias PreparedAnswer = @Sendable () async -> HTTPResponse
+
+/// An `HTTPHandler` closure as an `HTTPRequestHandler`, with an optional immediate answer (`ImmediateHTTPHandler`).
 struct ClosureRequestHandler: HTTPRequestHandler {
     let body: HTTPHandler
+    let immediate: ImmediateHTTPHandler?
     func handle(_ request: HTTPRequest) async -> HTTPResponse { await body(request) }
+    func handleImmediately(_ request: HTTPRequest, rest: inout PreparedAnswer?) -> HTTPResponse? { immediate?(request) }
 }
 
 /// An answer given at once, on the loop thread, without resuming a handler task; nil when the request needs the
-/// asynchronous handler, which is then given what this left in its second argument (`handle(_:prepared:)`).
-package typealias ImmediateHTTPHandler = @Sendable (HTTPRequest, inout AnyObject?) -> HTTPResponse?
+/// asynchronous handler (a closure handler prepares nothing for it: a handler type can, `HTTPRequestHandler`).
+package typealias ImmediateHTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse?
 
 /// The answer to a request the server refuses itself (it closes the connection after it).
 package typealias RefusalRenderer = @Sendable (EdgeRefusal) -> HTTPResponse
@@ -67,9 +83,8 @@ package struct ServerLimits: Sendable {
 /// connections (`HTTPConnection`: nonblocking sockets parsed by llhttp).
 package final class HTTPServer: @unchecked Sendable {
     private let group: EventLoopGroup
-    /// Starts a runner task for a request on a worker (made for the handler's type, see `HTTPRequestHandler`).
-    private let startRunner: ServerWorker.RunnerStart
-    private let immediate: ImmediateHTTPHandler?
+    /// Gives a worker its runners, made for the handler's type (`RunnerPool`, see `HTTPRequestHandler`).
+    private let attachRunners: @Sendable (ServerWorker) -> Void
     private let refuse: RefusalRenderer
     private let limits: ServerLimits
     private var workers: [ServerWorker] = []
@@ -81,18 +96,18 @@ package final class HTTPServer: @unchecked Sendable {
     package convenience init(group: EventLoopGroup, limits: ServerLimits = ServerLimits(),
                             refuse: @escaping RefusalRenderer = EdgeRefusal.plainAnswer, immediate: ImmediateHTTPHandler? = nil,
                             handler: @escaping HTTPHandler) {
-        self.init(group: group, limits: limits, refuse: refuse, immediate: immediate, handling: ClosureRequestHandler(body: handler))
+        self.init(group: group, limits: limits, refuse: refuse, handling: ClosureRequestHandler(body: handler, immediate: immediate))
     }
 
-    /// The same server with a handler type (`HTTPRequestHandler`): what the gateway uses.
+    /// The same server with a handler type (`HTTPRequestHandler`): what the gateway uses. Its
+    /// `handleImmediately` is tried first on every request.
     package init<Handler: HTTPRequestHandler>(group: EventLoopGroup, limits: ServerLimits = ServerLimits(),
                                              refuse: @escaping RefusalRenderer = EdgeRefusal.plainAnswer,
-                                             immediate: ImmediateHTTPHandler? = nil, handling handler: Handler) {
+                                             handling handler: Handler) {
         self.group = group
         self.limits = limits
         self.refuse = refuse
-        self.immediate = immediate
-        startRunner = ServerWorker.runnerStart(handler)
+        attachRunners = { worker in RunnerPool.attach(handler, to: worker) }
     }
 
     /// Binds `host:port` on every loop; port 0 picks a free port shared by all loops.
@@ -100,7 +115,8 @@ package final class HTTPServer: @unchecked Sendable {
         var address = try SocketAddress(host: host, port: requested)
         try address.probeFree()
         for (i, loop) in group.loops.enumerated() {
-            let worker = ServerWorker(loop: loop, startRunner: startRunner, immediate: immediate, refuse: refuse, limits: limits)
+            let worker = ServerWorker(loop: loop, refuse: refuse, limits: limits)
+            attachRunners(worker)
             let bound = try worker.bind(address)
             if i == 0 {
                 address.port = bound

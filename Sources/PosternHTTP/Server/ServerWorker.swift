@@ -8,17 +8,18 @@ import Synchronization
 final class ServerWorker: @unchecked Sendable {
     /// The loop that owns the listener and every connection of this worker.
     let loop: EventLoop
-    /// Starts a runner task (`runnerStart`), made for the server's handler type.
-    private let startRunner: RunnerStart
-    /// Tried before `handler`: an answer that needs no suspension, given on the loop thread.
-    private let immediate: ImmediateHTTPHandler?
+    /// Hands a whole request to the handler's runners (`RunnerPool.accept`, made for the server's handler type);
+    /// set once by `attach`, dropped by `free` (the pool holds the worker).
+    private var accept: ((HTTPRequest, HTTPConnection) -> Void)?
+    /// Drops the requests waiting for a runner and ends the idle runners (`RunnerPool.stop`), in `free`.
+    private var stopRunners: (() -> Void)?
     /// Renders the answers the server gives itself.
     let refuse: RefusalRenderer
-    private let limits: ServerLimits
+    let limits: ServerLimits
     private var listenFD: Int32 = -1
     private var listenEvent: OpaquePointer?
     /// Set (on the loop thread) once the worker is freed: late replies are dropped.
-    private var freed = false
+    private(set) var freed = false
     /// Counters written on the loop thread and read from any thread (atomics: no lock per request).
     private let inFlightCount = Atomic<Int>(0)
     private let connectionCount = Atomic<Int>(0)
@@ -28,20 +29,21 @@ final class ServerWorker: @unchecked Sendable {
     /// The buffer every connection of this worker reads into first, and parses there (loop thread only): a
     /// connection keeps its own only for bytes left over (`HTTPConnection.readable`).
     let scratch = UnsafeMutableRawPointer.allocate(byteCount: HTTPConnection.maxQueued, alignment: 16)
-    /// Requests with a runner task now (loop thread only): at most `limits.maxHandling`; the rest wait in `pending`.
-    private var handling = 0
     /// The `Date` header line of the current second, and that second.
     private var dateLine: [UInt8] = []
     private var dateSecond = -1
 
-    /// A worker for `loop` (not listening until `bind`).
-    init(loop: EventLoop, startRunner: @escaping RunnerStart, immediate: ImmediateHTTPHandler?, refuse: @escaping RefusalRenderer,
-         limits: ServerLimits) {
+    /// A worker for `loop` (not listening until `bind`, and not handling requests until its runners are attached).
+    init(loop: EventLoop, refuse: @escaping RefusalRenderer, limits: ServerLimits) {
         self.loop = loop
-        self.startRunner = startRunner
-        self.immediate = immediate
         self.refuse = refuse
         self.limits = limits
+    }
+
+    /// Gives the worker its runners (`RunnerPool.attach`), before it binds.
+    func attach(accept: @escaping (HTTPRequest, HTTPConnection) -> Void, stop: @escaping () -> Void) {
+        self.accept = accept
+        stopRunners = stop
     }
 
     deinit {
@@ -91,130 +93,25 @@ final class ServerWorker: @unchecked Sendable {
         if conn.counted { connectionCount.subtract(1, ordering: .relaxed) }
     }
 
-    /// Answers a whole request on this loop: at once when `immediate` can (no task resumed, no job queued),
-    /// else through the handler, whose answer goes back to `conn`.
-    ///
-    /// Handlers run in long-lived tasks, one request after another: a task's allocator keeps the slabs its
-    /// async frames needed, so a reused task allocates nothing for them, where a new task per request
-    /// mallocs a dozen slabs and the task itself (docs/architecture.md, One request's path).
-    ///
-    /// The request waits in `pending` until the end of this loop turn's jobs: a runner that finishes its
-    /// answer meanwhile takes it there and goes on without suspending (no continuation resumed, no job queued,
-    /// no executor hops). What is left at the end of the turn goes to idle runners, or to new ones, up to
-    /// `limits.maxHandling` requests at once; beyond that it waits in `pending` for the next runner that answers.
+    /// Answers a whole request on this loop, through the runners of the server's handler (`RunnerPool.accept`).
     func handle(_ request: HTTPRequest, on conn: HTTPConnection) {
-        var prepared: AnyObject?
-        if let immediate, let response = immediate(request, &prepared) {
-            // Answered before this returns: nothing is in flight meanwhile (a shutdown cannot see it).
-            conn.finish(response)
-            return
-        }
+        accept?(request, conn)
+    }
+
+    /// Counts a request handed to a runner (loop thread).
+    func began() {
         inFlightCount.add(1, ordering: .relaxed)
-        // With requests waiting already, every runner is busy (`dispatchPending` stops only at the cap) and the
-        // next to answer takes the oldest: no hook needed.
-        if pendingHead == pending.count { loop.atEndOfTurn { self.dispatchPending() } }
-        pending.append(RunnerJob(request: request, conn: conn, prepared: prepared))
     }
-
-    /// Requests waiting for a runner (loop thread only), first come first served from `pendingHead`; a taken
-    /// slot is emptied at once, so that no request stays referenced here (its connection reuses the buffers).
-    private var pending: [RunnerJob?] = []
-    private var pendingHead = 0
-
-    /// The oldest waiting request, if any (loop thread only).
-    private func takePending() -> RunnerJob? {
-        guard pendingHead < pending.count else { return nil }
-        let job = pending[pendingHead].take()
-        pendingHead += 1
-        if pendingHead == pending.count {
-            pending.removeAll(keepingCapacity: true)
-            pendingHead = 0
-        } else if pendingHead >= 1024 && pendingHead * 2 >= pending.count {
-            // A queue that never empties (more clients than `maxHandling`, for a while): the taken slots go, so
-            // that it does not grow with every request (amortised O(1): at most once per `pendingHead` taken).
-            pending.removeFirst(pendingHead)
-            pendingHead = 0
-        }
-        return job
-    }
-
-    /// The end-of-turn hook of `handle`: the requests no finishing runner took go to idle runners, or new ones,
-    /// while fewer than `limits.maxHandling` are being handled.
-    private func dispatchPending() {
-        // Nothing is pending once the worker is freed: `free()` drops what no runner took.
-        while handling < limits.maxHandling, let job = takePending() {
-            handling += 1
-            if let idle = idleRunners.popLast() {
-                idle.resume(returning: job)
-            } else {
-                startRunner(self, job)
-            }
-        }
-    }
-
-    /// Starts a runner task on a worker, with its first request.
-    typealias RunnerStart = @Sendable (ServerWorker, RunnerJob) -> Void
-
-    /// The runner start for `handler`: a runner's code specialised for its type, so that it calls
-    /// `handler.handle` directly.
-    static func runnerStart<Handler: HTTPRequestHandler>(_ handler: Handler) -> RunnerStart {
-        { worker, job in
-            // Task.immediate runs the handler right here, on the loop thread, up to its first suspension (no hop
-            // through the loop's job queue to start it); after a suspension it resumes on its preferred executor,
-            // this loop.
-            Task.immediate(executorPreference: worker.loop) {
-                await worker.run(job, handler)
-            }
-        }
-    }
-
-    /// One runner task: handles `first`, then each request it finds waiting when it has answered (`pending`) or
-    /// is handed while it waits idle, until the worker is freed or enough runners are idle already.
-    private func run<Handler: HTTPRequestHandler>(_ first: RunnerJob, _ handler: Handler) async {
-        var job: RunnerJob? = first
-        while let current = job {
-            let response = await handler.handle(current.request, prepared: current.prepared)
-            guard loop.inLoop else {
-                // This runner ends here; its slot goes to the oldest waiting request, if any.
-                loop.execute {
-                    self.finish(current.conn, response)
-                    self.handling -= 1
-                    if !self.freed { self.dispatchPending() }
-                }
-                return
-            }
-            finish(current.conn, response)
-            guard !freed else { return }
-            // A request that arrived this turn is taken here, without suspending (see `handle`).
-            job = nil
-            if let next = takePending() {
-                job = next
-                continue
-            }
-            handling -= 1
-            guard idleRunners.count < ServerWorker.maxIdleRunners else { return }
-            // An idle runner holds no request: the connection can reuse that request's header buffer.
-            job = await withUnsafeContinuation { idleRunners.append($0) }
-        }
-    }
-
-    /// A request for a runner task (loop thread only).
-    struct RunnerJob: @unchecked Sendable {
-        let request: HTTPRequest
-        let conn: HTTPConnection
-        /// What the immediate hook prepared for the handler, if anything.
-        let prepared: AnyObject?
-    }
-
-    /// Runner tasks waiting for a request (loop thread only); resumed with nil when the worker is freed.
-    private var idleRunners: [UnsafeContinuation<RunnerJob?, Never>] = []
-    /// Idle runner tasks kept at most (each keeps the few KiB of slabs its handler's frames need).
-    private static let maxIdleRunners = 256
 
     /// Replies unless the worker is gone, and counts the request done (loop thread).
-    private func finish(_ conn: HTTPConnection, _ response: HTTPResponse) {
+    func finish(_ conn: HTTPConnection, _ response: HTTPResponse) {
         inFlightCount.subtract(1, ordering: .relaxed)
         if !freed { conn.finish(response) }
+    }
+
+    /// Counts a request that was handed to a runner but is dropped unanswered (`free`).
+    func dropped() {
+        inFlightCount.subtract(1, ordering: .relaxed)
     }
 
     /// Connections with an answer to write at the end of this loop turn (loop thread only).
@@ -400,11 +297,11 @@ final class ServerWorker: @unchecked Sendable {
             for conn in Array(self.connections.values) { conn.close() }
             self.connections.removeAll()
             self.freed = true
-            // Requests no runner took: their connections are closed, nothing is answered.
-            while self.takePending() != nil { self.inFlightCount.subtract(1, ordering: .relaxed) }
-            let idle = self.idleRunners
-            self.idleRunners.removeAll()
-            for runner in idle { runner.resume(returning: nil) }
+            // Requests no runner took: their connections are closed, nothing is answered; idle runners end. The pool
+            // holds the worker: letting go of it here breaks that cycle.
+            self.stopRunners?()
+            self.accept = nil
+            self.stopRunners = nil
             return true
         }
     }

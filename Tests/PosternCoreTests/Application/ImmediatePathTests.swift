@@ -16,7 +16,7 @@ import PosternCoreTesting
         let handled = Atomic<Int>(0)
         let group = EventLoopGroup(count: 1)
         defer { group.shutdown() }
-        let server = HTTPServer(group: group, immediate: { request, _ in
+        let server = HTTPServer(group: group, immediate: { request in
             request.path == "/now" ? HTTPResponse(status: 200, body: Data("immediate".utf8)) : nil
         }) { request in
             handled.add(1, ordering: .relaxed)
@@ -37,7 +37,7 @@ import PosternCoreTesting
     @Test func pipelinedImmediateAndHandlerAnswersKeepTheirOrder() throws {
         let group = EventLoopGroup(count: 1)
         defer { group.shutdown() }
-        let server = HTTPServer(group: group, immediate: { request, _ in
+        let server = HTTPServer(group: group, immediate: { request in
             request.path.hasPrefix("/now") ? HTTPResponse(status: 200, body: Data(request.path.utf8)) : nil
         }) { request in
             for _ in 0..<50 { await Task.yield() }  // the handler's answer takes longer than the next one
@@ -58,11 +58,7 @@ import PosternCoreTesting
     @Test func theServerHandsWhatTheImmediateHookPreparedToTheHandler() throws {
         let group = EventLoopGroup(count: 1)
         defer { group.shutdown() }
-        let server = HTTPServer(group: group, immediate: { request, prepared in
-            if request.path == "/now" { return HTTPResponse(status: 200, body: Data("immediate".utf8)) }
-            prepared = Note("prepared for \(request.path)")
-            return nil
-        }, handling: NoteEcho())
+        let server = HTTPServer(group: group, handling: NoteEcho())
         try server.start(host: "127.0.0.1", port: 0)
         defer { server.shutdown(grace: 1) }
         let client = RawHTTPClient(port: server.port)
@@ -73,17 +69,19 @@ import PosternCoreTesting
         }
     }
 
-    /// A value the immediate hook hands over.
-    final class Note: Sendable {
+    /// A value the immediate step hands over, typed (captured in the `PreparedAnswer`).
+    struct Note: Sendable {
         let text: String
-        init(_ text: String) { self.text = text }
     }
 
-    /// Answers with the text of the `Note` it is given ("nothing" without one).
+    /// Answers `/now` at once; prepares a `Note` for every other path, whose rest answers with its text.
     struct NoteEcho: HTTPRequestHandler {
         func handle(_ request: HTTPRequest) async -> HTTPResponse { HTTPResponse(status: 200, body: Data("nothing".utf8)) }
-        func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse {
-            HTTPResponse(status: 200, body: Data(((prepared as? Note)?.text ?? "nothing").utf8))
+        func handleImmediately(_ request: HTTPRequest, rest: inout PreparedAnswer?) -> HTTPResponse? {
+            if request.path == "/now" { return HTTPResponse(status: 200, body: Data("immediate".utf8)) }
+            let note = Note(text: "prepared for \(request.path)")
+            rest = { HTTPResponse(status: 200, body: Data(note.text.utf8)) }
+            return nil
         }
     }
 
@@ -96,17 +94,17 @@ import PosternCoreTesting
         let token = try gw.login()
         let gateway = gw.app.gateway
         let request = Self.request("/api/v1/books", token: token)  // no X-Request-Id: a new id is drawn
-        var prepared: AnyObject?
-        #expect(gateway.handleImmediately(request, prepared: &prepared) == nil, "a miss needs Directus")
-        let drawn = try #require((prepared as? Gateway.PreparedRequest)?.start.context.requestID)
-        let answer = await gateway.handle(request, prepared: prepared)
+        var rest: PreparedAnswer?
+        #expect(gateway.handleImmediately(request, rest: &rest) == nil, "a miss needs Directus")
+        let prepared = try #require(rest)
+        let answer = await prepared()
+        let drawn = try #require(answer.headers["X-Request-Id"])
         #expect(answer.status == 200 && answer.headers["X-Cache"] == "MISS")
-        #expect(answer.headers["X-Request-Id"] == drawn, "the context the immediate path built answers")
         #expect(LiveCacheTests.listCalls(gw) == 1)
         let lines = gw.logLines.all.filter { $0.contains("\"msg\":\"request\"") && $0.contains("\"route\":\"/api/v1/books\"") }
         #expect(lines.count == 1 && lines.first?.contains(drawn) == true, "\(lines)")
         // With nothing prepared, `handle` starts from the start (a new request id), and finds the stored answer.
-        let fresh = await gateway.handle(request, prepared: nil)
+        let fresh = await gateway.handle(request)
         #expect(fresh.headers["X-Cache"] == "HIT" && fresh.headers["X-Request-Id"] != drawn)
     }
 
@@ -117,8 +115,8 @@ import PosternCoreTesting
 
     /// The gateway's immediate answer to `request`, if any (what it prepared otherwise is dropped).
     static func immediate(_ gateway: Gateway, _ request: HTTPRequest) -> HTTPResponse? {
-        var prepared: AnyObject?
-        return gateway.handleImmediately(request, prepared: &prepared)
+        var rest: PreparedAnswer?
+        return gateway.handleImmediately(request, rest: &rest)
     }
 
     /// `GET path` as the gateway's public listener receives it.

@@ -266,7 +266,7 @@ import PosternHTTP
         let sessions = SessionManager(store: MemorySessionStore(), directus: directus, idleTTL: 60, maxTTL: 600)
         let handlers = ResourceHandlers(mapper: mapper, items: DirectusItems(directus: directus, sessions: sessions),
                                         cache: ResourceCache(mapper.resource, cache: MicroCache(maxEntries: 1), invalidations: LocalInvalidationBus()))
-        let list = try await Endpoint(lookup: handlers.lookUpList, fetch: handlers.list)
+        let list = try await Endpoint(operation: .read(handlers.listOperation))
             .respond(to: HTTPRequest(method: .get, target: "/api/v1/books", remoteAddress: "10.0.0.1"),
                      context: RequestContext(requestID: "r", clientIP: "10.0.0.1"))
         #expect(list.status == 200)
@@ -275,7 +275,7 @@ import PosternHTTP
         let context = RequestContext(requestID: "r", clientIP: "10.0.0.1")
         context.itemID = "1"
         context.authorization = .ownerVerified(OwnedItem(directusBody: itemBody, owner: "u"))
-        let item = try await Endpoint(lookup: handlers.lookUpRead, fetch: handlers.read)
+        let item = try await Endpoint(operation: .read(handlers.readOperation))
             .respond(to: HTTPRequest(method: .get, target: "/api/v1/books/1", remoteAddress: "10.0.0.1"), context: context)
         #expect(item.body == (try replacement.renderItem(directusBody: itemBody)))
         #expect(item.body != (try shippedMapper("books").renderer.renderItem(directusBody: itemBody)))

@@ -1,14 +1,15 @@
 import FoundationEssentials
 
-/// Item calls to Directus on behalf of a caller: with the session's Directus token (kept fresh), or
-/// anonymously on public routes; Directus errors translated for the resource (field names, 403 vs 404).
-struct DirectusItems: Sendable {
+/// Item calls to Directus on behalf of a caller: with the caller's Directus token (kept fresh by `sessions`: the
+/// session manager, `DirectusItems<SessionManager>`), or anonymously on public routes; Directus errors translated
+/// for the resource (field names, 403 vs 404).
+struct DirectusItems<Tokens: DirectusTokenSource>: Sendable {
     let directus: DirectusClient
-    let sessions: SessionManager
+    let sessions: Tokens
 
     /// Runs `call` with the caller's Directus token (nil when anonymous). A Directus FORBIDDEN becomes
     /// `forbidden`; validation errors name the resource's field.
-    func withToken<T: Sendable>(_ session: Session?, mapper: ResourceMapper, context: RequestContext, forbidden: GatewayError,
+    func withToken<T: Sendable>(_ session: Tokens.Caller?, mapper: ResourceMapper, call context: CallFields, forbidden: GatewayError,
                                 _ call: (String?) async throws(DirectusError) -> T) async throws(GatewayError) -> T {
         // The translation is written out at each use, not kept in a closure value: such a closure would copy the
         // whole mapper on every call, though only a failing call needs it.
@@ -19,7 +20,7 @@ struct DirectusItems: Sendable {
                 do {
                     return try await call(token)
                 } catch let error where error.isStaleToken {
-                    return try await sessions.retryWithFreshDirectusToken(session, context: context.call, translate: { error in
+                    return try await sessions.retryWithFreshDirectusToken(session, context: context, translate: { error in
                         error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
                     }) { (token) async throws(DirectusError) -> T in
                         try await call(token)
@@ -28,7 +29,7 @@ struct DirectusItems: Sendable {
                     throw error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
                 }
             }
-            return try await sessions.withDirectusToken(session, context: context.call, translate: { error in
+            return try await sessions.withDirectusToken(session, context: context, translate: { error in
                 error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
             }) { (token) async throws(DirectusError) -> T in
                 try await call(token)
@@ -43,11 +44,17 @@ struct DirectusItems: Sendable {
 
     /// Reads one item with its detail fields (`ResourceMapper.readQuery`); a Directus 403 (which hides "missing")
     /// is 404 here.
-    func readItem(id: String, mapper: ResourceMapper, session: Session?, context: RequestContext) async throws(GatewayError) -> Data {
-        let path = mapper.upstreamItemPath(id: id)
-        return try await withToken(session, mapper: mapper, context: context, forbidden: .notFound("no such \(mapper.resource.name) item")) {
+    func readItem(id: String, mapper: ResourceMapper, session: Tokens.Caller?, call: CallFields) async throws(GatewayError) -> Data {
+        try await read(UpstreamTarget(item: id, of: mapper), mapper: mapper, session: session, call: call,
+                       forbidden: .notFound("no such \(mapper.resource.name) item"))
+    }
+
+    /// Reads `target` (a list or an item) with the caller's token; a Directus 403 is `forbidden`.
+    func read(_ target: UpstreamTarget, mapper: ResourceMapper, session: Tokens.Caller?, call: CallFields,
+              forbidden: GatewayError) async throws(GatewayError) -> Data {
+        try await withToken(session, mapper: mapper, call: call, forbidden: forbidden) {
             (token) async throws(DirectusError) -> Data in
-            try await directus.getItem(path: path, query: mapper.readQuery, token: token, context: context.call)
+            try await directus.read(target, token: token, context: call)
         }
     }
 }
