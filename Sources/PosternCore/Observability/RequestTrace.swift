@@ -10,6 +10,8 @@ final class RequestTrace: @unchecked Sendable {
     private(set) var upstreamSeconds: Double = 0
     /// The authenticated user id, once known.
     var userID: String?
+    /// A composite's parts that failed, in config order, with their statuses (nil for any other request).
+    var failedParts: [(key: String, status: Int)]?
 
     /// The trace of the request being handled.
     @TaskLocal static var current: RequestTrace?

@@ -144,7 +144,7 @@ final class Endpoint: Sendable {
 
     /// The stages after authentication, then the handler's start, as far as they go without an `await`.
     @inline(never)
-    private func afterAuthentication(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> Progress {
+    func afterAuthentication(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> Progress {
         if try checkAfterAuthentication(context) { return .verifyOwner }
         return try handlerStart(request, context)
     }
