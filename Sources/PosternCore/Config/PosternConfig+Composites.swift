@@ -99,8 +99,8 @@ extension PosternConfig {
         // Every route of the public listener a composite path may collide with, and who declared it.
         var taken = fixedPublicRoutes.map { (pattern: $0, owner: "the route \($0)") }
         for resource in resources where !resource.name.isEmpty {
-            taken.append(("/api/v1/\(resource.name)", "resource \(resource.name)"))
-            taken.append(("/api/v1/\(resource.name)/{id}", "resource \(resource.name)"))
+            taken.append(("/api/v1/\(resource.name)", "resource \(resource.name) (/api/v1/\(resource.name))"))
+            taken.append(("/api/v1/\(resource.name)/{id}", "resource \(resource.name) (/api/v1/\(resource.name)/{id})"))
         }
         for (composite, path) in zip(composites, paths) {
             func report(_ key: String, _ message: String) {
@@ -118,9 +118,9 @@ extension PosternConfig {
             if let problem = CompositeConfig.pathProblem(composite.path) {
                 report("path", problem)
             } else if let other = taken.first(where: { CompositeConfig.collide($0.pattern, composite.path) }) {
-                report("path", "\"\(composite.path)\" collides with \(other.owner) (\(other.pattern))")
+                report("path", "\"\(composite.path)\" collides with \(other.owner)")
             } else {
-                taken.append((composite.path, "composite \(composite.name) (\(path))"))
+                taken.append((composite.path, "composite \(composite.name) (\(path).path)"))
             }
             if composite.permission == .owner {
                 report("permission", "\"owner\" needs an item; a composite may be public, authenticated, role:<id> or nobody")
