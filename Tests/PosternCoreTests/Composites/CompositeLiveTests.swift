@@ -68,6 +68,20 @@ import PosternTesting
         #expect(gw.standIn.received.isEmpty, "\(gw.standIn.received.map { $0.path + "?" + $0.query })")
     }
 
+    @Test func thePerTokenRateLimitCountsTheCompositeOnce() throws {
+        let gw = try TestGateway { $0.rateLimits.requestsPerTokenPerMinute = 2 }
+        defer { gw.stop() }
+        let token = try gw.login()
+        // Three parts each, yet two composites fit in a limit of two requests; the third request is refused.
+        #expect(try gw.client().json("GET", "/api/v1/home", token: token).status == 200)
+        #expect(try gw.client().json("GET", "/api/v1/home", token: token).status == 200)
+        gw.standIn.clearReceived()
+        let refused = try gw.client().json("GET", "/api/v1/home", token: token)
+        #expect(refused.status == 429)
+        #expect(refused.headers["Retry-After"] != nil)
+        #expect(gw.standIn.received.isEmpty)
+    }
+
     @Test(arguments: ["nobody", "role:00000000-0000-4000-8000-000000000000"])
     func aPermissionThatSaysNoIs403AndNothingIsSentUpstream(rule: String) throws {
         let gw = try TestGateway { config in
