@@ -42,9 +42,11 @@ final class CompositeResponder: Sendable {
         case .unauthenticated: throw .unauthorized("sign in first")
         }
         let values = placeholderValues(request.path)
-        let run = CompositeRun(count: parts.count)
+        let run = CompositeRun(required: parts.map(\.required))
         let loop = EventLoop.current
-        for index in parts.indices {
+        // A part that failed at once may decide the answer (a required one, with every required part before it
+        // done): the parts after it are then not started.
+        for index in parts.indices where !run.isOver {
             let (partRequest, partContext) = parts[index].request(values: values, parent: context)
             let endpoint = parts[index].endpoint
             if let loop {
@@ -62,7 +64,8 @@ final class CompositeResponder: Sendable {
         let timer = startTimer(run, loop: loop)
         await run.wait()
         timer?.cancel()
-        return try answer(run.results, context)
+        let results = run.results
+        return try answer(results.outcomes, timedOut: results.timedOut, context)
     }
 
     /// Arms the composite's timeout: a loop timer on the request's loop, else (off the loops: a test calling the
@@ -113,8 +116,10 @@ final class CompositeResponder: Sendable {
         return values
     }
 
-    /// The composite's answer from the parts' outcomes (nil: not done in time).
-    private func answer(_ results: [CompositeRun.Outcome?], _ context: RequestContext) throws(GatewayError) -> HTTPResponse {
+    /// The composite's answer from the parts' outcomes (nil: not done; in time when the run `timedOut`, else not
+    /// waited for once a failed required part decided the answer).
+    private func answer(_ results: [CompositeRun.Outcome?], timedOut: Bool,
+                        _ context: RequestContext) throws(GatewayError) -> HTTPResponse {
         var failed: [(key: String, error: GatewayError)] = []
         var firstRequired: GatewayError?
         for (part, result) in zip(parts, results) {
@@ -122,6 +127,7 @@ final class CompositeResponder: Sendable {
             switch result {
             case .body?: continue
             case .failed(let thrown)?: error = thrown
+            case nil where !timedOut: continue
             case nil: error = .upstreamTimeout("part \(part.key) of composite \(name) not done within \(Int(timeoutSeconds * 1000)) ms")
             }
             failed.append((part.key, error))

@@ -251,6 +251,34 @@ import PosternTesting
         #expect(Self.itemCalls(gw).count == 1)
     }
 
+    @Test func aFailedRequiredPartAnswersWithoutWaitingForTheOthers() throws {
+        let gw = try TestGateway { config in
+            config.directus.timeoutMs = 60_000
+            config.composites = [Self.composite(path: "/api/v1/early/{id}", [
+                ("slow", "GET /api/v1/books", false, []),
+                ("post", "GET /api/v1/posts/{id}", true, []),
+                ("later", "GET /api/v1/posts", false, []),
+            ]) { $0.timeoutMs = 60_000 }]
+        }
+        defer { gw.stop() }
+        let token = try gw.login()
+        gw.standIn.clearReceived()
+        gw.upstreamGate.close(holding: 1) { $0.path == "/items/posts" }
+        // `post` refuses "x" at once: the answer is its 404 while `slow`'s call is held (a minute's timeout is never
+        // waited for), and `later` never runs.
+        let answer = Answer()
+        let port = gw.port
+        Thread.detachNewThread { answer.set(try? RawHTTPClient(port: port).json("GET", "/api/v1/early/x", token: token)) }
+        try eventually("answered while a part's call is held") { answer.value != nil }
+        let r = try #require(answer.value)
+        #expect(r.status == 404, "\(r.text)")
+        try eventually("the slow part's call held") { gw.upstreamGate.heldCount == 1 }
+        gw.upstreamGate.open()
+        try eventually("the held call was answered") { gw.upstreamGate.heldCount == 0 }
+        gw.drainGatewayLoops()
+        #expect(Self.itemCalls(gw).count == 1)
+    }
+
     @Test func partsUseTheirRoutesMicroCacheWithTheCallersIdentity() throws {
         let gw = try TestGateway { config in
             for i in config.resources.indices { config.resources[i].cache.ttlMs = 60_000 }
