@@ -61,7 +61,8 @@ final class CompositeResponder: Sendable {
                 }
             }
         }
-        let timer = startTimer(run, loop: loop)
+        // Every part answered without suspending (micro-cache hits, `me`): no timer to arm.
+        let timer = run.isOver ? nil : startTimer(run, loop: loop)
         await run.wait()
         timer?.cancel()
         let results = run.results
