@@ -13,20 +13,20 @@ package struct CompositeConfig: Sendable, Equatable {
     package var parts: [CompositePartConfig]
 
     /// The most parts a composite may have.
-    package static let maxParts = 8
+    static let maxParts = 8
 
     /// Builds a composite.
-    package init(name: String, path: String, parts: [CompositePartConfig]) {
+    init(name: String, path: String, parts: [CompositePartConfig]) {
         self.name = name
         self.path = path
         self.parts = parts
     }
 
     /// The timeout in effect under `directus` (its `timeout_ms` when the composite sets none).
-    package func timeoutMs(under directus: DirectusConfig) -> Int { timeoutMs ?? directus.timeoutMs }
+    func timeoutMs(under directus: DirectusConfig) -> Int { timeoutMs ?? directus.timeoutMs }
 
     /// The placeholder names of `path`, in order (`{id}` → `id`).
-    package var placeholders: [String] {
+    var placeholders: [String] {
         path.split(separator: "/").compactMap { CompositeConfig.placeholder(in: $0) }
     }
 
@@ -37,7 +37,7 @@ package struct CompositeConfig: Sendable, Equatable {
     }
 
     /// The composites the shipped config serves over the shipped resources (docs/api.md, Composite endpoints).
-    package static var shipped: [CompositeConfig] {
+    static var shipped: [CompositeConfig] {
         var me = CompositePartConfig(key: "me", route: "GET /api/v1/user/me")
         me.required = true
         var mine = CompositePartConfig(key: "mine", route: "GET /api/v1/books")
@@ -62,13 +62,13 @@ package struct CompositePartConfig: Sendable, Equatable {
     package var query: [(String, String)] = []
 
     /// Builds a part.
-    package init(key: String, route: String) {
+    init(key: String, route: String) {
         self.key = key
         self.route = route
     }
 
     /// The method and path of `route` (`GET /api/v1/books` → `GET`, `/api/v1/books`), split at its first space.
-    package var methodAndPath: (method: String, path: String) {
+    var methodAndPath: (method: String, path: String) {
         guard let space = route.firstIndex(of: " ") else { return ("", route) }
         return (String(route[..<space]), String(route[route.index(after: space)...]).trimmingASCIISpaces())
     }

@@ -202,7 +202,7 @@ extension PosternConfig {
 }
 
 /// What a composite part calls.
-package enum CompositePartTarget: Sendable {
+enum CompositePartTarget: Sendable {
     /// `GET /api/v1/user/me`.
     case me
     /// A resource's list.
