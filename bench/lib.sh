@@ -309,7 +309,7 @@ run_wrk() {
 
 # The home screen (docs/api.md, Composite endpoints): the composite, and the same three parts as three calls.
 HOME_PATH='/api/v1/home'
-HOME_PARTS=('/api/v1/user/me' '/api/v1/books?limit=5' '/api/v1/posts?sort=-date_created&limit=3')
+HOME_PARTS=('/api/v1/user/me' '/api/v1/books?mine=true&limit=5' '/api/v1/posts?sort=-date_created&limit=3')
 
 # write_parts_script FILE: a wrk Lua script whose requests go through HOME_PARTS in turn, one after another.
 write_parts_script() {

@@ -8,7 +8,7 @@
 #   A         the gateway (release, one worker, memory sessions)          GET /api/v1/books
 #   C         A with POSTERN_CACHE_TTL_MS=1000 (the micro-cache)          GET /api/v1/books
 #   H         the home screen, uncached and cached: the composite         GET /api/v1/home
-#             against its three parts called one after another         me, books?limit=5, posts?sort=…&limit=3
+#             against its three parts called one after another         me, books?mine=true&limit=5, posts?sort=…&limit=3
 #             (each a row; BENCH_HOME=0 leaves them out)
 #
 # Same wrk settings for all, each after a short warm-up. Prints requests/s, p50, p99, CPU per

@@ -226,11 +226,13 @@ extension DirectusStandIn {
             }
         }
 
-        /// Casts an operand to the column's type (integer id, text elsewhere).
+        /// Casts an operand to the column's type (integer id, timestamps as instants, text elsewhere).
         private static func normalize(_ value: JSONValue, for field: PostField) -> JSONValue {
             switch value {
             case .array(let list): return .array(list.map { normalize($0, for: field) })
             case .string(let text) where field == .id: return Int64(text).map(JSONValue.int) ?? value
+            case .string(let text) where field == .dateCreated || field == .dateUpdated:
+                return DirectusStandIn.timestampOperand(text)
             case .int, .double: return field == .id ? value : .string(value.text)
             default: return value
             }

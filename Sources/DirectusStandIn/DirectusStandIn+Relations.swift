@@ -142,6 +142,7 @@ extension DirectusStandIn {
                 guard operators.contains(op) else { throw StandInError.invalidQuery("\"\(op)\" is not allowed") }
                 var operand = ReadPlan.substitute(raw, caller: caller, now: now)
                 if isInteger(collection, key) { operand = castInteger(operand) }
+                if key == "date_created" || key == "date_updated" { operand = castTimestamp(operand) }
                 if operand == .string(""), !op.hasSuffix("null"), !op.hasSuffix("empty") {
                     throw StandInError.invalidQuery("You can't filter for an empty string in \"\(op)\". Use \"_empty\" or \"_nempty\" instead")
                 }
@@ -152,6 +153,21 @@ extension DirectusStandIn {
             }
         }
         return parts.count == 1 ? parts[0] : .all(parts)
+    }
+
+    private static func castTimestamp(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .array(let list): return .array(list.map(castTimestamp))
+        case .string(let text): return timestampOperand(text)
+        default: return value
+        }
+    }
+
+    /// A timestamp operand as the stored form (`2025-05-01T10:20:30.000Z`), so that text comparison orders
+    /// instants: the database compares a `timestamp` column with an operand in any RFC 3339 form as the instant
+    /// it names (`2025-05-01T12:20:30+02:00` equals the stored value above). Other text is left as it is.
+    static func timestampOperand(_ text: String) -> JSONValue {
+        .string(RFC3339.utcText(text) ?? text)
     }
 
     private static func castInteger(_ value: JSONValue) -> JSONValue {

@@ -41,12 +41,16 @@ package struct CompositeConfig: Sendable, Equatable {
         var me = CompositePartConfig(key: "me", route: "GET /api/v1/user/me")
         me.required = true
         var mine = CompositePartConfig(key: "mine", route: "GET /api/v1/books")
-        mine.query = [("limit", "5")]
+        mine.query = [("mine", "true"), ("limit", "5")]
         var latest = CompositePartConfig(key: "latest", route: "GET /api/v1/posts")
         latest.query = [("sort", "-date_created"), ("limit", "3")]
         var home = CompositeConfig(name: "home", path: "/api/v1/home", parts: [me, mine, latest])
         home.timeoutMs = 3000
-        return [home]
+        var post = CompositePartConfig(key: "post", route: "GET /api/v1/posts/{id}")
+        post.required = true
+        var comments = CompositePartConfig(key: "comments", route: "GET /api/v1/comments")
+        comments.query = [("post", "{id}"), ("limit", "20")]
+        return [home, CompositeConfig(name: "post_page", path: "/api/v1/screens/posts/{id}", parts: [post, comments])]
     }
 }
 

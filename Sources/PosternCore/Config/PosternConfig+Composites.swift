@@ -210,16 +210,12 @@ enum CompositePartTarget: Sendable {
     /// A resource's read.
     case read(ResourceConfig)
 
-    /// The query parameters the route reads (docs/api.md, Resources): a list's, none for a read or `me`.
+    /// The query parameters the route reads (docs/api.md, Resources): a list's (its declared filters included), none
+    /// for a read or `me`.
     var acceptedQuery: [String] {
-        guard case .list = self else { return [] }
-        return ResourceConfig.listParameters
+        guard case .list(let resource) = self else { return [] }
+        return resource.listQueryParameters
     }
-}
-
-extension ResourceConfig {
-    /// The query parameters every list reads.
-    static let listParameters = ["limit", "offset", "page", "sort", "search"]
 }
 
 extension CompositeConfig {

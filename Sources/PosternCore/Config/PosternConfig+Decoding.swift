@@ -25,7 +25,7 @@ enum ConfigKeys {
     static let circuitBreaker = ["failures", "open_s"]
     /// `resources[i]`.
     static let resource = ["name", "collection", "id_type", "fields", "required", "writable", "owner",
-                           "search_fields", "max_limit", "default_limit", "permissions", "cache"]
+                           "search_fields", "max_limit", "default_limit", "permissions", "cache", "filters"]
     /// `resources[i].cache`.
     static let cache = ["ttl_ms", "scope"]
 }
@@ -166,6 +166,7 @@ extension PosternConfig {
             if let v = reader.string(o, "owner", at: path) { resource.owner = v }
         }
         if let v = reader.strings(o, "search_fields", at: path) { resource.searchFields = v }
+        if let value = o["filters"] { resource.filters = decodeFilters(value, at: "\(path).filters", reader: &reader) }
         if let v = reader.int(o, "max_limit", at: path, rule: .positive) { resource.maxLimit = v }
         if let v = reader.int(o, "default_limit", at: path, rule: .positive) { resource.defaultLimit = v }
         if let value = o["cache"], let c = reader.object(value, at: "\(path).cache", keys: ConfigKeys.cache) {

@@ -89,6 +89,7 @@ extension ResourceConfig {
             ("owner", owner.map { .string($0) } ?? .null),
         ]
         if let searchFields { members.append(("search_fields", .array(searchFields.map { .string($0) }))) }
+        if !filters.isEmpty { members.append(("filters", filtersJSON())) }
         members += [
             ("max_limit", .int(Int64(maxLimit))), ("default_limit", .int(Int64(defaultLimit))),
             ("cache", .object([("ttl_ms", .int(Int64(cache.ttlMs))), ("scope", .string(cache.scope.rawValue))])),

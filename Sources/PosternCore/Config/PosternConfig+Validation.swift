@@ -201,6 +201,7 @@ extension ResourceConfig {
         }
 
         if cache.ttlMs < 0 { report("cache.ttl_ms", IntRule.nonNegative.message) }
+        problems += filterProblems(at: path)
 
         for action in ResourceAction.allCases where permissions[action] == .owner && owner == nil {
             report("permissions.\(action.rawValue)", "rule \"owner\" needs \(path).owner (the Directus field of the creator)")

@@ -227,6 +227,8 @@ package struct ResourceConfig: Sendable, Equatable {
     package var owner: String?
     /// Resource fields that `search` looks in (`search_fields`); nil means the writable fields.
     package var searchFields: [String]?
+    /// Declared filters (`filters`): list query parameters that become Directus filters, in file order.
+    package var filters: [FilterConfig] = []
     /// Largest `limit`.
     package var maxLimit = 100
     /// `limit` when none is given.
@@ -250,7 +252,7 @@ package struct ResourceConfig: Sendable, Equatable {
         lhs.name == rhs.name && lhs.collection == rhs.collection && lhs.idType == rhs.idType
             && lhs.fields.map { "\($0.0)=\($0.1)" } == rhs.fields.map { "\($0.0)=\($0.1)" }
             && lhs.required == rhs.required && lhs.writable == rhs.writable && lhs.owner == rhs.owner
-            && lhs.searchFields == rhs.searchFields
+            && lhs.searchFields == rhs.searchFields && lhs.filters == rhs.filters
             && lhs.maxLimit == rhs.maxLimit && lhs.defaultLimit == rhs.defaultLimit && lhs.permissions == rhs.permissions
             && lhs.cache == rhs.cache
     }
@@ -265,19 +267,21 @@ package struct ResourceConfig: Sendable, Equatable {
         fields.first { $0.1 == directus }?.0
     }
 
-    /// The shipped resources: `books` (the SwiftUI tutorial's shape) and `posts` (the Directus tutorial's).
+    /// The shipped resources: `books` (the SwiftUI tutorial's shape, with the `mine` flag), `posts` (the Directus
+    /// tutorial's) and `comments` (on posts, filtered by `post`).
     package static var shipped: [ResourceConfig] {
         var books = ResourceConfig(name: "books", collection: "posts",
                                    fields: [("id", "id"), ("title", "title"), ("subtitle", "content"), ("user", "user_created")])
         books.required = ["title"]
         books.writable = ["title", "subtitle"]
         books.owner = "user_created"
+        books.filters = [FilterConfig(name: "mine", field: "user_created", op: .eq, value: .string(FilterConfig.currentUser))]
         var posts = ResourceConfig(name: "posts", collection: "posts",
                                    fields: [("id", "id"), ("title", "title"), ("content", "content"),
                                             ("user_created", "user_created"), ("date_created", "date_created")])
         posts.required = ["title"]
         posts.writable = ["title", "content"]
         posts.owner = "user_created"
-        return [books, posts]
+        return [books, posts, Self.comments]
     }
 }

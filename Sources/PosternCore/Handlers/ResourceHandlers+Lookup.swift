@@ -18,7 +18,7 @@ extension ResourceHandlers {
     /// list is keyed per caller whatever the cache scope.
     func listCall(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> ListCall {
         let clientQuery = request.queryItems
-        var query = try mapper.listQuery(clientQuery)
+        var query = try mapper.listQuery(clientQuery, userID: context.session?.userID)
         let perUser: Bool
         var narrowed = false
         if case .ownItemsOnly = context.authorization {

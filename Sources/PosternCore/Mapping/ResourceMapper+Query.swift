@@ -1,8 +1,5 @@
 /// List query translation (docs/api.md, Resources).
 extension ResourceMapper {
-    /// The client query parameters a list understands; everything else is dropped, never forwarded.
-    static let listParameters: Set<String> = ["limit", "offset", "page", "sort", "search"]
-
     /// The longest `search` text, in UTF-8 bytes (docs/api.md, Limits and defaults).
     static let maxSearchBytes = 200
 
@@ -12,10 +9,12 @@ extension ResourceMapper {
     ///
     /// A bad value of a known parameter, or a known parameter repeated with different values, is
     /// 400 `invalid_request` naming the parameter. Unknown parameters (`filter`, `fields`, `deep`…) are dropped.
-    func listQuery(_ clientQuery: [(name: String, value: String)]) throws(GatewayError) -> [(String, String)] {
+    /// Declared filters (`declaredFilterPairs`) follow the search; `userID` is the caller's (nil: anonymous).
+    func listQuery(_ clientQuery: [(name: String, value: String)], userID: String? = nil) throws(GatewayError) -> [(String, String)] {
         guard !isDefaultListQuery(clientQuery) else { return defaultListQuery }
+        let known = queryParameters
         var given: [String: String] = [:]
-        for (name, value) in clientQuery where Self.listParameters.contains(name) {
+        for (name, value) in clientQuery where known.contains(name) {
             if let earlier = given[name], earlier != value {
                 throw .invalidRequest("query parameter \"\(name)\" is given twice with different values")
             }
@@ -58,14 +57,17 @@ extension ResourceMapper {
         if let search = given["search"], !search.isEmpty {
             out += try searchFilter(search)
         }
+        if !given.isEmpty {
+            out += try declaredFilterPairs(given, userID: userID)
+        }
         out.append(("meta", "filter_count"))
         return out
     }
 
-    /// True when `clientQuery` names no list parameter: `listQuery` then answers `defaultListQuery`, whatever else
-    /// the query holds.
+    /// True when `clientQuery` names no list parameter and no declared filter: `listQuery` then answers
+    /// `defaultListQuery`, whatever else the query holds.
     func isDefaultListQuery(_ clientQuery: [(name: String, value: String)]) -> Bool {
-        !clientQuery.contains { Self.listParameters.contains($0.name) }
+        clientQuery.isEmpty || !clientQuery.contains { queryParameters.contains($0.name) }
     }
 
     /// The filter pairs for a client `search`: `filter[_or][i][<field>][_icontains]=<term>` over the search

@@ -16,6 +16,7 @@ struct ResourceMapper: Sendable {
         let defaultListQuery: [(String, String)]
         let table: FieldTable
         let resourceNameByDirectus: [String: String]
+        let queryParameters: Set<String>
 
         init(_ resource: ResourceConfig, _ table: FieldTable) {
             self.resource = resource
@@ -36,6 +37,7 @@ struct ResourceMapper: Sendable {
                 byDirectus[field.directusName] = field.resourceName
             }
             self.resourceNameByDirectus = byDirectus
+            self.queryParameters = Set(resource.listQueryParameters)
         }
     }
 
@@ -54,6 +56,8 @@ struct ResourceMapper: Sendable {
     /// The Directus query of a list without any list parameter (`listQuery` of an empty query), built once:
     /// a plain `GET /api/v1/R` allocates no query.
     var defaultListQuery: [(String, String)] { tables.defaultListQuery }
+    /// The list query parameters the resource understands: the list's own and its declared filters' names.
+    var queryParameters: Set<String> { tables.queryParameters }
     /// The precomputed field tables.
     var table: FieldTable { tables.table }
 

@@ -144,7 +144,7 @@ struct ResourceDescription {
                   [("type", .string("string")), ("pattern", .string("^\(one)(,\(one))*$"))]),
             query("search", searchDescription,
                   [("type", .string("string"))]),
-        ]
+        ] + filterParameters()
     }
 
     // MARK: Schemas

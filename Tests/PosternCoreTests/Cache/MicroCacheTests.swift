@@ -360,7 +360,7 @@ final class CallCounter: @unchecked Sendable {
 
     @Test func environmentSetsEveryResourcesTTL() throws {
         let config = try PosternConfig.load(json: nil, environment: ["POSTERN_CACHE_TTL_MS": "1000"]).get()
-        #expect(config.resources.map(\.cache.ttlMs) == [1000, 1000])
+        #expect(config.resources.map(\.cache.ttlMs) == [1000, 1000, 1000])
         #expect(config.resources.allSatisfy { $0.cache.scope == .user })
     }
 

@@ -39,8 +39,8 @@ import PosternTesting
     }
 
     @Test func theShippedCompositesGoWithTheShippedResources() throws {
-        #expect(PosternConfig().composites.map(\.name) == ["home"])
-        #expect(try PosternConfig.load(json: Data("{}".utf8), environment: [:]).get().composites.map(\.name) == ["home"])
+        #expect(PosternConfig().composites.map(\.name) == ["home", "post_page"])
+        #expect(try PosternConfig.load(json: Data("{}".utf8), environment: [:]).get().composites.map(\.name) == ["home", "post_page"])
         // A file with its own resources has no composite unless it declares one.
         let own = #"{"resources": [{"name": "notes", "collection": "notes", "fields": {"id": "id"}, "permissions": {"update": "nobody", "delete": "nobody"}}]}"#
         #expect(try PosternConfig.load(json: Data(own.utf8), environment: [:]).get().composites.isEmpty)

@@ -56,7 +56,7 @@ private func problems(_ json: String, _ environment: [String: String] = [:]) -> 
         #expect(config.sessions.storeKind == .sqlite(path: "data/sessions.db"))
         #expect(config.limits.maxBodyBytes == 1_048_576)
         #expect(config.cors.allowedOrigins == ["*"] && !config.cors.allowCredentials)
-        #expect(config.resources.map(\.name) == ["books", "posts"])
+        #expect(config.resources.map(\.name) == ["books", "posts", "comments"])
         #expect(config.logLevel == "info" && config.secretKey == nil)
         #expect(config.effectiveWorkers >= 1)
     }

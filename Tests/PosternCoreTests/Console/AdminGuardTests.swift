@@ -129,6 +129,6 @@ import PosternHTTP
         let plain = PosternConfig().redactedJSON()
         #expect(plain["admin"]?["token"]?.stringValue == "" && plain["secret_key"]?.isNull == true)
         #expect(plain["sessions"]?["store"]?.stringValue == "sqlite:data/sessions.db")
-        #expect(plain["resources"]?.arrayValue?.count == 2)
+        #expect(plain["resources"]?.arrayValue?.count == 3)
     }
 }

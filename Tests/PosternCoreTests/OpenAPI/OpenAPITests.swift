@@ -142,7 +142,8 @@ import PosternCoreTesting
 
         // List parameters: limit bounded by the config, offset, page, sort over the mapped fields, search.
         let parameters = collectionPath?["get"]?["parameters"]?.arrayValue ?? []
-        #expect(parameters.compactMap { $0["name"]?.stringValue } == ["limit", "offset", "page", "sort", "search"])
+        #expect(parameters.compactMap { $0["name"]?.stringValue }
+                    == ["limit", "offset", "page", "sort", "search"] + resource.filters.map(\.name))
         let limit = parameters.first?["schema"]
         #expect(limit?["maximum"] == .int(Int64(resource.maxLimit)) && limit?["minimum"] == .int(1))
         #expect(limit?["default"] == .int(Int64(resource.defaultLimit)))
@@ -165,7 +166,7 @@ import PosternCoreTesting
         let config = try Self.shipped()
         let document = OpenAPIDocument(config: config).value
         #expect(document["openapi"]?.stringValue == "3.1.0")
-        #expect(config.resources.map(\.name) == ["books", "posts"])
+        #expect(config.resources.map(\.name) == ["books", "posts", "comments"])
         for resource in config.resources { Self.expectDescribes(document, resource) }
         // books: subtitle and user are optional (any value, left out when empty); user is read-only.
         let book = Self.schema(document, "Books")
