@@ -11,6 +11,8 @@
 #   BENCH_LOG_LEVEL     (warning) the gateway's POSTERN_LOG_LEVEL (info = one access-log line per request)
 #   BENCH_SKIP_BUILD    (unset)  set to skip `swift build $RELEASE_FLAGS`
 #   BENCH_POSTERN       (.build/release/postern)  the gateway binary measured (e.g. a copy of an older build)
+#   BENCH_ITEMS         (20)     posts per list: 20 (bench/posts-20.json, GET /api/v1/books) or 100
+#                                (bench/posts-100.json, GET /api/v1/books?limit=100)
 #   BENCH_ITEMS_PATH             the upstream call the gateway makes for GET /api/v1/books
 #   BENCH_FRONT_CPUS, BENCH_LOAD_CPUS (unset)  CPU lists for `taskset -c`: the measured front (the gateway, or
 #                                B's nginx proxy) on the first, wrk and the canned upstream on the second; both or neither
@@ -23,8 +25,13 @@ ADMIN_PORT="${BENCH_ADMIN_PORT:-19180}"
 LOG_LEVEL="${BENCH_LOG_LEVEL:-warning}"
 # The upstream call the gateway makes for GET /api/v1/books (shipped `books` resource, default limit
 # 20), byte for byte as it sends it (seen in an nginx access log), so that B proxies the same request.
-ITEMS_PATH="${BENCH_ITEMS_PATH:-/items/posts?fields=id%2Ctitle%2Ccontent%2Cuser_created&limit=20&offset=0&meta=filter_count}"
-BOOKS_PATH='/api/v1/books'
+ITEMS="${BENCH_ITEMS:-20}"
+case "$ITEMS" in
+    20)  BOOKS_PATH='/api/v1/books' ;;
+    100) BOOKS_PATH='/api/v1/books?limit=100' ;;
+    *)   printf 'BENCH_ITEMS is 20 or 100 (bench/posts-20.json, bench/posts-100.json)\n' >&2; exit 1 ;;
+esac
+ITEMS_PATH="${BENCH_ITEMS_PATH:-/items/posts?fields=id%2Ctitle%2Ccontent%2Cuser_created&limit=$ITEMS&offset=0&meta=filter_count}"
 POSTERN="${BENCH_POSTERN:-.build/release/postern}"
 # The shipped binary's build (the Dockerfile's and the Makefile's `release` flags; scripts/check-runtime-libs.sh
 # keeps the three the same): a static Swift runtime also takes ~6 MB off the gateway's resident set.
@@ -129,7 +136,7 @@ prepare_tools() {   # prepare_tools EXTRA_PACKAGE...
 b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
 
 # --- the canned Directus upstream: one nginx worker ------------------------------------------------
-# Serves bench/posts-20.json for GET /items/posts (any query) and the few calls sign-in needs, in
+# Serves bench/posts-$ITEMS.json for GET /items/posts (any query) and the few calls sign-in needs, in
 # Directus's shapes. The access token is JWT-shaped (Postern reads its id and role claims) and
 # expires in 2100; `expires` (its lifetime in ms) is a year, so no refresh happens during a run.
 start_upstream() {
@@ -142,7 +149,7 @@ start_upstream() {
     DIRECTUS_TOKEN="$jwt"
     login="{\"data\":{\"access_token\":\"$jwt\",\"refresh_token\":\"bench-refresh-token\",\"expires\":31536000000}}"
     me="{\"data\":{\"id\":\"$BENCH_USER_ID\",\"email\":\"$BENCH_EMAIL\",\"role\":\"$BENCH_ROLE_ID\"}}"
-    posts="$(cd bench && pwd)/posts-20.json"
+    posts="$(cd bench && pwd)/posts-$ITEMS.json"
     mkdir -p "$WORK/upstream"
     cat > "$WORK/upstream.conf" <<NGINX
 worker_processes 1;
@@ -277,11 +284,11 @@ check_list() {
             -H "Authorization: Bearer $token" "$url" || true)"
     count="$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))[sys.argv[2]]))' \
              "$WORK/check.json" "$key" 2>/dev/null || echo '?')"
-    if [ "$code" != 200 ] || [ "$count" != 20 ]; then
+    if [ "$code" != 200 ] || [ "$count" != "$ITEMS" ]; then
         echo "--- $name answered $code:" >&2
         head -c 600 "$WORK/check.json" >&2 || true
         echo >&2
-        die "check failed for $name: GET $url -> $code with $count items under \"$key\" (expected 200 with 20)"
+        die "check failed for $name: GET $url -> $code with $count items under \"$key\" (expected 200 with $ITEMS)"
     fi
 }
 

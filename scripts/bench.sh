@@ -3,7 +3,8 @@
 # Limits and defaults).
 #
 #   upstream  one nginx worker serving a canned Directus answer: bench/posts-20.json (20 posts,
-#             about 5 KB) for GET /items/posts with any query, plus the sign-in calls
+#             about 5 KB; with BENCH_ITEMS=100, bench/posts-100.json, 100 posts, about 25 KB, and A/C ask
+#             GET /api/v1/books?limit=100) for GET /items/posts with any query, plus the sign-in calls
 #   B         a one-worker nginx keep-alive proxy of the upstream call    GET /items/posts?...
 #   A         the gateway (release, one worker, memory sessions)          GET /api/v1/books
 #   C         A with POSTERN_CACHE_TTL_MS=1000 (the micro-cache)          GET /api/v1/books
@@ -21,7 +22,7 @@
 #
 # Overrides: BENCH_DURATION (10s) BENCH_WARMUP (2s) BENCH_THREADS (2) BENCH_CONNECTIONS (64)
 #            BENCH_WORKERS (gateway worker counts, "1"; e.g. "1 2") BENCH_CACHE_TTL_MS (1000)
-#            BENCH_ROUNDS (1) BENCH_LOG_LEVEL (warning) BENCH_FRONT_CPUS + BENCH_LOAD_CPUS (pinning) and the
+#            BENCH_ROUNDS (1) BENCH_ITEMS (20, or 100) BENCH_LOG_LEVEL (warning) BENCH_FRONT_CPUS + BENCH_LOAD_CPUS (pinning) and the
 #            ports/build switches in bench/lib.sh
 set -euo pipefail
 

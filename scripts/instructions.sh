@@ -10,7 +10,8 @@
 # total is divided by the requests wrk counted. Start-up and warm-up are not counted.
 #
 # Overrides: INSTR_DURATION (10s) INSTR_WARMUP (3s) INSTR_SETUPS ("A C") and bench/lib.sh's
-#            BENCH_POSTERN (the binary measured, e.g. a copy of an older build), BENCH_SKIP_BUILD and ports.
+#            BENCH_ITEMS (20 posts per list, or 100: bench/posts-100.json), BENCH_POSTERN (the binary measured,
+#            e.g. a copy of an older build), BENCH_SKIP_BUILD and ports.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -50,7 +51,7 @@ measure() {
     awk -v s="$setup" -v t="$total" -v n="$requests" 'BEGIN { printf "%s %.0f %d\n", s, t / n, n }'
 }
 
-say "binary: $POSTERN"
+say "binary: $POSTERN, $ITEMS posts per list (GET $BOOKS_PATH)"
 for setup in $SETUPS; do
     case "$setup" in
         A) line="$(measure A)" ;;

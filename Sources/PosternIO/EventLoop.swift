@@ -100,6 +100,22 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
         return Unmanaged<EventLoop>.fromOpaque(raw).takeUnretainedValue()
     }
 
+    /// The identity of the loop whose thread runs this code, if any (the loop is not retained for it).
+    @inline(__always)
+    package static var currentID: ObjectIdentifier? {
+        guard let raw = pthread_getspecific(currentKey) else { return nil }
+        return Unmanaged<EventLoop>.fromOpaque(raw)._withUnsafeGuaranteedRef { ObjectIdentifier($0) }
+    }
+
+    /// The object the loop whose thread runs this code keeps under `key` (`local(_:make:)`), nil off the loops. The loop
+    /// itself is not retained for it (it outlives its thread): one retain, the returned object's, where
+    /// `current?.local(key)` took two more.
+    @inline(__always)
+    package static func currentLocal<T: AnyObject>(_ key: LocalKey, make: () -> T) -> T? {
+        guard let raw = pthread_getspecific(currentKey) else { return nil }
+        return Unmanaged<EventLoop>.fromOpaque(raw)._withUnsafeGuaranteedRef { $0.local(key, make: make) }
+    }
+
     private static let currentKey: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key, nil)
@@ -221,9 +237,10 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
                 }
             }
             if endOfTurn.isEmpty { break }
-            let hooks = endOfTurn
-            endOfTurn.removeAll(keepingCapacity: true)
-            for hook in hooks { hook() }
+            // Swapped with the spare list, not copied: emptying a list still shared with a copy allocated a new one.
+            swap(&endOfTurn, &runningHooks)
+            for hook in runningHooks { hook() }
+            runningHooks.removeAll(keepingCapacity: true)
         }
         draining = false
     }
@@ -246,6 +263,8 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
     private var locals: [AnyObject?] = []
     /// Work to run once the queued jobs of this turn have run (loop thread only).
     private var endOfTurn: [() -> Void] = []
+    /// The hooks `drain` is running (loop thread only; kept to reuse its storage).
+    private var runningHooks: [() -> Void] = []
     /// True while `drain` runs (loop thread only).
     private var draining = false
 

@@ -57,8 +57,7 @@ package enum KernelRandom {
     /// Three random words: on an event loop's thread from that loop's buffer, elsewhere from the shared one.
     @inline(__always)
     package static func threeWords() -> (UInt64, UInt64, UInt64) {
-        if let loop = EventLoop.current {
-            let buffer = loop.local(key) { Buffer() }
+        if let buffer = EventLoop.currentLocal(key, make: { Buffer() }) {
             return (buffer.take(), buffer.take(), buffer.take())
         }
         return sharedLock.withLock { (shared.take(), shared.take(), shared.take()) }

@@ -72,12 +72,12 @@ final class GenerationSlots: Sendable {
     /// The generation a request routed now uses: the calling loop's, brought up to date; off the loops, the newest.
     @inline(__always)
     var current: GatewayGeneration {
-        guard let loop = EventLoop.current else { return newest }
-        let slot = loop.local(key) { () -> Slot in
+        let found = EventLoop.currentLocal(key) { () -> Slot in
             let slot = Slot(newest)
             made.withLock { $0.append(slot) }
             return slot
         }
+        guard let slot = found else { return newest }
         if let held = slot.generation, held.number == latestNumber.load(ordering: .acquiring) { return held }
         let fresh = newest
         slot.generation = fresh

@@ -56,16 +56,19 @@ struct CacheKey: Hashable, Sendable {
         }
     }
 
-    /// The resource name (two resources over one collection never share an answer: their bodies differ).
-    let resource: String
-    /// The upstream path (or the whole upstream text of `init(resource:upstream:audience:)`).
-    private let path: String
-    /// The upstream query pairs, exactly as translated for Directus.
-    private let query: [(String, String)]
+    /// The resource, upstream path and query (one reference: copying a key retains it and the audience only).
+    private let call: Prefix
     /// Who shares the answer.
     let sharedBy: Audience
-    /// The seeded hash of every part (`hashParts`), computed once.
+    /// The seeded hash of every part (`hashUpstream`, then the audience), computed once.
     let digest: Int
+
+    /// The resource name (two resources over one collection never share an answer: their bodies differ).
+    var resource: String { call.resource }
+    /// The upstream path (or the whole upstream text of `init(resource:upstream:audience:)`).
+    private var path: String { call.path }
+    /// The upstream query pairs, exactly as translated for Directus.
+    private var query: [(String, String)] { call.query }
 
     /// Builds a key from its parts; `upstream` is the whole upstream call as text.
     init(resource: String, upstream: String, audience: String) {
@@ -80,22 +83,13 @@ struct CacheKey: Hashable, Sendable {
 
     /// The key of an upstream call for an audience.
     init(resource: String, path: String, query: [(String, String)], sharedBy: Audience) {
-        self.resource = resource
-        self.path = path
-        self.query = query
-        self.sharedBy = sharedBy
-        var hasher = Hasher()
-        CacheKey.hashUpstream(resource: resource, path: path, query: query, into: &hasher)
-        hasher.combine(sharedBy)
-        digest = hasher.finalize()
+        self.init(Prefix(resource: resource, path: path, query: query), sharedBy: sharedBy)
     }
 
     /// The key of `prefix`'s upstream call for an audience: the prefix's hash state taken on (the same value as
     /// hashing every part again).
     init(_ prefix: Prefix, sharedBy: Audience) {
-        resource = prefix.resource
-        path = prefix.path
-        query = prefix.query
+        call = prefix
         self.sharedBy = sharedBy
         var hasher = prefix.hasher
         hasher.combine(sharedBy)
@@ -103,8 +97,8 @@ struct CacheKey: Hashable, Sendable {
     }
 
     /// A resource, upstream path and query that many keys share (e.g. a list without parameters), with the hash
-    /// state of those parts computed once.
-    struct Prefix: @unchecked Sendable {  // Hasher is a plain value (its seed is per process).
+    /// state of those parts computed once. A class: every key of it holds the one instance.
+    final class Prefix: @unchecked Sendable {  // Immutable; Hasher is a plain value (its seed is per process).
         /// The resource name.
         let resource: String
         /// The upstream path.
@@ -166,8 +160,9 @@ struct CacheKey: Hashable, Sendable {
 
     /// Keys are equal when every part is (keys of different hashes differ: decided without reading a part).
     static func == (lhs: CacheKey, rhs: CacheKey) -> Bool {
-        lhs.digest == rhs.digest && lhs.resource == rhs.resource && lhs.path == rhs.path && lhs.sharedBy == rhs.sharedBy
-            && same(lhs.query, rhs.query)
+        guard lhs.digest == rhs.digest, lhs.sharedBy == rhs.sharedBy else { return false }
+        return lhs.call === rhs.call
+            || (lhs.resource == rhs.resource && lhs.path == rhs.path && same(lhs.query, rhs.query))
     }
 
     /// Whether two queries have the same items in the same order; one array (the usual list's, built once) is

@@ -131,16 +131,11 @@ package final class Metrics: @unchecked Sendable {
 
     /// The shard of the calling thread: its loop's own, or the off-loop one.
     private func record(_ body: (Shard) -> Void) {
-        let shard: Shard
-        if let loop = EventLoop.current {
-            shard = loop.local(shardKey) {
-                let made = Shard()
-                shards.withLock { $0.append(made) }
-                return made
-            }
-        } else {
-            shard = offLoop
-        }
+        let shard = EventLoop.currentLocal(shardKey) {
+            let made = Shard()
+            shards.withLock { $0.append(made) }
+            return made
+        } ?? offLoop
         shard.lock.withLock { body(shard) }
     }
 

@@ -9,8 +9,9 @@ import PosternIO
 // each level of nesting is a task-allocator frame holding the request and its context, and a deep chain
 // costs a fresh allocator slab (a malloc) every few levels on every request.
 
-/// The edge stages shared by every route, built once.
-struct EdgeStages: Sendable {
+/// The edge stages shared by every route, built once. A class: read where the route table holds it, not copied
+/// per request (a copy of a struct retained and released each of its parts, the CORS policy's too).
+final class EdgeStages: Sendable {
     /// The metrics registry the observation stage records into.
     let metrics: Metrics
     /// The access log (one line per request, and the errors the stages below throw).
@@ -19,6 +20,13 @@ struct EdgeStages: Sendable {
     let cors: CORSPolicy
     /// Longest accepted request target (path and query), in bytes; longer is 414.
     static let maxTargetBytes = 8192
+
+    /// The edge stages over `metrics`, `log` and `cors`.
+    init(metrics: Metrics, log: AccessLog, cors: CORSPolicy) {
+        self.metrics = metrics
+        self.log = log
+        self.cors = cors
+    }
 
     /// The first step of every request, on both of the gateway's paths: the edge's own answers (a request target
     /// over `maxTargetBytes` is 414, CORS preflights), then `endpoint`'s stages as far as they go without an

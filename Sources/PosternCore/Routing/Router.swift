@@ -85,8 +85,9 @@ private struct ExactPaths: Sendable {
     }
 }
 
-/// The route table (immutable after start-up).
-struct Router: Sendable {
+/// The route table (immutable after start-up). A class: a generation's routers are read where they are held, not
+/// copied out of the route table per request (a copy of a struct retained and released each of its parts).
+final class Router: Sendable {
     private let routes: [Route]
     /// Each route's segments, by route index (read without copying a whole `Route` per candidate).
     private let patterns: [[Route.Segment]]
@@ -94,28 +95,37 @@ struct Router: Sendable {
     private let table: SegmentTable
     /// What `match` answers for each pattern without `{id}` given as the path itself (the usual paths), found
     /// by `exactBytes` or with one hash lookup.
-    private var exact: [String: Int] = [:]
+    private let exact: [String: Int]
     /// The keys of `exact` as bytes, when every one is ASCII (nil otherwise): an ASCII path equals an ASCII
     /// pattern only byte for byte, so a few length compares and one `memcmp` find it, where the dictionary
     /// hashes the path (a path that is not ASCII still goes to the dictionary: `String` equality is canonical
     /// equivalence there).
-    private var exactBytes: ExactPaths?
+    private let exactBytes: ExactPaths?
 
     init(routes: [Route]) {
-        self.routes = routes
-        patterns = routes.map(\.segments)
-        table = SegmentTable(patterns)
+        let walk = Router(walking: routes)
         var exact: [String: Int] = [:]
         for (index, route) in routes.enumerated() where !route.segments.contains(.id) {
             // Only where the walk answers this route for that path (an earlier `{id}` route may take it).
-            if let found = walkedMatch(path: route.pattern), found.route === route, found.id == nil {
+            if let found = walk.walkedMatch(path: route.pattern), found.route === route, found.id == nil {
                 exact[route.pattern] = index
             }
         }
+        self.routes = routes
+        patterns = walk.patterns
+        table = walk.table
         self.exact = exact
-        if exact.keys.allSatisfy({ $0.utf8.allSatisfy { $0 < 0x80 } }) {
-            exactBytes = ExactPaths(exact.sorted { $0.value < $1.value })
-        }
+        exactBytes = exact.keys.allSatisfy({ $0.utf8.allSatisfy { $0 < 0x80 } })
+            ? ExactPaths(exact.sorted { $0.value < $1.value }) : nil
+    }
+
+    /// A router that only walks (no exact paths): what `init(routes:)` asks which route a pattern's own path finds.
+    private init(walking routes: [Route]) {
+        self.routes = routes
+        patterns = routes.map(\.segments)
+        table = SegmentTable(patterns)
+        exact = [:]
+        exactBytes = nil
     }
 
     /// The route for a raw (percent-encoded) path; one trailing slash is ignored. The path's segments are

@@ -5,6 +5,8 @@ import PosternIO
 package final class LoopTransport: UpstreamTransport, @unchecked Sendable {
     /// Each loop with its pool (a few: found by identity faster than by hashing).
     private let clients: [(loop: EventLoop, client: UpstreamHTTPClient)]
+    /// Each loop of `clients`, by identity (compared without retaining a loop).
+    private let loopIDs: [ObjectIdentifier]
     private let fallback: (EventLoop, UpstreamHTTPClient)
 
     /// One pool per loop of `group` (its responses carry only the headers named in `keptHeaders`, every one when
@@ -19,15 +21,14 @@ package final class LoopTransport: UpstreamTransport, @unchecked Sendable {
                                       pipelineDepth: pipelineDepth, maxResponseBytes: maxResponseBytes,
                                       keptHeaders: keptHeaders))
         }
+        loopIDs = clients.map { ObjectIdentifier($0.loop) }
         fallback = clients[0]
     }
 
     /// Sends on the current loop's pool, or hops to the first loop when called from elsewhere.
     package func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
-        if let loop = EventLoop.current {
-            for entry in clients where entry.loop === loop {
-                return try await entry.client.send(request, timeout: timeout)
-            }
+        if let loop = EventLoop.currentID, let index = loopIDs.firstIndex(of: loop) {
+            return try await clients[index].client.send(request, timeout: timeout)
         }
         let (loop, client) = fallback
         let result = await Task(executorPreference: loop) { () -> Result<UpstreamResponse, UpstreamFailure> in

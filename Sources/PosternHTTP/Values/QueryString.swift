@@ -3,14 +3,35 @@ import PosternIO
 
 /// Parsing and building of `application/x-www-form-urlencoded` query strings.
 package enum QueryString {
-    /// Parses `a=1&b=x%20y` into decoded pairs.
+    /// Parses `a=1&b=x%20y` into decoded pairs: one pass over the bytes, split at `&` (empty parts skipped) and at
+    /// each part's first `=`; a name or value without `%` or `+` becomes a string straight from its bytes.
     package static func parse(_ query: String) -> [(name: String, value: String)] {
         guard !query.isEmpty else { return [] }
-        return query.split(separator: "&", omittingEmptySubsequences: true).map { part in
-            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = decode(String(pieces[0]))
-            let value = pieces.count > 1 ? decode(String(pieces[1])) : ""
-            return (name, value)
+        var query = query
+        return query.withUTF8 { bytes in
+            var parts = 1
+            for byte in bytes where byte == UInt8(ascii: "&") { parts += 1 }
+            var items: [(name: String, value: String)] = []
+            items.reserveCapacity(parts)
+            var start = 0
+            while start < bytes.count {
+                var end = start
+                var equals = -1
+                while end < bytes.count && bytes[end] != UInt8(ascii: "&") {
+                    if equals < 0 && bytes[end] == UInt8(ascii: "=") { equals = end }
+                    end += 1
+                }
+                if end > start {
+                    if equals < 0 {
+                        items.append((decode(UnsafeBufferPointer(rebasing: bytes[start..<end])), ""))
+                    } else {
+                        items.append((decode(UnsafeBufferPointer(rebasing: bytes[start..<equals])),
+                                      decode(UnsafeBufferPointer(rebasing: bytes[(equals + 1)..<end]))))
+                    }
+                }
+                start = end + 1
+            }
+            return items
         }
     }
 
@@ -112,19 +133,29 @@ package enum QueryString {
 
     /// Decodes `%XX` escapes and `+`; invalid escapes are kept literally.
     package static func decode(_ s: String) -> String {
+        var s = s
+        return s.withUTF8 { decode($0) }
+    }
+
+    /// `decode` of UTF-8 bytes (bytes that decode to invalid UTF-8 become U+FFFD, as `String(decoding:)` makes them).
+    private static func decode(_ part: UnsafeBufferPointer<UInt8>) -> String {
+        guard part.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else {
+            return String(decoding: part, as: UTF8.self)
+        }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(s.utf8.count)
-        var it = Array(s.utf8)[...]
-        while let b = it.popFirst() {
+        bytes.reserveCapacity(part.count)
+        var i = 0
+        while i < part.count {
+            let b = part[i]
             if b == UInt8(ascii: "+") {
                 bytes.append(UInt8(ascii: " "))
-            } else if b == UInt8(ascii: "%"), it.count >= 2,
-                      let hi = hexValue(it[it.startIndex]), let lo = hexValue(it[it.startIndex + 1]) {
+            } else if b == UInt8(ascii: "%"), i + 2 < part.count, let hi = hexValue(part[i + 1]), let lo = hexValue(part[i + 2]) {
                 bytes.append(hi << 4 | lo)
-                it = it.dropFirst(2)
+                i += 2
             } else {
                 bytes.append(b)
             }
+            i += 1
         }
         return String(decoding: bytes, as: UTF8.self)
     }
