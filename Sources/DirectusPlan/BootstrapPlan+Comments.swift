@@ -6,15 +6,15 @@ extension BootstrapPlan {
     /// The collection of comments.
     package static let commentsCollection = "comments"
     /// The many-to-one field of `comments` that points at `posts`.
-    package static let commentPostField = "post"
+    static let commentPostField = "post"
     /// The one-to-many alias field on `posts` that lists a post's comments.
     package static let commentsAlias = "comments"
     /// The fields of `directus_users` every row of which the app policy may read (the mapped `author` names).
-    package static let publicUserFields = ["id", "first_name"]
+    static let publicUserFields = ["id", "first_name"]
     /// The fields of `comments` the shipped config maps (§8.4), all the app policy may read.
-    package static let commentReadFields = ["id", "post", "body", "user_created", "date_created"]
+    static let commentReadFields = ["id", "post", "body", "user_created", "date_created"]
     /// The fields a signed-in user may write on a comment (the config's writable `post`, `text` ← `body`).
-    package static let commentWriteFields = ["post", "body"]
+    static let commentWriteFields = ["post", "body"]
 
     /// The fields of `comments`, in order, as `POST /collections` and `POST /fields/comments` take them.
     package static let commentFields: [JSONValue] = [
@@ -80,7 +80,7 @@ extension BootstrapPlan {
     /// The read rules on the related collections and the comment rules: every user row's `id` and
     /// `first_name`; the mapped fields of every comment; create by any signed-in user; update and delete
     /// one's own.
-    package static let relatedPermissions: [DirectusPermissionRow] = [
+    static let relatedPermissions: [DirectusPermissionRow] = [
         DirectusPermissionRow(collection: "directus_users", action: "read", fields: publicUserFields),
         DirectusPermissionRow(collection: commentsCollection, action: "create", fields: commentWriteFields),
         DirectusPermissionRow(collection: commentsCollection, action: "read", fields: commentReadFields),

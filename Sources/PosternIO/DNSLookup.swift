@@ -30,7 +30,7 @@ package final class DNSLookup: @unchecked Sendable {
     }
 
     /// Hands `result` to the completion on the loop's thread (from a resolver thread).
-    package func deliver(_ result: Result<AddressPlan, HostResolver.LookupFailure>) {
+    func deliver(_ result: Result<AddressPlan, HostResolver.LookupFailure>) {
         guard let loop else { return }
         loop.execute { self.finish(result) }
     }
@@ -90,7 +90,7 @@ package struct ResolvedAddress: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The numeric text of the address ("10.1.2.3", "::1"), as hiredis and logs take it.
-    package var numericText: String {
+    var numericText: String {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         let written = bytes.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &text, socklen_t(text.count)) != nil }
         return written ? String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""

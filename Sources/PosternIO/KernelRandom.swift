@@ -9,7 +9,7 @@ import Glibc
 /// secret, so a buffer is not wiped.
 package enum KernelRandom {
     /// Bytes drawn per refill.
-    package static let refillBytes = 4096
+    static let refillBytes = 4096
 
     /// One buffer of words and the next one to hand out. Used by one thread at a time (its loop's, or under
     /// `sharedLock`), hence unchecked.

@@ -20,7 +20,7 @@ struct ResolverCache {
     static let refreshAfter: UInt64 = 30_000_000_000
 
     /// How long an address whose connect failed is left out of new connections' plans: 10 s.
-    package static let skipFailedFor: UInt64 = 10_000_000_000
+    static let skipFailedFor: UInt64 = 10_000_000_000
 
     /// What a connect does with a name.
     enum Decision: Equatable {

@@ -1,7 +1,7 @@
 extension Unicode.Scalar {
     /// Whether `CharacterSet.whitespaces` holds it: tab, space, U+00A0, U+1680, U+2000 to U+200B, U+202F, U+205F
     /// and U+3000 (the space separators of Foundation's Unicode tables, where U+200B still is one).
-    package var isFoundationWhitespace: Bool {
+    var isFoundationWhitespace: Bool {
         switch value {
         case 0x09, 0x20: return true
         case ..<0xA0: return false
@@ -12,7 +12,7 @@ extension Unicode.Scalar {
 
     /// Whether `CharacterSet.whitespacesAndNewlines` holds it: the above, U+000A to U+000D, U+0085, U+2028 and
     /// U+2029.
-    package var isFoundationWhitespaceOrNewline: Bool {
+    var isFoundationWhitespaceOrNewline: Bool {
         switch value {
         case 0x0A...0x0D, 0x85, 0x2028, 0x2029: return true
         default: return isFoundationWhitespace

@@ -86,7 +86,7 @@ package final class RedisConnection: @unchecked Sendable {
     private var refused = false
 
     /// Resolves the host name (the process's shared resolver; tests give their own before `start()`).
-    package var resolver = HostResolver.shared
+    var resolver = HostResolver.shared
     /// Runs on the loop each time the connection becomes ready (after the login).
     var onReady: (() -> Void)?
     /// Runs on the loop each time a ready or connecting socket goes away.

@@ -22,7 +22,7 @@ package struct RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     package var tls: TLSClientContext?
 
     /// The default Redis port.
-    package static let defaultPort = 6379
+    static let defaultPort = 6379
 
     /// An endpoint from its parts.
     package init(host: String, port: Int = RedisEndpoint.defaultPort, username: String? = nil, password: String? = nil,

@@ -73,7 +73,7 @@ private final class SubscriberCore: @unchecked Sendable {
         connection.start()
     }
 
-    package func close() {
+    func close() {
         closed = true
         connection.close()  // also clears the hooks, breaking the cycle
         subscribed.store(false, ordering: .releasing)

@@ -1,6 +1,6 @@
 import DirectusStandIn
 import Foundation
-import PosternCore
+@testable import PosternCore
 import PosternTesting
 import Testing
 import PosternIO

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import PosternCore
 import PosternTesting
-import PosternIO
+@testable import PosternIO
 
 /// The shipped binary links FoundationEssentials only; these helpers replace what it used from full Foundation.
 /// The test target keeps Foundation, so each helper is checked against the Foundation call it replaced.

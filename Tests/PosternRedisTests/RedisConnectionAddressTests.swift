@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import PosternRedis
-import PosternIO
+@testable import PosternIO
 import PosternTesting
 
 /// A Redis host name with several addresses: the connection tries them in the resolver's order, and a connect that

@@ -10,17 +10,17 @@ package struct StartError: Error, CustomStringConvertible, Sendable {
     package let description: String
 
     /// Builds an error.
-    package init(_ description: String) { self.description = description }
+    init(_ description: String) { self.description = description }
 }
 
 /// The composition root: config in, a running gateway out. `main` and tests use the same builder.
 package final class Application: @unchecked Sendable {
     /// The configuration serving now (the newest generation's; a reload changes it).
-    package var config: PosternConfig { gateway.generation.config }
+    var config: PosternConfig { gateway.generation.config }
     /// The request pipeline (usable without sockets).
     let gateway: Gateway
     /// The session manager.
-    package var sessions: SessionManager { gateway.sessions }
+    var sessions: SessionManager { gateway.sessions }
     /// The worker event loops: made by `build` when the upstream transport needs them, else by `start()`,
     /// so that an application built for in-process tests starts no threads.
     package private(set) var group: EventLoopGroup?
@@ -291,7 +291,7 @@ package final class Application: @unchecked Sendable {
     }
 
     /// Reloads the config on every SIGHUP (docs/api.md, Reloading the config).
-    package func reloadOnHangUp() {
+    func reloadOnHangUp() {
         guard hangUp == nil, let reloader else { return }
         signal(SIGHUP, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: reloader.queue)
@@ -301,7 +301,7 @@ package final class Application: @unchecked Sendable {
     }
 
     /// Reloads the config now, off the loops (what SIGHUP and `POST /admin/reload` do).
-    package func reload(trigger: String = "admin") async -> ConfigReloadOutcome {
+    func reload(trigger: String = "admin") async -> ConfigReloadOutcome {
         guard let reloader else { return .reloaded(generation: gateway.generation.number, changed: false) }
         return await reloader.reload(trigger: trigger)
     }

@@ -6,11 +6,11 @@ import PosternIO
 /// endpoints, mappers, policies and OpenAPI document, the edge stages, and the upstream client they call,
 /// all built from one config and never changed. A reload builds the next one off the loops and publishes
 /// it; a request keeps the generation it was routed with until it is answered.
-package final class GatewayGeneration: Sendable {
+final class GatewayGeneration: Sendable {
     /// 1 for the config the gateway started with, one more for each reload that changed something.
-    package let number: Int
+    let number: Int
     /// The config this generation was built from.
-    package let config: PosternConfig
+    let config: PosternConfig
     /// The routes of both listeners and the edge stages.
     let routes: RouteTable
     /// Who the client is (trusted proxies).
@@ -20,11 +20,11 @@ package final class GatewayGeneration: Sendable {
     /// Whether `handleImmediately` can answer (some resource is cached).
     let answersImmediately: Bool
     /// The Directus client the routes call (its pool is kept by the next generation unless the pool's keys change).
-    package let directus: DirectusClient
+    let directus: DirectusClient
     /// The rate limits (kept, with their buckets, by the next generation unless `rate_limits` changes).
-    package let rateLimits: RateLimits
+    let rateLimits: RateLimits
     /// The circuit breaker (kept unless `circuit_breaker` changes).
-    package let breaker: CircuitBreaker?
+    let breaker: CircuitBreaker?
 
     /// Builds generation `number` of `config` over the kept parts.
     init(number: Int, config: PosternConfig, directus: DirectusClient, rateLimits: RateLimits, breaker: CircuitBreaker?,

@@ -6,7 +6,7 @@ import PosternIO
 /// the route's chain (limits → authentication → policy) → handler, built from config as one immutable
 /// `GatewayGeneration`; a config reload installs the next one (docs/api.md, Reloading the config), and each
 /// request is answered by the generation it was routed with. No sockets: tests call `handle`.
-package final class Gateway: HTTPRequestHandler {
+final class Gateway: HTTPRequestHandler {
     /// What every generation shares (sessions, metrics, the log, the cache, the sampler).
     let shared: RouteTable.Shared
     /// Each loop's reference to the current generation.
@@ -14,9 +14,9 @@ package final class Gateway: HTTPRequestHandler {
     /// Guards the numbering of new generations.
     private let installing = PlainLock()
     /// The metrics registry (rendered on the admin port's `/metrics`).
-    package var metrics: Metrics { shared.metrics }
+    var metrics: Metrics { shared.metrics }
     /// The session manager (for maintenance timers and metrics).
-    package var sessions: SessionManager { shared.sessions }
+    var sessions: SessionManager { shared.sessions }
     /// What Directus's answers said about its schema (a missing collection makes `/readyz` 503).
     var schema: SchemaWatch { shared.schema }
     /// The process-wide micro-cache (docs/api.md, Micro-cache); a reload drops its answers.
@@ -24,13 +24,13 @@ package final class Gateway: HTTPRequestHandler {
     /// The operator console's sampler of the metrics (docs/api.md, Operator console); `Application` runs it.
     var statsSampler: StatsSampler { shared.sampler }
     /// Whether `handleImmediately` can answer now (some resource of the current generation is cached).
-    package var answersImmediately: Bool { slots.current.answersImmediately }
+    var answersImmediately: Bool { slots.current.answersImmediately }
     /// The generation serving now (the newest published).
-    package var generation: GatewayGeneration { slots.newest }
+    var generation: GatewayGeneration { slots.newest }
 
     /// Builds the pipeline. `metrics`, `rateLimits` and the cache are process-wide (shared by every loop);
     /// `invalidations` carries cache invalidations (in-process unless given).
-    package init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog,
+    init(config: PosternConfig, directus: DirectusClient, sessions: SessionManager, log: AccessLog,
                 metrics: Metrics = Metrics(), rateLimits: RateLimits? = nil, breaker: CircuitBreaker? = nil,
                 invalidations: (any CacheInvalidationBus)? = nil, cacheClock: MicroCache.Clock? = nil,
                 clock: GatewayClock = .system) {
@@ -52,7 +52,7 @@ package final class Gateway: HTTPRequestHandler {
 
     /// Builds the next generation from `config` over the kept parts and makes it the one every request routed from
     /// now on uses; requests in flight finish on theirs. The cached answers are dropped. Call off the loops.
-    package func install(_ config: PosternConfig, directus: DirectusClient, rateLimits: RateLimits,
+    func install(_ config: PosternConfig, directus: DirectusClient, rateLimits: RateLimits,
                          breaker: CircuitBreaker?) -> GatewayGeneration {
         installing.withLock {
             let next = GatewayGeneration(number: slots.newest.number + 1, config: config, directus: directus,
@@ -65,7 +65,7 @@ package final class Gateway: HTTPRequestHandler {
     }
 
     /// Lets `POST /admin/reload` run `reload`.
-    package func attachReload(_ reload: @escaping @Sendable () async -> ConfigReloadOutcome) {
+    func attachReload(_ reload: @escaping @Sendable () async -> ConfigReloadOutcome) {
         shared.reload.attach(reload)
     }
 
@@ -75,13 +75,13 @@ package final class Gateway: HTTPRequestHandler {
     }
 
     /// Answers one request on the public listener; never throws, every error is rendered.
-    package func handle(_ request: HTTPRequest) async -> HTTPResponse {
+    func handle(_ request: HTTPRequest) async -> HTTPResponse {
         await handle(request, prepared: nil, admin: false)
     }
 
     /// Answers one request on the public listener, going on from what `handleImmediately` prepared for it
     /// (`prepared`, when it is that), else from the start.
-    package func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse {
+    func handle(_ request: HTTPRequest, prepared: AnyObject?) async -> HTTPResponse {
         await handle(request, prepared: prepared, admin: false)
     }
 
@@ -180,7 +180,7 @@ package final class Gateway: HTTPRequestHandler {
     /// The answer to a request the server refuses before any handler runs (bad framing or an oversized head →
     /// 400, not whole in time → 408, a body above the server's ceiling → 413), in the usual error shape; the
     /// server closes the connection after it.
-    package func refuse(_ refusal: EdgeRefusal) -> HTTPResponse {
+    func refuse(_ refusal: EdgeRefusal) -> HTTPResponse {
         switch refusal {
         case .badFraming(let request, let reason):
             return refuse(request, .invalidRequest(reason))

@@ -5,9 +5,9 @@ import FoundationEssentials
 /// passes one it moves by hand, so that no test sleeps to wait for one of these timers.
 package struct GatewayClock: Sendable {
     /// Now, on the wall clock.
-    package let date: @Sendable () -> Date
+    let date: @Sendable () -> Date
     /// Now, in seconds on a monotonic clock of any origin.
-    package let seconds: @Sendable () -> TimeInterval
+    let seconds: @Sendable () -> TimeInterval
 
     /// A clock reading `date` and `seconds`.
     package init(date: @escaping @Sendable () -> Date, seconds: @escaping @Sendable () -> TimeInterval) {

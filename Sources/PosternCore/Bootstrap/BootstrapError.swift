@@ -40,7 +40,7 @@ package enum BootstrapError: Error, Sendable, Equatable, CustomStringConvertible
 }
 
 /// What one step of the bootstrap did.
-package enum BootstrapOutcome: String, Sendable, Equatable {
+enum BootstrapOutcome: String, Sendable, Equatable {
     /// Already as wanted: nothing sent.
     case unchanged
     /// Created.
@@ -54,21 +54,21 @@ package enum BootstrapOutcome: String, Sendable, Equatable {
 /// The result of a successful bootstrap.
 package struct BootstrapReport: Sendable, Equatable {
     /// One step and its outcome.
-    package struct Step: Sendable, Equatable {
+    struct Step: Sendable, Equatable {
         /// What the step is about, e.g. `collection posts`.
-        package var name: String
+        var name: String
         /// What it did.
-        package var outcome: BootstrapOutcome
+        var outcome: BootstrapOutcome
     }
 
     /// The Directus version (`/server/info` `data.version`).
-    package var version: String
+    var version: String
     /// The id of the App User role.
     var roleID: String
     /// The id of the App User policy.
     var policyID: String
     /// The id of the Public policy used for registration.
-    package var publicPolicyID: String
+    var publicPolicyID: String
     /// Every step, in order.
     var steps: [Step]
 

@@ -20,7 +20,7 @@ package struct DirectusBootstrap: Sendable {
     private let context = CallFields(requestID: "postern-bootstrap", clientIP: "127.0.0.1")
 
     /// Prepares a bootstrap against `client` (whose transport points at `config.directus.url`).
-    package init(client: DirectusClient, config: PosternConfig, credentials: BootstrapCredentials,
+    init(client: DirectusClient, config: PosternConfig, credentials: BootstrapCredentials,
                 log: @escaping @Sendable (String) -> Void) {
         self.client = client
         self.config = config
@@ -29,7 +29,7 @@ package struct DirectusBootstrap: Sendable {
     }
 
     /// Runs every step; throws the first problem with a one-line reason.
-    package func run() async throws(BootstrapError) -> BootstrapReport {
+    func run() async throws(BootstrapError) -> BootstrapReport {
         var steps: [BootstrapReport.Step] = []
         func record(_ name: String, _ outcome: BootstrapOutcome, _ detail: String = "") {
             steps.append(BootstrapReport.Step(name: name, outcome: outcome))

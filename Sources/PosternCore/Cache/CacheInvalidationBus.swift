@@ -1,7 +1,7 @@
 /// Carries "this collection changed" to every micro-cache that may hold answers over it
 /// (docs/api.md, Micro-cache). The local bus reaches this process only; a shared bus (Redis pub/sub)
 /// also reaches the other instances.
-package protocol CacheInvalidationBus: Sendable {
+protocol CacheInvalidationBus: Sendable {
     /// Announces that `collection` changed. Must deliver to this process's subscribers before it returns,
     /// so that a write's own response is sent only after the local cache dropped the collection.
     func publish(collection: String)
@@ -10,19 +10,19 @@ package protocol CacheInvalidationBus: Sendable {
 }
 
 /// The in-process bus: `publish` calls every subscriber synchronously, on the caller's thread.
-package final class LocalInvalidationBus: CacheInvalidationBus {
+final class LocalInvalidationBus: CacheInvalidationBus {
     private let handlers = LockedBox<[@Sendable (String) -> Void]>([])
 
     /// An empty bus.
-    package init() {}
+    init() {}
 
     /// Calls every subscriber with `collection` (outside the lock).
-    package func publish(collection: String) {
+    func publish(collection: String) {
         for handler in handlers.withLock({ $0 }) { handler(collection) }
     }
 
     /// Adds a subscriber.
-    package func subscribe(_ handler: @escaping @Sendable (String) -> Void) {
+    func subscribe(_ handler: @escaping @Sendable (String) -> Void) {
         handlers.withLock { $0.append(handler) }
     }
 }

@@ -26,11 +26,11 @@ package final class MicroCache: @unchecked Sendable {
         case miss
 
         /// The `X-Cache` header value.
-        package var header: String { self == .miss ? "MISS" : "HIT" }
+        var header: String { self == .miss ? "MISS" : "HIT" }
     }
 
     /// Counters since start, for `/metrics` and tests.
-    package struct Counts: Sendable, Equatable {
+    struct Counts: Sendable, Equatable {
         /// Answers served from the store.
         var hits = 0
         /// Requests that called upstream.
@@ -40,7 +40,7 @@ package final class MicroCache: @unchecked Sendable {
         /// Answers dropped to stay within `maxEntries`.
         var evictions = 0
         /// Answers held now (including ones a write made stale and that are not yet dropped).
-        package var entries = 0
+        var entries = 0
     }
 
     /// The write counter of one collection: every write adds one; an answer is served and stored only
@@ -63,7 +63,7 @@ package final class MicroCache: @unchecked Sendable {
 
     /// An empty cache holding at most `maxEntries` answers (at least 1), timed by `now`; `preparing` adds to a
     /// stored answer's headers what every hit would otherwise add the same way on its way out (the edge's fields).
-    package init(maxEntries: Int, now: @escaping Clock = MicroCache.monotonicClock(),
+    init(maxEntries: Int, now: @escaping Clock = MicroCache.monotonicClock(),
                 preparing: @escaping @Sendable (inout HTTPHeaders) -> Void = { _ in }) {
         let maxEntries = max(1, maxEntries)
         let count = MicroCache.shardCount(maxEntries: maxEntries)
@@ -86,7 +86,7 @@ package final class MicroCache: @unchecked Sendable {
     /// quarter of the cost of the precise clock (no TSC read); its few milliseconds of resolution are well
     /// inside a TTL's precision (an answer may be served up to one tick after its TTL, never taken for expired
     /// early by more than one tick).
-    package static func monotonicClock() -> Clock {
+    static func monotonicClock() -> Clock {
         let origin = MonotonicInstant.coarse.nanoseconds
         return { .nanoseconds(Int64(bitPattern: MonotonicInstant.coarse.nanoseconds &- origin)) }
     }
@@ -158,7 +158,7 @@ package final class MicroCache: @unchecked Sendable {
 
     /// Drops every stored answer (a config reload: docs/api.md, Reloading the config) and stops reads in flight
     /// from storing theirs.
-    package func invalidateAll() {
+    func invalidateAll() {
         for generation in generations.withLock({ Array($0.values) }) { generation.bump() }
     }
 

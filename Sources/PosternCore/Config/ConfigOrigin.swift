@@ -6,14 +6,14 @@ import PosternIO
 /// each), and whether it replaced a value the file sets: an image's `ENV` must not silently win over a mounted file.
 package struct ConfigOrigin: Sendable, Equatable, CustomStringConvertible {
     /// The key path it sets (`listen`, `directus.url`, `resources[*].cache.ttl_ms`).
-    package var key: String
+    var key: String
     /// The environment variable it came from (`POSTERN_LISTEN`).
     var variable: String
     /// True when the config file sets the same key, so that the file's value is not used.
     var overridesFile: Bool
 
     /// Builds an origin.
-    package init(key: String, variable: String, overridesFile: Bool) {
+    init(key: String, variable: String, overridesFile: Bool) {
         self.key = key
         self.variable = variable
         self.overridesFile = overridesFile
@@ -28,7 +28,7 @@ package struct ConfigOrigin: Sendable, Equatable, CustomStringConvertible {
 extension PosternConfig {
     /// The values the environment sets (in `environmentOverrides` order), each with whether the file's `json` sets
     /// the same key. Counts a variable exactly as loading does: set and not blank, valid or not.
-    package static func environmentOrigins(json: Data?, environment: [String: String]) -> [ConfigOrigin] {
+    static func environmentOrigins(json: Data?, environment: [String: String]) -> [ConfigOrigin] {
         let root = json.flatMap { try? JSONValue.parse($0) }
         return environmentOverrides.compactMap { variable, key in
             guard let raw = environment[variable], !raw.trimmedSpaces().isEmpty else { return nil }

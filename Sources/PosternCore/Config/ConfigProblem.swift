@@ -2,12 +2,12 @@
 /// `resources[1].permissions.update`) or by the environment variable it came from.
 package struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
     /// Key path in the config file, an environment variable name, or `config` for the file itself.
-    package var path: String
+    var path: String
     /// What is wrong, and what would be right.
-    package var message: String
+    var message: String
 
     /// Builds a problem.
-    package init(path: String, message: String) {
+    init(path: String, message: String) {
         self.path = path
         self.message = message
     }
@@ -22,7 +22,7 @@ package struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible 
     package var problems: [ConfigProblem]
 
     /// Builds an error from its problems.
-    package init(problems: [ConfigProblem]) {
+    init(problems: [ConfigProblem]) {
         self.problems = problems
     }
 

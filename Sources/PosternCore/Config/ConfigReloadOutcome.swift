@@ -8,7 +8,7 @@ package enum ConfigReloadOutcome: Sendable, Equatable {
     case restartRequired([String])
 
     /// The `result` label of `postern_config_reloads_total`.
-    package var result: String {
+    var result: String {
         switch self {
         case .reloaded: return "ok"
         case .invalid: return "invalid"

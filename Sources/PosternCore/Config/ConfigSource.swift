@@ -4,14 +4,14 @@ import FoundationEssentials
 /// from, with the environment as it was at start, or (in process) any loader.
 package struct ConfigSource: Sendable {
     /// Reads and validates the config; called off the event loops.
-    package let load: @Sendable () -> Result<PosternConfig, ConfigError>
+    let load: @Sendable () -> Result<PosternConfig, ConfigError>
     /// The file that `POSTERN_CONFIG_WATCH` watches (nil: no file, nothing to watch).
-    package let path: String?
+    let path: String?
     /// True when `POSTERN_CONFIG_WATCH=1`: the file is polled every 2 s and reloaded when it changes.
-    package let watch: Bool
+    let watch: Bool
 
     /// A source with its own loader (tests).
-    package init(path: String? = nil, watch: Bool = false, load: @escaping @Sendable () -> Result<PosternConfig, ConfigError>) {
+    init(path: String? = nil, watch: Bool = false, load: @escaping @Sendable () -> Result<PosternConfig, ConfigError>) {
         self.path = path
         self.watch = watch
         self.load = load
@@ -27,15 +27,15 @@ package struct ConfigSource: Sendable {
     }
 
     /// A source that always gives `config` (a gateway built from a config value: a reload changes nothing).
-    package static func fixed(_ config: PosternConfig) -> ConfigSource {
+    static func fixed(_ config: PosternConfig) -> ConfigSource {
         ConfigSource { .success(config) }
     }
 
     /// The variable that turns the watch on.
-    package static let watchVariable = "POSTERN_CONFIG_WATCH"
+    static let watchVariable = "POSTERN_CONFIG_WATCH"
 
     /// Whether `POSTERN_CONFIG_WATCH` asks for the watch (`1`, `true` or `yes`).
-    package static func watchRequested(_ environment: [String: String]) -> Bool {
+    static func watchRequested(_ environment: [String: String]) -> Bool {
         guard let value = environment[watchVariable]?.trimmedSpaces().lowercased() else { return false }
         return ["1", "true", "yes"].contains(value)
     }

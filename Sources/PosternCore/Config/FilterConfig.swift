@@ -1,8 +1,8 @@
 /// One declared filter of a resource (`resources[i].filters.<name>`, docs/api.md, Declared filters): a list query
 /// parameter that becomes a Directus filter on one field.
-package struct FilterConfig: Sendable, Equatable {
+struct FilterConfig: Sendable, Equatable {
     /// The comparison a filter makes.
-    package enum Operation: String, Sendable, Equatable, CaseIterable {
+    enum Operation: String, Sendable, Equatable, CaseIterable {
         case eq, neq, gt, gte, lt, lte, `in`, contains, null
 
         /// Whether the operation orders values (`gt`, `gte`, `lt`, `lte`).
@@ -10,12 +10,12 @@ package struct FilterConfig: Sendable, Equatable {
     }
 
     /// The type of a filter's value.
-    package enum ValueType: String, Sendable, Equatable, CaseIterable {
+    enum ValueType: String, Sendable, Equatable, CaseIterable {
         case string, integer, uuid, datetime, boolean
     }
 
     /// A flag's fixed value (the file's `value`).
-    package enum Fixed: Sendable, Equatable {
+    enum Fixed: Sendable, Equatable {
         /// A string (also `$CURRENT_USER`, the caller's Directus user id).
         case string(String)
         /// An integer.
@@ -27,16 +27,16 @@ package struct FilterConfig: Sendable, Equatable {
     }
 
     /// The query parameter's name.
-    package var name: String
+    var name: String
     /// The Directus field it filters on (a plain field of the collection, no relation path).
-    package var field: String
+    var field: String
     /// The comparison.
-    package var op: Operation
+    var op: Operation
     /// The type of the value (`string` when the file says nothing).
-    package var type: ValueType
+    var type: ValueType
     /// The fixed value of a flag (`?name=true` applies it, `false` does not); nil for a filter whose value the
     /// client gives.
-    package var value: Fixed?
+    var value: Fixed?
 
     /// A filter of `name` on `field`.
     init(name: String, field: String, op: Operation, type: ValueType = .string, value: Fixed? = nil) {

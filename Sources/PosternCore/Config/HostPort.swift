@@ -6,13 +6,13 @@ package struct HostPort: Sendable, Equatable, CustomStringConvertible {
     package var port: UInt16
 
     /// Builds an address from its parts.
-    package init(host: String, port: UInt16) {
+    init(host: String, port: UInt16) {
         self.host = host
         self.port = port
     }
 
     /// Parses `host:port` or `[ipv6]:port`; nil when the host is empty or odd, or the port is not 0…65535.
-    package init?(_ text: String) {
+    init?(_ text: String) {
         let host: Substring
         let portText: Substring
         if text.hasPrefix("[") {

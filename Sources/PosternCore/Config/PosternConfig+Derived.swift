@@ -33,7 +33,7 @@ extension LimitsConfig {
     /// The body size above which the server refuses a request itself (the 413, before reading the
     /// body): twice `maxBodyBytes`, at least 64 KiB above it, at most 8 MiB. Between `maxBodyBytes` and
     /// this ceiling Postern answers the JSON 413 (docs/api.md, Limits and defaults).
-    package var bodyCeiling: Int {
+    var bodyCeiling: Int {
         min(LimitsConfig.maxBodyBytesCeiling, max(maxBodyBytes * 2, maxBodyBytes + 64 * 1024))
     }
 }

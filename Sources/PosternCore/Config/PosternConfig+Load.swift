@@ -25,7 +25,7 @@ extension PosternConfig {
 
     /// Decodes and validates; env is passed in so tests control it.
     /// `json` nil means no file: the built-in defaults, then the environment.
-    package static func load(json: Data?, environment: [String: String]) -> Result<PosternConfig, ConfigError> {
+    static func load(json: Data?, environment: [String: String]) -> Result<PosternConfig, ConfigError> {
         var reader = ConfigReader()
         var config = PosternConfig()
         var resourcePaths = config.resources.indices.map { "resources[\($0)]" }
@@ -69,7 +69,7 @@ extension PosternConfig {
     }
 
     /// The config file path that loadFromProcess would use (nil = defaults only).
-    package static func resolvedPath(configPath: String?) -> String? {
+    static func resolvedPath(configPath: String?) -> String? {
         resolvedPath(configPath: configPath, environment: ProcessInfo.processInfo.environment)
     }
 
@@ -151,14 +151,14 @@ extension PosternConfig {
 /// The Directus admin credentials `postern bootstrap` uses: a static token, or an email and a password.
 package struct BootstrapCredentials: Sendable, Equatable, CustomStringConvertible {
     /// `POSTERN_DIRECTUS_ADMIN_EMAIL`.
-    package var email: String?
+    var email: String?
     /// `POSTERN_DIRECTUS_ADMIN_PASSWORD`.
-    package var password: String?
+    var password: String?
     /// `POSTERN_DIRECTUS_ADMIN_TOKEN` (preferred when set).
-    package var token: String?
+    var token: String?
 
     /// Builds credentials.
-    package init(email: String? = nil, password: String? = nil, token: String? = nil) {
+    init(email: String? = nil, password: String? = nil, token: String? = nil) {
         self.email = email
         self.password = password
         self.token = token

@@ -2,11 +2,11 @@
 extension PosternConfig {
     /// The keys a reload cannot change: the listeners, the worker threads and the session store (with the TLS
     /// files of its Redis connections) are made once.
-    package static let restartOnlyKeys = ["listen", "admin_listen", "workers", "sessions.store", "sessions.redis_ca_file",
+    static let restartOnlyKeys = ["listen", "admin_listen", "workers", "sessions.store", "sessions.redis_ca_file",
                                           "sessions.redis_cert_file", "sessions.redis_key_file"]
 
     /// The restart-only keys whose values differ in `next` (a reload that changes one is refused whole).
-    package func restartOnlyChanges(to next: PosternConfig) -> [String] {
+    func restartOnlyChanges(to next: PosternConfig) -> [String] {
         var keys: [String] = []
         if listen != next.listen { keys.append("listen") }
         if adminListen != next.adminListen { keys.append("admin_listen") }
@@ -20,7 +20,7 @@ extension PosternConfig {
 
     /// The keys that a reload takes but that apply only from the next start: the session lifetimes belong to the
     /// session manager, which a reload keeps, and the connection timeouts to the listeners.
-    package func appliedAtRestart(to next: PosternConfig) -> [String] {
+    func appliedAtRestart(to next: PosternConfig) -> [String] {
         var keys: [String] = []
         if sessions.idleTTLSeconds != next.sessions.idleTTLSeconds { keys.append("sessions.idle_ttl_s") }
         if sessions.maxTTLSeconds != next.sessions.maxTTLSeconds { keys.append("sessions.max_ttl_s") }
@@ -31,7 +31,7 @@ extension PosternConfig {
     }
 
     /// The top-level sections that differ in `next` (for the reload's log line).
-    package func changedSections(to next: PosternConfig) -> [String] {
+    func changedSections(to next: PosternConfig) -> [String] {
         var keys: [String] = []
         if admin != next.admin { keys.append("admin") }
         if directus != next.directus { keys.append("directus") }
@@ -48,7 +48,7 @@ extension PosternConfig {
 
     /// True when `next` needs a new Directus connection pool (a changed URL or pool setting); the old pool then
     /// drains: its connections close as their calls finish.
-    package func needsNewPool(_ next: PosternConfig) -> Bool {
+    func needsNewPool(_ next: PosternConfig) -> Bool {
         directus.url != next.directus.url || directus.maxConnectionsPerWorker != next.directus.maxConnectionsPerWorker
             || directus.maxWaitingPerWorker != next.directus.maxWaitingPerWorker
             || directus.keepaliveIdleMs != next.directus.keepaliveIdleMs || directus.pipelineDepth != next.directus.pipelineDepth

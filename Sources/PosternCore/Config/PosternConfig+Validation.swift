@@ -7,7 +7,7 @@ import Darwin
 
 extension PosternConfig {
     /// Every problem with these values (ranges, formats, cross-field rules), each named by its key path.
-    package func problems() -> [ConfigProblem] {
+    func problems() -> [ConfigProblem] {
         validate(sources: [:], resourcePaths: resources.indices.map { "resources[\($0)]" })
     }
 
@@ -133,7 +133,7 @@ extension PosternConfig {
 
 extension ResourceConfig {
     /// The problems of this resource, named under `path` (e.g. `resources[1]`).
-    package func problems(at path: String) -> [ConfigProblem] {
+    func problems(at path: String) -> [ConfigProblem] {
         var problems: [ConfigProblem] = []
         func report(_ key: String, _ message: String) { problems.append(ConfigProblem(path: "\(path).\(key)", message: message)) }
 

@@ -15,21 +15,21 @@ package struct PosternConfig: Sendable, Equatable {
     /// Request limits and timeouts.
     package var limits = LimitsConfig()
     /// Rate limits.
-    package var rateLimits = RateLimitsConfig()
+    var rateLimits = RateLimitsConfig()
     /// CORS.
-    package var cors = CORSConfig()
+    var cors = CORSConfig()
     /// Upstream circuit breaker.
-    package var circuitBreaker = CircuitBreakerConfig()
+    var circuitBreaker = CircuitBreakerConfig()
     /// The resources served at `/api/v1/<name>`.
     package var resources: [ResourceConfig] = ResourceConfig.shipped
     /// The composite endpoints (docs/api.md, Composite endpoints): the shipped ones over the shipped resources.
     package var composites: [CompositeConfig] = CompositeConfig.shipped
     /// The most answers the micro-cache keeps (least recently used evicted first).
-    package var cacheMaxEntries = 10_000
+    var cacheMaxEntries = 10_000
     /// `debug`, `info`, `notice`, `warning` or `error` (from `POSTERN_LOG_LEVEL`; not a file key).
     package var logLevel = "info"
     /// Base64 32-byte key that encrypts Directus tokens at rest (from `POSTERN_SECRET_KEY` only).
-    package var secretKey: String?
+    var secretKey: String?
 
     /// The defaults.
     package init() {}
@@ -41,9 +41,9 @@ package struct AdminConfig: Sendable, Equatable {
     /// A secret: never logged, redacted wherever the config is shown.
     package var token = ""
     /// The shortest token accepted (bytes).
-    package static let minTokenBytes = 16
+    static let minTokenBytes = 16
     /// The defaults (no token: the operator API is off).
-    package init() {}
+    init() {}
 }
 
 /// The Directus upstream (`directus`).
@@ -53,20 +53,20 @@ package struct DirectusConfig: Sendable, Equatable {
     /// Upstream timeout in milliseconds (→ 504).
     package var timeoutMs = 10_000
     /// Keep-alive connections per worker.
-    package var maxConnectionsPerWorker = 64
+    var maxConnectionsPerWorker = 64
     /// `users` (public create on `/users`) or `register` (`/users/register`).
-    package var registration = "users"
+    var registration = "users"
     /// Pooled connections idle longer than this many milliseconds are closed, under Node's 5 s keep-alive.
-    package var keepaliveIdleMs = 4000
+    var keepaliveIdleMs = 4000
     /// Requests that may wait for a free pooled connection per worker; beyond it → 503.
-    package var maxWaitingPerWorker = 1024
+    var maxWaitingPerWorker = 1024
     /// GETs sent in the same turn of a worker's loop that may share one connection, pipelined (1: none, the
     /// default: an answer is then only ever read on a connection that carries exactly one request).
-    package var pipelineDepth = 1
+    var pipelineDepth = 1
     /// The largest answer body read from Directus, in bytes (chunk framing included); beyond it → 502.
-    package var maxResponseBytes = 16 << 20
+    var maxResponseBytes = 16 << 20
     /// The defaults.
-    package init() {}
+    init() {}
 }
 
 /// Session storage (`sessions`).
@@ -75,83 +75,83 @@ package struct SessionsConfig: Sendable, Equatable {
     package var store = "sqlite:data/sessions.db"
     /// PEM file of the CA certificates that verify a `rediss://` server (`POSTERN_REDIS_CA_FILE`); nil: the
     /// system's trust store.
-    package var redisCAFile: String?
+    var redisCAFile: String?
     /// PEM client certificate presented to a `rediss://` server that asks for one (`POSTERN_REDIS_CERT_FILE`).
-    package var redisCertFile: String?
+    var redisCertFile: String?
     /// PEM private key of `redisCertFile` (`POSTERN_REDIS_KEY_FILE`).
-    package var redisKeyFile: String?
+    var redisKeyFile: String?
     /// Idle expiry in seconds.
-    package var idleTTLSeconds = 604_800
+    var idleTTLSeconds = 604_800
     /// Absolute expiry in seconds.
-    package var maxTTLSeconds = 2_592_000
+    var maxTTLSeconds = 2_592_000
     /// Live sessions per user; a login beyond it ends that user's least recently used session.
-    package var maxPerUser = 20
+    var maxPerUser = 20
     /// The defaults.
-    package init() {}
+    init() {}
 }
 
 /// Request limits (`limits`).
 package struct LimitsConfig: Sendable, Equatable {
     /// Largest accepted body (→ 413 JSON).
-    package var maxBodyBytes = 1_048_576
+    var maxBodyBytes = 1_048_576
     /// Connection inactivity timeout in seconds.
-    package var inactivityTimeoutSeconds = 10
+    var inactivityTimeoutSeconds = 10
     /// Seconds a request may take to arrive whole (headers and body), from its first byte.
-    package var requestTimeoutSeconds = 30
+    var requestTimeoutSeconds = 30
     /// Grace period for in-flight requests on shutdown, in seconds.
     package var shutdownGraceSeconds = 10
     /// The defaults.
-    package init() {}
+    init() {}
 }
 
 /// Rate limits (`rate_limits`).
-package struct RateLimitsConfig: Sendable, Equatable {
+struct RateLimitsConfig: Sendable, Equatable {
     /// Failed logins per client IP per minute.
-    package var failedLoginsPerIPPerMinute = 10
+    var failedLoginsPerIPPerMinute = 10
     /// Failed logins per email per minute.
-    package var failedLoginsPerEmailPerMinute = 5
+    var failedLoginsPerEmailPerMinute = 5
     /// Failed logins per email per day.
-    package var failedLoginsPerEmailPerDay = 20
+    var failedLoginsPerEmailPerDay = 20
     /// Registrations per client IP per minute.
-    package var registrationsPerIPPerMinute = 10
+    var registrationsPerIPPerMinute = 10
     /// API requests per Postern token per minute (0: no limit).
-    package var requestsPerTokenPerMinute = 0
+    var requestsPerTokenPerMinute = 0
     /// Peers whose `X-Forwarded-For` is trusted (IPs).
-    package var trustedProxies: [String] = []
+    var trustedProxies: [String] = []
     /// Buckets each limit holds at most (least recently used dropped first), bounding the limiter's memory.
-    package var maxBuckets = RateLimitsConfig.defaultMaxBuckets
+    var maxBuckets = RateLimitsConfig.defaultMaxBuckets
     /// The default of `maxBuckets`.
-    package static let defaultMaxBuckets = 100_000
+    static let defaultMaxBuckets = 100_000
     /// The largest allowed `maxBuckets`.
-    package static let maxBucketsCeiling = 100_000_000
+    static let maxBucketsCeiling = 100_000_000
     /// The defaults.
-    package init() {}
+    init() {}
 }
 
 /// CORS (`cors`).
-package struct CORSConfig: Sendable, Equatable {
+struct CORSConfig: Sendable, Equatable {
     /// Allowed origins; `*` for any.
-    package var allowedOrigins = ["*"]
+    var allowedOrigins = ["*"]
     /// Whether credentials are allowed (never with `*`).
-    package var allowCredentials = false
+    var allowCredentials = false
     /// Preflight cache lifetime in seconds.
-    package var maxAgeSeconds = 600
+    var maxAgeSeconds = 600
     /// The defaults.
-    package init() {}
+    init() {}
 }
 
 /// Circuit breaker (`circuit_breaker`).
-package struct CircuitBreakerConfig: Sendable, Equatable {
+struct CircuitBreakerConfig: Sendable, Equatable {
     /// Consecutive connection failures or timeouts that open the circuit.
-    package var failures = 5
+    var failures = 5
     /// Seconds the circuit stays open before one probe.
-    package var openSeconds = 5
+    var openSeconds = 5
     /// The defaults.
-    package init() {}
+    init() {}
 }
 
 /// What a resource's answers are cached under besides the resource and the upstream query (`cache.scope`).
-package enum CacheScope: String, Sendable, Equatable, CaseIterable {
+enum CacheScope: String, Sendable, Equatable, CaseIterable {
     /// One cached answer per caller (user id).
     case user
     /// One cached answer per Directus role, for resources whose read permissions do not depend on the user.
@@ -161,15 +161,15 @@ package enum CacheScope: String, Sendable, Equatable, CaseIterable {
 /// A resource's micro-cache settings (`resources[i].cache`); `ttlMs` 0 is off.
 package struct ResourceCacheConfig: Sendable, Equatable {
     /// How long a cached answer is served, in milliseconds (0: not cached).
-    package var ttlMs = 0
+    var ttlMs = 0
     /// Who shares a cached answer.
-    package var scope: CacheScope = .user
+    var scope: CacheScope = .user
     /// Off.
-    package init() {}
+    init() {}
 }
 
 /// Which `{id}` values are valid keys of a collection.
-package enum IDType: String, Sendable, Equatable, CaseIterable {
+enum IDType: String, Sendable, Equatable, CaseIterable {
     case integer, uuid, string
 }
 
@@ -214,34 +214,34 @@ package struct ResourceConfig: Sendable, Equatable {
     /// The resource name (path segment and body key).
     package var name: String
     /// The Directus collection.
-    package var collection: String
+    var collection: String
     /// Which ids are valid keys.
-    package var idType: IDType = .integer
+    var idType: IDType = .integer
     /// Resource field name → Directus field name, in output order. Must map `id`.
     package var fields: [(String, String)]
     /// Resource fields that are never null in output (`""` instead).
     package var required: [String] = []
     /// Resource fields a client may write.
-    package var writable: [String] = []
+    var writable: [String] = []
     /// The Directus field that holds the creator's user id (for `owner` rules).
-    package var owner: String?
+    var owner: String?
     /// Resource fields that `search` looks in (`search_fields`); nil means the writable fields.
-    package var searchFields: [String]?
+    var searchFields: [String]?
     /// Declared filters (`filters`): list query parameters that become Directus filters, in file order.
-    package var filters: [FilterConfig] = []
+    var filters: [FilterConfig] = []
     /// Largest `limit`.
-    package var maxLimit = 100
+    var maxLimit = 100
     /// `limit` when none is given.
-    package var defaultLimit = 20
+    var defaultLimit = 20
     /// The micro-cache settings (off by default).
-    package var cache = ResourceCacheConfig()
+    var cache = ResourceCacheConfig()
     /// The rule per action.
-    package var permissions: [ResourceAction: PermissionRule] = [
+    var permissions: [ResourceAction: PermissionRule] = [
         .list: .authenticated, .read: .authenticated, .create: .authenticated, .update: .owner, .delete: .owner,
     ]
 
     /// Builds a resource.
-    package init(name: String, collection: String, fields: [(String, String)]) {
+    init(name: String, collection: String, fields: [(String, String)]) {
         self.name = name
         self.collection = collection
         self.fields = fields
@@ -258,18 +258,18 @@ package struct ResourceConfig: Sendable, Equatable {
     }
 
     /// The Directus field of resource field `name`.
-    package func directusField(_ name: String) -> String? {
+    func directusField(_ name: String) -> String? {
         fields.first { $0.0 == name }?.1
     }
 
     /// The resource field of Directus field `name`.
-    package func resourceField(_ directus: String) -> String? {
+    func resourceField(_ directus: String) -> String? {
         fields.first { $0.1 == directus }?.0
     }
 
     /// The shipped resources: `books` (the SwiftUI tutorial's shape, with the `mine` flag), `posts` (the Directus
     /// tutorial's) and `comments` (on posts, filtered by `post`).
-    package static var shipped: [ResourceConfig] {
+    static var shipped: [ResourceConfig] {
         var books = ResourceConfig(name: "books", collection: "posts",
                                    fields: [("id", "id"), ("title", "title"), ("subtitle", "content"), ("user", "user_created")])
         books.required = ["title"]

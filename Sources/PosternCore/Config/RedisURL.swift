@@ -7,13 +7,13 @@ struct RedisURL: Sendable, Equatable {
     /// Where Redis listens.
     var address: HostPort
     /// The ACL user (`AUTH user password`); nil: `AUTH password` as the default user.
-    package var username: String?
+    var username: String?
     /// The `AUTH` password, if any (never logged).
     var password: String?
     /// The database number (`SELECT`), 0 by default.
     var db: Int
     /// `rediss://`: TLS, the server's certificate verified.
-    package var tls: Bool
+    var tls: Bool
 
     /// Parses the URL; nil for another scheme, a missing port, a user name without a password, or a database
     /// that is not a number from 0 to 15.

@@ -10,7 +10,7 @@ extension SessionsConfig {
     /// The TLS context of a `rediss://` store (docs/api.md, Several instances (Redis)): it verifies the server
     /// against `redis_ca_file`, else the system's trust store, and presents `redis_cert_file`/`redis_key_file`
     /// when set. Nil for a `redis://` store or any other. Throws a one-line reason naming the file.
-    package func redisTLSContext() throws(TLSSetupError) -> TLSClientContext? {
+    func redisTLSContext() throws(TLSSetupError) -> TLSClientContext? {
         guard redisURL?.tls == true else { return nil }
         return try TLSClientContext(trusting: redisCAFile, certificateFile: redisCertFile, keyFile: redisKeyFile)
     }

@@ -8,9 +8,9 @@ import PosternHTTP
 /// trace; `tracestate` when the client sent one). A value holding CR, LF or NUL is not sent.
 package struct CallFields: UpstreamHeadFields, Equatable {
     /// Sent as `X-Request-Id`.
-    package var requestID: String
+    var requestID: String
     /// Sent as `X-Forwarded-For` (set, not appended).
-    package var clientIP: String
+    var clientIP: String
     /// Sent as `traceparent` (the gateway's span as the parent) and `tracestate` (nil: neither is sent).
     var trace: TraceContext?
     /// Sent as `Authorization: Bearer <token>` (nil: no such field); set by `DirectusClient` per call.

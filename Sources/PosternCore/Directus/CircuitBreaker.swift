@@ -23,7 +23,7 @@ package final class CircuitBreaker: @unchecked Sendable {
     private let healthy = Atomic<Bool>(true)
 
     /// Creates a closed breaker.
-    package init(threshold: Int, openSeconds: TimeInterval,
+    init(threshold: Int, openSeconds: TimeInterval,
                 clock: @escaping @Sendable () -> TimeInterval = { ProcessInfo.processInfo.systemUptime }) {
         self.threshold = threshold
         self.openSeconds = openSeconds
@@ -31,7 +31,7 @@ package final class CircuitBreaker: @unchecked Sendable {
     }
 
     /// The current state.
-    package var state: State {
+    var state: State {
         lock.withLock {
             guard let openedAt else { return .closed }
             return probing || clock() - openedAt >= openSeconds ? .halfOpen : .open

@@ -5,7 +5,7 @@ import PosternHTTP
 /// The tokens Directus hands out on login and refresh.
 package struct DirectusTokens: Sendable, Equatable {
     /// The access JWT.
-    package var accessToken: String
+    var accessToken: String
     /// The refresh token (rotates on every refresh).
     var refreshToken: String
     /// Access-token lifetime in milliseconds.
@@ -18,7 +18,7 @@ package struct DirectusClient: Sendable {
     /// one reference, not each of them).
     private let upstream: Upstream
     /// Upstream timeout in seconds.
-    package let timeout: Double
+    let timeout: Double
 
     /// Creates a client over `transport`; its calls go through `breaker` and are counted in `metrics` (a breaker
     /// that never opens and metrics nobody reads when nil, as in tests of the client alone).
@@ -50,7 +50,7 @@ package struct DirectusClient: Sendable {
     }
 
     /// `POST /auth/refresh` (rotates the refresh token).
-    package func refresh(refreshToken: String, context: CallFields) async throws(DirectusError) -> DirectusTokens {
+    func refresh(refreshToken: String, context: CallFields) async throws(DirectusError) -> DirectusTokens {
         let body = JSONValue.object([("refresh_token", .string(refreshToken)), ("mode", .string("json"))])
         return try tokens(from: try await call(.post, "/auth/refresh", body: body, token: nil, context: context))
     }

@@ -5,11 +5,11 @@ import PosternIO
 /// One entry of Directus's error envelope `{"errors":[{"message","extensions":{"code",…}}]}`.
 package struct DirectusErrorEntry: Sendable, Equatable {
     /// `extensions.code`, e.g. `FORBIDDEN`.
-    package var code: DirectusErrorCode
+    var code: DirectusErrorCode
     /// The message (logged, never matched on).
-    package var message: String
+    var message: String
     /// `extensions.field`, when present.
-    package var field: String?
+    var field: String?
     /// The answer's `Retry-After` header on a 429 or 503, as it came (passed on to the client).
     var retryAfter: String? = nil
 }
@@ -24,13 +24,13 @@ package enum DirectusError: Error, Sendable, Equatable {
     case badAnswer(String)
 
     /// The first error code, if Directus sent an envelope.
-    package var code: DirectusErrorCode? {
+    var code: DirectusErrorCode? {
         if case .api(_, let errors) = self { return errors.first?.code }
         return nil
     }
 
     /// The HTTP status Directus answered, if any.
-    package var status: Int? {
+    var status: Int? {
         if case .api(let status, _) = self { return status }
         return nil
     }

@@ -50,12 +50,12 @@ package enum DirectusErrorCode: Sendable, Hashable, CustomStringConvertible {
     ]
 
     /// The code for a wire value.
-    package init(_ raw: String) {
+    init(_ raw: String) {
         self = DirectusErrorCode.known.first { $0.1 == raw }?.0 ?? .other(raw)
     }
 
     /// The wire value, e.g. `FORBIDDEN`.
-    package var rawValue: String {
+    var rawValue: String {
         if case .other(let raw) = self { return raw }
         return DirectusErrorCode.known.first { $0.0 == self }?.1 ?? ""
     }

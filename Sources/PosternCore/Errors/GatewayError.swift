@@ -3,18 +3,18 @@ import PosternHTTP
 
 package struct GatewayError: Error, Sendable, CustomStringConvertible {
     /// The HTTP status.
-    package var status: Int
+    var status: Int
     /// The machine-readable code (`invalid_request`, `unauthorized`, …).
-    package var code: PosternErrorCode
+    var code: PosternErrorCode
     /// The message shown to the client (never a secret).
-    package var message: String
+    var message: String
     /// Extra response headers (`Allow`, `Retry-After`, `WWW-Authenticate`).
-    package var headers: HTTPHeaders
+    var headers: HTTPHeaders
     /// A private cause, for logs only.
     var cause: String?
 
     /// Builds an error.
-    package init(status: Int, code: PosternErrorCode, message: String, headers: HTTPHeaders = HTTPHeaders(), cause: String? = nil) {
+    init(status: Int, code: PosternErrorCode, message: String, headers: HTTPHeaders = HTTPHeaders(), cause: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
@@ -37,11 +37,11 @@ package struct GatewayError: Error, Sendable, CustomStringConvertible {
     }
 
     /// 401 `invalid_credentials`.
-    package static let invalidCredentials = GatewayError(status: 401, code: .invalidCredentials,
+    static let invalidCredentials = GatewayError(status: 401, code: .invalidCredentials,
                                                         message: "wrong email or password")
 
     /// 403 `forbidden`.
-    package static func forbidden(_ message: String = "you may not do this") -> GatewayError {
+    static func forbidden(_ message: String = "you may not do this") -> GatewayError {
         GatewayError(status: 403, code: .forbidden, message: message)
     }
 
@@ -94,7 +94,7 @@ package struct GatewayError: Error, Sendable, CustomStringConvertible {
     }
 
     /// 500 `internal_error` (no detail leaked).
-    package static func internalError(_ cause: String) -> GatewayError {
+    static func internalError(_ cause: String) -> GatewayError {
         GatewayError(status: 500, code: .internalError, message: "internal error", cause: cause)
     }
 }

@@ -8,14 +8,14 @@ import PosternHTTP
 /// Lines are written straight into bytes (no JSON tree per line). On an event loop, stdout lines go into
 /// that loop's own buffer, written with one `write(2)` once the loop's turn ends: no lock shared by the
 /// loops, and a line is never split across writes, so lines of different loops never interleave mid-line.
-package final class AccessLog: @unchecked Sendable {
+final class AccessLog: @unchecked Sendable {
     /// Log levels, lowest first (`notice`: an operator's action worth keeping, such as a session revocation,
     /// logged without the request lines at `POSTERN_LOG_LEVEL=notice`).
-    package enum Level: Int, Sendable {
+    enum Level: Int, Sendable {
         case debug, info, notice, warning, error
 
         /// Parses `debug`, `info`, `notice`, `warning`, `error`.
-        package init(_ text: String) {
+        init(_ text: String) {
             switch text {
             case "debug": self = .debug
             case "notice": self = .notice
@@ -34,7 +34,7 @@ package final class AccessLog: @unchecked Sendable {
     private let batchKey = EventLoop.LocalKey()
 
     /// Logs at `level` and above to `sink`, or to stdout (batched per event loop) when `sink` is nil.
-    package init(level: Level, sink: (@Sendable (String) -> Void)? = nil) {
+    init(level: Level, sink: (@Sendable (String) -> Void)? = nil) {
         self.level = level
         self.sink = sink
     }
@@ -53,7 +53,7 @@ package final class AccessLog: @unchecked Sendable {
     func logs(_ lineLevel: Level) -> Bool { lineLevel.rawValue >= level.rawValue }
 
     /// A free-form line (start-up, shutdown).
-    package func event(_ level: Level, _ message: String, _ fields: [(String, JSONValue)] = []) {
+    func event(_ level: Level, _ message: String, _ fields: [(String, JSONValue)] = []) {
         guard level.rawValue >= self.level.rawValue else { return }
         let name = ["debug", "info", "notice", "warning", "error"][level.rawValue]
         emit { line in

@@ -125,7 +125,7 @@ package final class Metrics: @unchecked Sendable {
                                    read: @Sendable (String) -> Double)] = []
 
     /// An empty registry.
-    package init() {
+    init() {
         shards.withLock { $0.append(offLoop) }
     }
 
@@ -241,7 +241,7 @@ package final class Metrics: @unchecked Sendable {
     }
 
     /// The Prometheus text exposition (version 0.0.4).
-    package func render() -> String {
+    func render() -> String {
         let (requests, requestLatency, upstreamLatency, upstreamErrors, rateLimits) = summed()
         let (gauges, counters, labeled) = gaugeLock.withLock { (self.gauges, self.counters, self.labeledCounters) }
         var out = ""

@@ -14,18 +14,18 @@ package struct TraceContext: Sendable, Equatable {
     /// The gateway's span id, new for every request: the parent id of every upstream call. Never zero.
     let spanID: UInt64
     /// The trace flags, as the client sent them, or `01` (sampled) for a trace the gateway started.
-    package let flags: UInt8
+    let flags: UInt8
     /// True when the client sent a valid `traceparent` (the answer then carries `traceresponse`).
     let fromClient: Bool
     /// The client's `tracestate`, as it came, passed on with a client's valid `traceparent` only
     /// (nil: none, over `maxStateBytes`, or with a byte outside printable ASCII).
-    package let state: String?
+    let state: String?
 
     /// Longest `tracestate` passed on, in bytes (the W3C limit for a whole list); a longer one is dropped.
     static let maxStateBytes = 512
 
     /// A context from its parts.
-    package init(traceHigh: UInt64, traceLow: UInt64, spanID: UInt64, flags: UInt8, fromClient: Bool, state: String?) {
+    init(traceHigh: UInt64, traceLow: UInt64, spanID: UInt64, flags: UInt8, fromClient: Bool, state: String?) {
         self.traceHigh = traceHigh
         self.traceLow = traceLow
         self.spanID = spanID

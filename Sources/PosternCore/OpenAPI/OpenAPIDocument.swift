@@ -6,10 +6,10 @@ import PosternHTTP
 /// list parameters, statuses and error shape. Built once at start-up; no I/O.
 package struct OpenAPIDocument: Sendable {
     /// The path the gateway serves the document at.
-    package static let path = "/api/v1/openapi.json"
+    static let path = "/api/v1/openapi.json"
 
     /// The document as a JSON value (object keys in a stable order).
-    package let value: JSONValue
+    let value: JSONValue
 
     /// Generates the document for `config`.
     package init(config: PosternConfig) {

@@ -2,19 +2,19 @@ import COpenSSL
 import FoundationEssentials
 
 /// One rate-limit budget: `capacity` tokens per key, refilled evenly over `window` seconds (0 disables it).
-package struct RateLimitBudget: Sendable, Hashable {
+struct RateLimitBudget: Sendable, Hashable {
     /// A stable name: the `limit` label of `postern_rate_limited_total`, and a key prefix for a shared counter
     /// (`login_ip`, `login_email`, `login_email_day`, `registration_ip`, `token`).
-    package var name: String
+    var name: String
     /// Tokens a full bucket holds (0 disables the limit).
-    package var capacity: Int
+    var capacity: Int
     /// Seconds to refill a bucket from empty.
     var window: TimeInterval
     /// Buckets held in process at most (`rate_limits.max_buckets`); past it the least recently used goes first.
     var maxBuckets: Int
 
     /// Builds a budget.
-    package init(name: String, capacity: Int, window: TimeInterval, maxBuckets: Int = RateLimitsConfig.defaultMaxBuckets) {
+    init(name: String, capacity: Int, window: TimeInterval, maxBuckets: Int = RateLimitsConfig.defaultMaxBuckets) {
         self.name = name
         self.capacity = capacity
         self.window = window
@@ -58,7 +58,7 @@ struct RateLimitKey: Hashable, Sendable {
 /// `TokenBuckets`; a shared one (Redis) counts for every instance at once (docs/api.md, Several instances
 /// (Redis)). A shared counter that cannot reach its store counts in process meanwhile rather than refuse
 /// or admit everyone. Either keeps a digest of the key, never the key itself.
-package protocol RateLimitCounter: Sendable {
+protocol RateLimitCounter: Sendable {
     /// Takes one token for `key`: nil when taken, else the whole seconds (at least 1) until one is available.
     /// Takes nothing when it answers non-nil.
     func take(_ key: String) async -> Int?
@@ -70,7 +70,7 @@ package protocol RateLimitCounter: Sendable {
 }
 
 /// Makes the counter of each budget (in process by default; the Redis store's counters when it is used).
-package typealias RateLimitCounterFactory = @Sendable (RateLimitBudget) -> any RateLimitCounter
+typealias RateLimitCounterFactory = @Sendable (RateLimitBudget) -> any RateLimitCounter
 
 extension TokenBuckets: RateLimitCounter {
     /// The in-process counters, one `TokenBuckets` per budget.

@@ -7,7 +7,7 @@ import PosternIO
 /// shard (a dropped bucket reads as full again), so no input grows this beyond a fixed size.
 /// Process-wide, in shards by key, each behind its own lock: requests of different loops rarely meet on
 /// one lock (the per-token limit is taken on every request). No lock is held across an await.
-package final class TokenBuckets: @unchecked Sendable {
+final class TokenBuckets: @unchecked Sendable {
     /// One key's bucket, linked into its shard's recency list.
     private struct Entry {
         var key: RateLimitKey
@@ -116,18 +116,18 @@ package final class TokenBuckets: @unchecked Sendable {
     }
 
     /// Tokens a full bucket holds (0 disables the limit).
-    package let capacity: Int
+    let capacity: Int
     /// Seconds to refill a bucket from empty.
-    package let window: TimeInterval
+    let window: TimeInterval
     /// Buckets held at most, over all shards.
-    package let maxBuckets: Int
+    let maxBuckets: Int
     private let shards: [Shard]
     private let shardMask: Int
     private let clock: @Sendable () -> TimeInterval
 
     /// Creates buckets of `capacity` per `window` seconds, at most `maxBuckets` of them (at least 1), in
     /// `shardCount` shards (a power of two; by default 16, fewer when `maxBuckets` is smaller).
-    package init(capacity: Int, window: TimeInterval, maxBuckets: Int = RateLimitsConfig.defaultMaxBuckets,
+    init(capacity: Int, window: TimeInterval, maxBuckets: Int = RateLimitsConfig.defaultMaxBuckets,
                 shardCount: Int? = nil,
                 clock: @escaping @Sendable () -> TimeInterval = { ProcessInfo.processInfo.systemUptime }) {
         self.capacity = capacity
@@ -150,7 +150,7 @@ package final class TokenBuckets: @unchecked Sendable {
     }
 
     /// Takes one token for `key`: nil when taken, else the seconds until one is available.
-    package func take(_ key: String) -> Int? {
+    func take(_ key: String) -> Int? {
         guard capacity > 0 else { return nil }
         return take(RateLimitKey(key))
     }
@@ -178,7 +178,7 @@ package final class TokenBuckets: @unchecked Sendable {
     }
 
     /// Gives back a token taken for `key` (a successful login does not count).
-    package func giveBack(_ key: String) {
+    func giveBack(_ key: String) {
         guard capacity > 0 else { return }
         giveBack(RateLimitKey(key))
     }
@@ -196,7 +196,7 @@ package final class TokenBuckets: @unchecked Sendable {
     }
 
     /// Drops full buckets (they hold no information), and gives back the storage pruning left empty.
-    package func prune() {
+    func prune() {
         let now = clock()
         for shard in shards {
             shard.lock.withLock {
@@ -213,7 +213,7 @@ package final class TokenBuckets: @unchecked Sendable {
     }
 
     /// Keys currently tracked.
-    package var trackedKeys: Int { shards.reduce(0) { total, shard in total + shard.lock.withLock { shard.slots.count } } }
+    var trackedKeys: Int { shards.reduce(0) { total, shard in total + shard.lock.withLock { shard.slots.count } } }
 
     private func refill(_ entry: inout Entry, _ now: TimeInterval) {
         entry.tokens = min(Double(capacity), entry.tokens + (now - entry.updated) * rate)
@@ -223,7 +223,7 @@ package final class TokenBuckets: @unchecked Sendable {
 
 /// The gateway's rate limits (docs/api.md, Limits and defaults), each counted before the upstream call,
 /// through one `RateLimitCounter` per budget (in process, or shared between instances).
-package final class RateLimits: Sendable {
+final class RateLimits: Sendable {
     let failedLoginsPerIP: any RateLimitCounter
     let failedLoginsPerEmail: any RateLimitCounter
     let failedLoginsPerEmailPerDay: any RateLimitCounter
@@ -235,7 +235,7 @@ package final class RateLimits: Sendable {
     let limitsRequestsPerToken: Bool
 
     /// Builds the limits from config, with in-process counters on `clock`.
-    package convenience init(_ config: RateLimitsConfig, metrics: Metrics,
+    convenience init(_ config: RateLimitsConfig, metrics: Metrics,
                             clock: @escaping @Sendable () -> TimeInterval = { ProcessInfo.processInfo.systemUptime }) {
         self.init(config, metrics: metrics, counters: { budget in
             TokenBuckets(capacity: budget.capacity, window: budget.window, maxBuckets: budget.maxBuckets, clock: clock)
@@ -243,7 +243,7 @@ package final class RateLimits: Sendable {
     }
 
     /// Builds the limits from config, each budget counted by the counter `counters` makes for it.
-    package init(_ config: RateLimitsConfig, metrics: Metrics, counters: RateLimitCounterFactory) {
+    init(_ config: RateLimitsConfig, metrics: Metrics, counters: RateLimitCounterFactory) {
         func budget(_ name: String, _ capacity: Int, _ window: TimeInterval) -> any RateLimitCounter {
             counters(RateLimitBudget(name: name, capacity: capacity, window: window, maxBuckets: config.maxBuckets))
         }
@@ -257,14 +257,14 @@ package final class RateLimits: Sendable {
     }
 
     /// A login attempt's claim on the failed-login budgets; give it back when the login succeeds.
-    package struct LoginClaim: Sendable {
+    struct LoginClaim: Sendable {
         fileprivate let ip: String
         fileprivate let email: String
     }
 
     /// Takes a token from every failed-login budget of this IP and email (compared case-insensitively),
     /// or throws 429 without taking any when one of them is exhausted.
-    package func claimLogin(ip: String, email: String) async throws(GatewayError) -> LoginClaim {
+    func claimLogin(ip: String, email: String) async throws(GatewayError) -> LoginClaim {
         let email = email.lowercased()
         let budgets: [(any RateLimitCounter, String, String)] = [
             (failedLoginsPerIP, ip, "login_ip"), (failedLoginsPerEmail, email, "login_email"),
@@ -283,14 +283,14 @@ package final class RateLimits: Sendable {
     }
 
     /// Returns a login's tokens: it succeeded, or failed for a reason that is not a wrong guess.
-    package func release(_ claim: LoginClaim) async {
+    func release(_ claim: LoginClaim) async {
         await failedLoginsPerIP.giveBack(claim.ip)
         await failedLoginsPerEmail.giveBack(claim.email)
         await failedLoginsPerEmailPerDay.giveBack(claim.email)
     }
 
     /// Counts a registration attempt from `ip`, or throws 429.
-    package func claimRegistration(ip: String) async throws(GatewayError) {
+    func claimRegistration(ip: String) async throws(GatewayError) {
         if let retryAfter = await registrationsPerIP.take(ip) {
             metrics.rateLimited("registration_ip")
             throw .rateLimited(retryAfter: retryAfter)
@@ -298,7 +298,7 @@ package final class RateLimits: Sendable {
     }
 
     /// Counts an API request for a session, or throws 429 (when the per-token limit is on).
-    package func claimRequest(sessionID: String) async throws(GatewayError) {
+    func claimRequest(sessionID: String) async throws(GatewayError) {
         if let retryAfter = await requestsPerToken.take(sessionID) {
             metrics.rateLimited("token")
             throw .rateLimited(retryAfter: retryAfter)
@@ -306,7 +306,7 @@ package final class RateLimits: Sendable {
     }
 
     /// Drops idle buckets (from the maintenance timer).
-    package func prune() {
+    func prune() {
         for counter in [failedLoginsPerIP, failedLoginsPerEmail, failedLoginsPerEmailPerDay, registrationsPerIP, requestsPerToken] {
             counter.prune()
         }

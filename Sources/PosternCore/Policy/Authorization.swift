@@ -14,7 +14,7 @@ package enum Authorization: Sendable {
 /// An item the policy stage read and found owned by the caller.
 package struct OwnedItem: Sendable {
     /// The Directus answer `{"data":{…}}`, as received (the read handler renders it without a second call).
-    package let directusBody: Data
+    let directusBody: Data
     /// The owner's user id, parsed once from that answer.
     let owner: String
 }

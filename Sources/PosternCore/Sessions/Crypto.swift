@@ -47,7 +47,7 @@ package enum Crypto {
     }
 
     /// Lower-case hex of bytes.
-    package static func hex(_ bytes: [UInt8]) -> String {
+    static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
@@ -114,7 +114,7 @@ package struct SecretBox: Sendable {
     private let key: [UInt8]
 
     /// Builds a box from a base64 (standard or url-safe) key that decodes to exactly 32 bytes.
-    package init?(base64Key: String) {
+    init?(base64Key: String) {
         let trimmed = base64Key.trimmedSpacesAndNewlines()
         let bytes = Data(base64Encoded: trimmed).map(Array.init) ?? Crypto.base64URLDecode(trimmed)
         guard let bytes, bytes.count == 32 else { return nil }
@@ -122,7 +122,7 @@ package struct SecretBox: Sendable {
     }
 
     /// Builds a box from 32 raw key bytes.
-    package init?(key: [UInt8]) {
+    init?(key: [UInt8]) {
         guard key.count == 32 else { return nil }
         self.key = key
     }
@@ -140,7 +140,7 @@ package struct SecretBox: Sendable {
     }
 
     /// Decrypts a value made by `seal`; nil when it was tampered with, sealed under another key or malformed.
-    package func open(_ sealed: String) -> String? {
+    func open(_ sealed: String) -> String? {
         guard sealed.hasPrefix(Self.versionPrefix),
               let data = Data(base64Encoded: String(sealed.dropFirst(Self.versionPrefix.count))) else { return nil }
         let blob = Array(data)

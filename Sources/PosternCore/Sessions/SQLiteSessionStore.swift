@@ -25,7 +25,7 @@ package final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     static let schemaVersion: Int32 = 4
 
     /// The database file path.
-    package let path: String
+    let path: String
     /// The key the Directus tokens are sealed with at rest, if any.
     let secretBox: SecretBox?
     /// Where a line goes about a row that cannot be decrypted.
@@ -74,7 +74,7 @@ package final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
     }
 
     /// Closes the database; later calls throw. Safe to call more than once.
-    package func close() {
+    func close() {
         lock.withLock { closeLocked() }
     }
 

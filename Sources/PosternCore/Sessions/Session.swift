@@ -10,7 +10,7 @@ package struct Session: Sendable, Equatable {
     private var fields: Fields
 
     /// Stable random session id (not a secret).
-    package var id: String {
+    var id: String {
         _read { yield fields.id }
         _modify {
             makeUnique()
@@ -44,7 +44,7 @@ package struct Session: Sendable, Equatable {
         }
     }
     /// The Directus user id.
-    package var userID: String {
+    var userID: String {
         _read { yield fields.userID }
         _modify {
             makeUnique()
@@ -52,7 +52,7 @@ package struct Session: Sendable, Equatable {
         }
     }
     /// The user's email.
-    package var email: String {
+    var email: String {
         _read { yield fields.email }
         _modify {
             makeUnique()
@@ -60,7 +60,7 @@ package struct Session: Sendable, Equatable {
         }
     }
     /// The Directus role id, when known.
-    package var role: String? {
+    var role: String? {
         _read { yield fields.role }
         _modify {
             makeUnique()
@@ -117,7 +117,7 @@ package struct Session: Sendable, Equatable {
     }
     /// The client's IP address at sign-in, as the gateway derived it (trusted proxies respected); "" for a
     /// session stored before Postern kept it.
-    package var clientIP: String {
+    var clientIP: String {
         _read { yield fields.clientIP }
         _modify {
             makeUnique()
@@ -135,7 +135,7 @@ package struct Session: Sendable, Equatable {
     }
 
     /// Builds a session.
-    package init(id: String, tokenDigest: String, refreshDigest: String, userID: String, email: String,
+    init(id: String, tokenDigest: String, refreshDigest: String, userID: String, email: String,
                 role: String? = nil, directusAccessToken: String, directusAccessExpiresAt: Date,
                 directusRefreshToken: String, createdAt: Date, lastUsedAt: Date, expiresAt: Date,
                 clientIP: String = "", userAgent: String = "") {

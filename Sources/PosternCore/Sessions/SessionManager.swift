@@ -9,7 +9,7 @@ package struct IssuedTokens: Sendable {
     /// The refresh token (`psr_…`); shown once, stored only as a digest.
     var refreshToken: String
     /// The session as stored.
-    package var session: Session
+    var session: Session
 }
 
 /// Sessions: issue, authenticate, rotate and revoke Postern tokens, and keep each session's Directus
@@ -32,11 +32,11 @@ package final class SessionManager: @unchecked Sendable {
     private let directusClient: LockedBox<DirectusClient>
     private var directus: DirectusClient { directusClient.withLock { $0 } }
     /// Idle expiry in seconds.
-    package let idleTTL: TimeInterval
+    let idleTTL: TimeInterval
     /// Absolute expiry in seconds.
-    package let maxTTL: TimeInterval
+    let maxTTL: TimeInterval
     /// Live sessions per user: opening one more ends the user's least recently used session.
-    package let maxPerUser: Int
+    let maxPerUser: Int
     /// The wall clock (injected in tests).
     let clock: @Sendable () -> Date
     /// The in-process cache in front of the store.
@@ -57,7 +57,7 @@ package final class SessionManager: @unchecked Sendable {
     package static let defaultCacheCapacity = 50_000
 
     /// Makes `directus` the client of the refreshes and logouts from now on (a config reload).
-    package func useDirectus(_ directus: DirectusClient) {
+    func useDirectus(_ directus: DirectusClient) {
         directusClient.withLock { $0 = directus }
     }
 
@@ -295,7 +295,7 @@ package final class SessionManager: @unchecked Sendable {
     /// on every instance of a shared store once the announcement arrives), and returns it: a full session id,
     /// or at least `SessionSummary.minimumPrefix` first characters of exactly one. 400 for a shorter prefix,
     /// 404 when none matches, 409 `ambiguous_session_id` when several do, 503 when the store cannot answer.
-    package func revoke(sessionIDOrPrefix idOrPrefix: String, context: CallFields) async throws(GatewayError) -> SessionSummary {
+    func revoke(sessionIDOrPrefix idOrPrefix: String, context: CallFields) async throws(GatewayError) -> SessionSummary {
         let exact: Session?
         do {
             exact = SessionSummary.isIDLike(idOrPrefix) ? try await store.session(sessionID: idOrPrefix) : nil
@@ -497,7 +497,7 @@ package final class SessionManager: @unchecked Sendable {
     // MARK: Maintenance
 
     /// Writes batched `last_used` values (called from a background timer and at shutdown).
-    package func flush() async {
+    func flush() async {
         let touches = cache.drainTouches()
         if !touches.isEmpty { try? await store.touch(touches) }
     }

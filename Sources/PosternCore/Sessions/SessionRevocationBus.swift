@@ -18,18 +18,18 @@ package protocol SessionRevocationBus: Sendable {
 
 extension SessionRevocationBus {
     /// A bus that never loses announcements never calls it.
-    package func subscribeReset(_ handler: @escaping @Sendable () -> Void) {}
+    func subscribeReset(_ handler: @escaping @Sendable () -> Void) {}
 }
 
 /// The bus of a store that only this process uses (memory, SQLite): there is no other instance to tell,
 /// so `publish` does nothing and no handler is ever called.
-package struct LocalRevocationBus: SessionRevocationBus {
+struct LocalRevocationBus: SessionRevocationBus {
     /// A bus that reaches no one.
-    package init() {}
+    init() {}
 
     /// Nothing to do: this process's cache is already up to date.
-    package func publish(sessionID: String) {}
+    func publish(sessionID: String) {}
 
     /// Nothing will ever be announced.
-    package func subscribe(_ handler: @escaping @Sendable (String) -> Void) {}
+    func subscribe(_ handler: @escaping @Sendable (String) -> Void) {}
 }

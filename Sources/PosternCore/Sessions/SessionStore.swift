@@ -68,17 +68,17 @@ extension SessionStore {
     package func isAvailable() async -> Bool { true }
 
     /// A store without an operator's listing (test doubles) says so.
-    package func summaries(userID: String) async throws(SessionStoreError) -> [SessionSummary] {
+    func summaries(userID: String) async throws(SessionStoreError) -> [SessionSummary] {
         throw .failed("this session store cannot list sessions")
     }
 
     /// A store without an operator's listing (test doubles) says so.
-    package func summaries(email: String) async throws(SessionStoreError) -> [SessionSummary] {
+    func summaries(email: String) async throws(SessionStoreError) -> [SessionSummary] {
         throw .failed("this session store cannot list sessions")
     }
 
     /// A store without an operator's listing (test doubles) says so.
-    package func sessionIDs(prefix: String, limit: Int) async throws(SessionStoreError) -> [String] {
+    func sessionIDs(prefix: String, limit: Int) async throws(SessionStoreError) -> [String] {
         throw .failed("this session store cannot look sessions up by id prefix")
     }
 }
@@ -86,11 +86,11 @@ extension SessionStore {
 /// What an operator sees of one session (docs/api.md, Session control): never a token or a digest.
 package struct SessionSummary: Sendable, Equatable {
     /// The session id (not a secret).
-    package var id: String
+    var id: String
     /// The Directus user id.
-    package var userID: String
+    var userID: String
     /// The e-mail the user signed in with.
-    package var email: String
+    var email: String
     /// When the session was created.
     var createdAt: Date
     /// When it was last used, as the store knows it (the batched `last_used`).
@@ -98,7 +98,7 @@ package struct SessionSummary: Sendable, Equatable {
     /// Absolute expiry.
     var expiresAt: Date
     /// The client's IP at sign-in ("" for a session stored before Postern kept it).
-    package var clientIP: String
+    var clientIP: String
     /// The client's user agent at sign-in ("" when none, or for a session stored before Postern kept it).
     var userAgent: String
 
@@ -106,7 +106,7 @@ package struct SessionSummary: Sendable, Equatable {
     static let minimumPrefix = 8
 
     /// Builds a summary.
-    package init(id: String, userID: String, email: String, createdAt: Date, lastUsedAt: Date, expiresAt: Date,
+    init(id: String, userID: String, email: String, createdAt: Date, lastUsedAt: Date, expiresAt: Date,
                 clientIP: String, userAgent: String) {
         self.id = id
         self.userID = userID
@@ -119,7 +119,7 @@ package struct SessionSummary: Sendable, Equatable {
     }
 
     /// The summary of `session`.
-    package init(_ session: Session) {
+    init(_ session: Session) {
         self.init(id: session.id, userID: session.userID, email: session.email, createdAt: session.createdAt,
                   lastUsedAt: session.lastUsedAt, expiresAt: session.expiresAt, clientIP: session.clientIP,
                   userAgent: session.userAgent)
@@ -147,14 +147,14 @@ package struct SessionSummary: Sendable, Equatable {
 /// When one session of a user was created and last used (as the store knows it).
 package struct SessionRecency: Sendable, Equatable {
     /// The session id.
-    package var id: String
+    var id: String
     /// When the session was created.
     var createdAt: Date
     /// When it was last used, as last written by a batched touch.
     var lastUsedAt: Date
 
     /// Builds a record.
-    package init(id: String, createdAt: Date, lastUsedAt: Date) {
+    init(id: String, createdAt: Date, lastUsedAt: Date) {
         self.id = id
         self.createdAt = createdAt
         self.lastUsedAt = lastUsedAt

@@ -159,7 +159,7 @@ final class UpstreamConnection: @unchecked Sendable {
 
     /// How long a connect to one of a host name's addresses (TCP and TLS handshake) may take while another address
     /// is left to try: 2 s, a lost SYN retransmitted once. The last address has the calls' own deadlines.
-    package static let connectAttemptTimeout: Double = 2
+    static let connectAttemptTimeout: Double = 2
 
     // MARK: Requests
 
@@ -250,7 +250,7 @@ final class UpstreamConnection: @unchecked Sendable {
     /// How long a turn of the loop runs (µs) before `flush` peeks at a reused connection: 1 ms. Bytes an upstream sends
     /// within 9 ms of an answer have reached the socket before the turn that reuses the connection 10 ms after it
     /// (`UpstreamHTTPClient.reuseQuiet`), or this peek sees them.
-    package static let peekAfterTurnMicroseconds = 1_000
+    static let peekAfterTurnMicroseconds = 1_000
 
     /// True when the peer has closed this idle connection or written to it (end of stream or stray bytes
     /// already queued on the socket), seen with a nonblocking peek before the read event ran.

@@ -47,7 +47,7 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
     private let keptHeaders: [StaticString]?
 
     /// The largest answer body taken when none is given (16 MiB, `directus.max_response_bytes`' default).
-    package static let defaultMaxResponseBytes = 16 << 20
+    static let defaultMaxResponseBytes = 16 << 20
 
     /// How long an idle connection stays quiet after its last answer before it carries another request, while the
     /// pool has room for a new connection (10 ms, in nanoseconds).

@@ -5,15 +5,15 @@ import PosternIO
 import Synchronization
 
 /// The listener and the connections of one loop.
-package final class ServerWorker: @unchecked Sendable {
+final class ServerWorker: @unchecked Sendable {
     /// The loop that owns the listener and every connection of this worker.
-    package let loop: EventLoop
+    let loop: EventLoop
     /// Starts a runner task (`runnerStart`), made for the server's handler type.
     private let startRunner: RunnerStart
     /// Tried before `handler`: an answer that needs no suspension, given on the loop thread.
     private let immediate: ImmediateHTTPHandler?
     /// Renders the answers the server gives itself.
-    package let refuse: RefusalRenderer
+    let refuse: RefusalRenderer
     private let limits: ServerLimits
     private var listenFD: Int32 = -1
     private var listenEvent: OpaquePointer?
@@ -27,7 +27,7 @@ package final class ServerWorker: @unchecked Sendable {
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
     /// The buffer every connection of this worker reads into first, and parses there (loop thread only): a
     /// connection keeps its own only for bytes left over (`HTTPConnection.readable`).
-    package let scratch = UnsafeMutableRawPointer.allocate(byteCount: HTTPConnection.maxQueued, alignment: 16)
+    let scratch = UnsafeMutableRawPointer.allocate(byteCount: HTTPConnection.maxQueued, alignment: 16)
     /// Requests with a runner task now (loop thread only): at most `limits.maxHandling`; the rest wait in `pending`.
     private var handling = 0
     /// The `Date` header line of the current second, and that second.
@@ -35,7 +35,7 @@ package final class ServerWorker: @unchecked Sendable {
     private var dateSecond = -1
 
     /// A worker for `loop` (not listening until `bind`).
-    package init(loop: EventLoop, startRunner: @escaping RunnerStart, immediate: ImmediateHTTPHandler?, refuse: @escaping RefusalRenderer,
+    init(loop: EventLoop, startRunner: @escaping RunnerStart, immediate: ImmediateHTTPHandler?, refuse: @escaping RefusalRenderer,
          limits: ServerLimits) {
         self.loop = loop
         self.startRunner = startRunner
@@ -69,13 +69,13 @@ package final class ServerWorker: @unchecked Sendable {
     }
 
     /// Requests being handled on this loop.
-    package var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
+    var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
 
     /// Connections on this loop that sent a whole request and are still open.
-    package var openConnections: Int { connectionCount.load(ordering: .relaxed) }
+    var openConnections: Int { connectionCount.load(ordering: .relaxed) }
 
     /// Connections seen on this loop since start.
-    package var connectionsSeen: Int { seenCount.load(ordering: .relaxed) }
+    var connectionsSeen: Int { seenCount.load(ordering: .relaxed) }
 
     /// Counts a connection on its first whole request (loop thread).
     func requestArrived(_ conn: HTTPConnection) {
@@ -153,11 +153,11 @@ package final class ServerWorker: @unchecked Sendable {
     }
 
     /// Starts a runner task on a worker, with its first request.
-    package typealias RunnerStart = @Sendable (ServerWorker, RunnerJob) -> Void
+    typealias RunnerStart = @Sendable (ServerWorker, RunnerJob) -> Void
 
     /// The runner start for `handler`: a runner's code specialised for its type, so that it calls
     /// `handler.handle` directly.
-    package static func runnerStart<Handler: HTTPRequestHandler>(_ handler: Handler) -> RunnerStart {
+    static func runnerStart<Handler: HTTPRequestHandler>(_ handler: Handler) -> RunnerStart {
         { worker, job in
             // Task.immediate runs the handler right here, on the loop thread, up to its first suspension (no hop
             // through the loop's job queue to start it); after a suspension it resumes on its preferred executor,
@@ -199,7 +199,7 @@ package final class ServerWorker: @unchecked Sendable {
     }
 
     /// A request for a runner task (loop thread only).
-    package struct RunnerJob: @unchecked Sendable {
+    struct RunnerJob: @unchecked Sendable {
         let request: HTTPRequest
         let conn: HTTPConnection
         /// What the immediate hook prepared for the handler, if anything.
@@ -260,7 +260,7 @@ package final class ServerWorker: @unchecked Sendable {
     }
 
     /// Opens the listening socket on the loop thread; returns the bound port.
-    package func bind(_ address: SocketAddress) throws(ServerStartError) -> UInt16 {
+    func bind(_ address: SocketAddress) throws(ServerStartError) -> UInt16 {
         let result = loop.runAndWait { () -> Result<UInt16, ServerStartError> in
             self.bindOnLoop(address)
         }
@@ -312,7 +312,7 @@ package final class ServerWorker: @unchecked Sendable {
     private var acceptBackoff: EventLoop.Timer?
     private var accepting = true
     /// accept() failures seen (e.g. out of file descriptors).
-    package private(set) var acceptErrors = 0
+    private(set) var acceptErrors = 0
 
     /// Accepts the waiting connections (a bounded batch, so that one busy listener cannot starve the loop).
     private func acceptAll() {
@@ -372,7 +372,7 @@ package final class ServerWorker: @unchecked Sendable {
 
     /// Stops accepting new connections and closes the listening socket (existing keep-alive connections
     /// finish their requests).
-    package func stopAccepting() {
+    func stopAccepting() {
         _ = loop.runAndWait { () -> Bool in
             self.accepting = false
             self.acceptBackoff?.cancel()
@@ -390,7 +390,7 @@ package final class ServerWorker: @unchecked Sendable {
     }
 
     /// Closes the listener and every connection; replies that come later are dropped.
-    package func free() {
+    func free() {
         _ = loop.runAndWait { () -> Bool in
             self.acceptBackoff?.cancel()
             self.acceptBackoff = nil

@@ -40,7 +40,7 @@ package enum EdgeRefusal: Sendable {
     case bodyTooLarge(HTTPRequest)
 
     /// A plain JSON answer, for servers without a gateway in front (the Directus stand-in).
-    package static func plainAnswer(_ refusal: EdgeRefusal) -> HTTPResponse {
+    static func plainAnswer(_ refusal: EdgeRefusal) -> HTTPResponse {
         switch refusal {
         case .badFraming(_, let reason):
             return .json(400, .object([("error", .string(reason)), ("code", .string("invalid_request"))]))

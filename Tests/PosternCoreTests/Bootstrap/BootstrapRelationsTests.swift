@@ -1,4 +1,4 @@
-import DirectusPlan
+@testable import DirectusPlan
 import DirectusStandIn
 import Foundation
 import Testing
