@@ -6,9 +6,9 @@ package struct CompositeConfig: Sendable, Equatable {
     /// The path served, under `/api/`, with `{name}` placeholders (`/api/v1/screens/posts/{id}`).
     package var path: String
     /// Who may call it (before any part runs): `public`, `authenticated`, `role:<id>` or `nobody`.
-    package var permission: PermissionRule = .authenticated
+    var permission: PermissionRule = .authenticated
     /// How long the parts may take, in milliseconds; nil: `directus.timeout_ms`.
-    package var timeoutMs: Int?
+    var timeoutMs: Int?
     /// The parts, in answer order.
     package var parts: [CompositePartConfig]
 
@@ -59,11 +59,11 @@ package struct CompositePartConfig: Sendable, Equatable {
     /// The part's key in the answer (`[A-Za-z_][A-Za-z0-9_]*`, unique in its composite, not `errors`).
     package var key: String
     /// `GET <path>`: a resource's list or read, or `/api/v1/user/me`; the path may use the composite's placeholders.
-    package var route: String
+    var route: String
     /// A failed required part fails the composite; an optional one leaves its key null.
-    package var required = false
+    var required = false
     /// The query the part is called with, in order; values may use the composite's placeholders.
-    package var query: [(String, String)] = []
+    var query: [(String, String)] = []
 
     /// Builds a part.
     init(key: String, route: String) {
