@@ -136,11 +136,12 @@ prepare_tools() {   # prepare_tools EXTRA_PACKAGE...
 b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
 
 # --- the canned Directus upstream: one nginx worker ------------------------------------------------
-# Serves bench/posts-$ITEMS.json for GET /items/posts (any query) and the few calls sign-in needs, in
+# Serves bench/posts-$ITEMS.json for GET /items/posts (any query; bench/posts-$ITEMS-authors.json when `fields`
+# reads user_created.first_name, as the shipped `posts` does) and the few calls sign-in needs, in
 # Directus's shapes. The access token is JWT-shaped (Postern reads its id and role claims) and
 # expires in 2100; `expires` (its lifetime in ms) is a year, so no refresh happens during a run.
 start_upstream() {
-    local now header payload jwt login me posts
+    local now header payload jwt login me posts authors
     now="$(date +%s)"
     header="$(printf '{"alg":"HS256","typ":"JWT"}' | b64url)"
     payload="$(printf '{"id":"%s","role":"%s","app_access":true,"admin_access":false,"iat":%s,"exp":4102444800,"iss":"directus"}' \
@@ -150,6 +151,7 @@ start_upstream() {
     login="{\"data\":{\"access_token\":\"$jwt\",\"refresh_token\":\"bench-refresh-token\",\"expires\":31536000000}}"
     me="{\"data\":{\"id\":\"$BENCH_USER_ID\",\"email\":\"$BENCH_EMAIL\",\"role\":\"$BENCH_ROLE_ID\"}}"
     posts="$(cd bench && pwd)/posts-$ITEMS.json"
+    authors="$(cd bench && pwd)/posts-$ITEMS-authors.json"
     mkdir -p "$WORK/upstream"
     cat > "$WORK/upstream.conf" <<NGINX
 worker_processes 1;
@@ -170,7 +172,9 @@ http {
     server {
         listen $HOST:$UPSTREAM_PORT backlog=4096;
         default_type application/json;
-        location = /items/posts  { alias $posts; }
+        # A read through the relation user_created (the shipped posts' author) gets the related rows too.
+        location = /items/posts  { if (\$arg_fields ~ first_name) { rewrite ^ /relational-posts last; } alias $posts; }
+        location = /relational-posts { internal; alias $authors; }
         location = /auth/login   { return 200 '$login'; }
         location = /auth/refresh { return 200 '$login'; }
         location = /auth/logout  { return 204; }

@@ -9,6 +9,9 @@
 # wrk -t1 -c8 runs for INSTR_DURATION, the counters are dumped (callgrind_control -d), and the dump's
 # total is divided by the requests wrk counted. Start-up and warm-up are not counted.
 #
+# Setup R (not run by default: INSTR_SETUPS="A C R") is A for the shipped `posts` list, which reads its author
+# through the relation user_created (the canned upstream answers bench/posts-20-authors.json).
+#
 # Overrides: INSTR_DURATION (10s) INSTR_WARMUP (3s) INSTR_SETUPS ("A C") and bench/lib.sh's
 #            BENCH_ITEMS (20 posts per list, or 100: bench/posts-100.json), BENCH_POSTERN (the binary measured,
 #            e.g. a copy of an older build), BENCH_SKIP_BUILD and ports.
@@ -38,9 +41,10 @@ measure() {
     mkdir -p "$out"
     GATEWAY_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=$out/callgrind.out.%p" WAIT_SECONDS=120 \
         start_gateway 1 "gateway-$setup" "$@" || die "the gateway did not start under valgrind ($setup)"
-    run_wrk "$WORK/wrk-warmup-$setup.txt" "$URL" "$POSTERN_TOKEN" "$WARMUP"
+    local url="${MEASURE_URL:-$URL}"
+    run_wrk "$WORK/wrk-warmup-$setup.txt" "$url" "$POSTERN_TOKEN" "$WARMUP"
     callgrind_control -z "$GATEWAY_PID" >/dev/null 2>&1
-    run_wrk "$WORK/wrk-$setup.txt" "$URL" "$POSTERN_TOKEN" "$DURATION"
+    run_wrk "$WORK/wrk-$setup.txt" "$url" "$POSTERN_TOKEN" "$DURATION"
     callgrind_control -d "$GATEWAY_PID" >/dev/null 2>&1
     requests="$(wrk_field "$WORK/wrk-$setup.txt" requests)"
     [ "$(wrk_field "$WORK/wrk-$setup.txt" non2xx)" = 0 ] || die "setup $setup: wrk saw non-2xx answers"
@@ -56,7 +60,8 @@ for setup in $SETUPS; do
     case "$setup" in
         A) line="$(measure A)" ;;
         C) line="$(measure C POSTERN_CACHE_TTL_MS=1000)" ;;
-        *) die "unknown setup $setup (A or C)" ;;
+        R) line="$(MEASURE_URL="http://$HOST:$GATEWAY_PORT${BOOKS_PATH/books/posts}" measure R)" ;;
+        *) die "unknown setup $setup (A, C or R)" ;;
     esac
     set -- $line
     say "setup $1: $2 instructions per request (over $3 requests, wrk -t1 -c8 -d$DURATION)"

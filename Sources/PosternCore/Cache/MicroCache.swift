@@ -162,10 +162,18 @@ package final class MicroCache: @unchecked Sendable {
         for generation in generations.withLock({ Array($0.values) }) { generation.bump() }
     }
 
-    /// `invalidate(collection:)` over the write counters themselves.
+    /// The write counter of resources that read through relations (docs/api.md, Relations). Postern does not know
+    /// which collection a relation reaches, so every write drops their answers: a write through any resource drops
+    /// every answer that may show the written row. No collection has this name (collection names are letters,
+    /// digits, `_` and `-`).
+    static let relations = "*relations"
+
+    /// `invalidate(collection:)` over the write counters themselves: the collection's and `relations`.
     private static func invalidate(collection: String, in generations: LockedBox<[String: Generation]>) {
         // No counter yet: nothing over the collection is stored or in flight.
-        generations.withLock { $0[collection] }?.bump()
+        let (own, related) = generations.withLock { ($0[collection], $0[relations]) }
+        own?.bump()
+        related?.bump()
     }
 
     /// The counters so far (summed over the shards).

@@ -11,7 +11,8 @@ final class ResourceCache: Sendable {
     let resource: String
     /// The Directus collection behind the resource.
     let collection: String
-    /// The collection's write counter in `cache` (looked up once, read without a lock on every request).
+    /// The collection's write counter in `cache` (looked up once, read without a lock on every request); for a
+    /// resource that reads through relations, the counter every write bumps (`MicroCache.relations`).
     let generation: MicroCache.Generation?
     /// How long an answer is served.
     let ttl: Duration
@@ -31,7 +32,9 @@ final class ResourceCache: Sendable {
         self.cache = resource.cache.ttlMs > 0 ? cache : nil
         self.resource = name
         self.collection = resource.collection
-        generation = resource.cache.ttlMs > 0 ? cache.generation(for: resource.collection) : nil
+        // A resource that reads through relations answers with rows of other collections too: any write drops it.
+        let counter = resource.readsRelations ? MicroCache.relations : resource.collection
+        generation = resource.cache.ttlMs > 0 ? cache.generation(for: counter) : nil
         ttl = .milliseconds(resource.cache.ttlMs)
         scope = resource.cache.scope
         self.invalidations = invalidations

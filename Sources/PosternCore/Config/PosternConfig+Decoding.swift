@@ -24,7 +24,7 @@ enum ConfigKeys {
     /// `circuit_breaker`.
     static let circuitBreaker = ["failures", "open_s"]
     /// `resources[i]`.
-    static let resource = ["name", "collection", "id_type", "fields", "required", "writable", "owner",
+    static let resource = ["name", "collection", "id_type", "fields", "detail_fields", "required", "writable", "owner",
                            "search_fields", "max_limit", "default_limit", "permissions", "cache", "filters"]
     /// `resources[i].cache`.
     static let cache = ["ttl_ms", "scope"]
@@ -131,24 +131,7 @@ extension PosternConfig {
     /// Decodes one resource object; missing `name`, `collection` and `fields` stay empty for `validate` to report.
     static func decodeResource(_ value: JSONValue, at path: String, reader: inout ConfigReader) -> ResourceConfig? {
         guard let o = reader.object(value, at: path, keys: ConfigKeys.resource) else { return nil }
-        var fields: [(String, String)] = []
-        if let fieldsValue = o["fields"] {
-            let fieldsPath = "\(path).fields"
-            if let members = fieldsValue.objectValue {
-                for (key, target) in members {
-                    let keyPath = "\(fieldsPath).\(key)"
-                    if fields.contains(where: { $0.0 == key }) {
-                        reader.report(keyPath, "duplicate key")
-                    } else if let directus = target.stringValue {
-                        fields.append((key, directus))
-                    } else {
-                        reader.report(keyPath, "must be the name of a Directus field (a string), not \(target.typeName)")
-                    }
-                }
-            } else {
-                reader.report(fieldsPath, "must be an object of resource field → Directus field, not \(fieldsValue.typeName)")
-            }
-        }
+        let fields = o["fields"].map { decodeFields($0, at: "\(path).fields", reader: &reader) } ?? []
         var resource = ResourceConfig(name: reader.string(o, "name", at: path) ?? "",
                                       collection: reader.string(o, "collection", at: path) ?? "",
                                       fields: fields)
@@ -159,6 +142,9 @@ extension PosternConfig {
                 let allowed = IDType.allCases.map(\.rawValue).joined(separator: ", ")
                 reader.report("\(path).id_type", "unknown id type \"\(text)\" (\(allowed))")
             }
+        }
+        if let value = o["detail_fields"] {
+            resource.detailFields = decodeFields(value, at: "\(path).detail_fields", reader: &reader)
         }
         if let v = reader.strings(o, "required", at: path) { resource.required = v }
         if let v = reader.strings(o, "writable", at: path) { resource.writable = v }

@@ -84,7 +84,10 @@ extension ResourceConfig {
     func json() -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("name", .string(name)), ("collection", .string(collection)), ("id_type", .string(idType.rawValue)),
-            ("fields", .object(fields.map { ($0.0, .string($0.1)) })),
+            ("fields", .object(fields.map { ($0.0, $0.1.json) })),
+        ]
+        if !detailFields.isEmpty { members.append(("detail_fields", .object(detailFields.map { ($0.0, $0.1.json) }))) }
+        members += [
             ("required", .array(required.map { .string($0) })), ("writable", .array(writable.map { .string($0) })),
             ("owner", owner.map { .string($0) } ?? .null),
         ]

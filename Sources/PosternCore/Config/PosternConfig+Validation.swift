@@ -155,27 +155,35 @@ extension ResourceConfig {
         let names = fields.map(\.0)
         if !names.contains("id") {
             report("fields", "must map \"id\" (e.g. \"id\": \"id\")")
+        } else if let id = directusField("id"), id.contains(".") {
+            report("fields.id", "must be a field of the collection, not a path through a relation (got \"\(id)\")")
+        } else if directusField("id") == nil {
+            report("fields.id", "must be a field of the collection (a string)")
         }
+        problems += fieldProblems(at: path)
         var mappedBy: [String: String] = [:]
-        for (field, target) in fields {
-            if !ResourceConfig.isFieldName(field, allowDash: false) {
-                report("fields.\(field)", "a resource field name must match [A-Za-z_][A-Za-z0-9_]*")
-            }
-            if !ResourceConfig.isFieldName(target, allowDash: false) {
-                report("fields.\(field)", "must name a Directus field: letters, digits and _ (got \"\(target)\")")
-            } else if let other = mappedBy[target] {
+        for (field, spec) in fields {
+            guard let target = spec.pathValue, !target.contains(".") else { continue }
+            if let other = mappedBy[target] {
                 report("fields.\(field)", "Directus field \"\(target)\" is already mapped by \(other)")
             } else {
                 mappedBy[target] = field
             }
         }
+        let related = Set(fields.filter { $0.1.isRelated }.map(\.0) + detailFields.map(\.0))
         let known = "(\(names.joined(separator: ", ")))"
-        for (i, field) in required.enumerated() where !names.contains(field) {
-            report("required[\(i)]", "\"\(field)\" is not a field of this resource \(known)")
+        for (i, field) in required.enumerated() {
+            if related.contains(field) {
+                report("required[\(i)]", "\"\(field)\" reads through a relation; related fields cannot be required")
+            } else if !names.contains(field) {
+                report("required[\(i)]", "\"\(field)\" is not a field of this resource \(known)")
+            }
         }
         let ownerField = owner.flatMap { resourceField($0) }
         for (i, field) in writable.enumerated() {
-            if !names.contains(field) {
+            if related.contains(field) {
+                report("writable[\(i)]", "\"\(field)\" reads through a relation; related fields are read-only")
+            } else if !names.contains(field) {
                 report("writable[\(i)]", "\"\(field)\" is not a field of this resource \(known)")
             } else if field == "id" {
                 report("writable[\(i)]", "\"id\" cannot be writable")
@@ -183,13 +191,19 @@ extension ResourceConfig {
                 report("writable[\(i)]", "\"\(field)\" maps the owner field \(owner), which Directus sets; it cannot be writable")
             }
         }
-        for (j, field) in (searchFields ?? []).enumerated() where !names.contains(field) {
-            report("search_fields[\(j)]", "\"\(field)\" is not a field of this resource \(known)")
+        for (j, field) in (searchFields ?? []).enumerated() {
+            if related.contains(field) {
+                report("search_fields[\(j)]", "\"\(field)\" reads through a relation; Directus does not search related fields")
+            } else if !names.contains(field) {
+                report("search_fields[\(j)]", "\"\(field)\" is not a field of this resource \(known)")
+            }
         }
         if let searchFields, searchFields.count > ResourceConfig.maxSearchFields {
             report("search_fields", "at most \(ResourceConfig.maxSearchFields) fields (Directus reads longer filter lists as objects)")
         }
-        if let owner, ownerField == nil {
+        if let owner, owner.contains(".") {
+            report("owner", "must be a field of the collection, not a path through a relation (got \"\(owner)\")")
+        } else if let owner, ownerField == nil {
             report("owner", "Directus field \"\(owner)\" is not mapped by any field of this resource")
         }
 

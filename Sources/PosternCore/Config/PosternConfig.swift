@@ -217,8 +217,11 @@ package struct ResourceConfig: Sendable, Equatable {
     var collection: String
     /// Which ids are valid keys.
     var idType: IDType = .integer
-    /// Resource field name → Directus field name, in output order. Must map `id`.
-    package var fields: [(String, String)]
+    /// Resource field name → what it reads (a Directus field, a dot path, a nested object or a list), in output
+    /// order. Must map `id`.
+    package var fields: [(String, FieldSpec)]
+    /// Fields that `GET /{id}` adds to `fields` (same grammar), so that a list never fetches a list per row.
+    var detailFields: [(String, FieldSpec)] = []
     /// Resource fields that are never null in output (`""` instead).
     package var required: [String] = []
     /// Resource fields a client may write.
@@ -241,7 +244,7 @@ package struct ResourceConfig: Sendable, Equatable {
     ]
 
     /// Builds a resource.
-    init(name: String, collection: String, fields: [(String, String)]) {
+    init(name: String, collection: String, fields: [(String, FieldSpec)]) {
         self.name = name
         self.collection = collection
         self.fields = fields
@@ -250,21 +253,21 @@ package struct ResourceConfig: Sendable, Equatable {
     /// Equal when every setting is equal (fields compared in order).
     package static func == (lhs: ResourceConfig, rhs: ResourceConfig) -> Bool {
         lhs.name == rhs.name && lhs.collection == rhs.collection && lhs.idType == rhs.idType
-            && lhs.fields.map { "\($0.0)=\($0.1)" } == rhs.fields.map { "\($0.0)=\($0.1)" }
+            && FieldSpec.sameMembers(lhs.fields, rhs.fields) && FieldSpec.sameMembers(lhs.detailFields, rhs.detailFields)
             && lhs.required == rhs.required && lhs.writable == rhs.writable && lhs.owner == rhs.owner
             && lhs.searchFields == rhs.searchFields && lhs.filters == rhs.filters
             && lhs.maxLimit == rhs.maxLimit && lhs.defaultLimit == rhs.defaultLimit && lhs.permissions == rhs.permissions
             && lhs.cache == rhs.cache
     }
 
-    /// The Directus field of resource field `name`.
+    /// The Directus field or path of resource field `name` (nil for a nested object or a list).
     func directusField(_ name: String) -> String? {
-        fields.first { $0.0 == name }?.1
+        fields.first { $0.0 == name }?.1.pathValue
     }
 
-    /// The resource field of Directus field `name`.
+    /// The resource field that maps Directus field `name` as it is.
     func resourceField(_ directus: String) -> String? {
-        fields.first { $0.1 == directus }?.0
+        fields.first { $0.1 == .path(directus) }?.0
     }
 
     /// The shipped resources: `books` (the SwiftUI tutorial's shape, with the `mine` flag), `posts` (the Directus
@@ -278,7 +281,12 @@ package struct ResourceConfig: Sendable, Equatable {
         books.filters = [FilterConfig(name: "mine", field: "user_created", op: .eq, value: .string(FilterConfig.currentUser))]
         var posts = ResourceConfig(name: "posts", collection: "posts",
                                    fields: [("id", "id"), ("title", "title"), ("content", "content"),
-                                            ("user_created", "user_created"), ("date_created", "date_created")])
+                                            ("user_created", "user_created"), ("date_created", "date_created"),
+                                            ("author", .object([("id", "user_created.id"), ("name", "user_created.first_name")]))])
+        posts.detailFields = [("comments", .list(ListSpec(from: "comments",
+                                                          fields: [("id", "id"), ("text", "body"),
+                                                                   ("author", "user_created.first_name")],
+                                                          sort: "-date_created", limit: 5)))]
         posts.required = ["title"]
         posts.writable = ["title", "content"]
         posts.owner = "user_created"

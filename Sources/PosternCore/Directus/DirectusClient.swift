@@ -86,9 +86,9 @@ package struct DirectusClient: Sendable {
         try await call(.get, target, body: nil, token: token, context: context).body
     }
 
-    /// `GET /items/<c>/<id>?fields=…` → the raw answer body.
-    func getItem(path: String, fields: String, token: String?, context: CallFields) async throws(DirectusError) -> Data {
-        try await call(.get, path + "?fields=" + QueryString.encode(fields), body: nil, token: token, context: context).body
+    /// `GET /items/<c>/<id>?fields=…` (and `deep[…]` for its lists) → the raw answer body.
+    func getItem(path: String, query: [(String, String)], token: String?, context: CallFields) async throws(DirectusError) -> Data {
+        try await call(.get, QueryString.target(path: path, query: query), body: nil, token: token, context: context).body
     }
 
     /// `POST /items/<c>` → the raw answer body, or nil when Directus answered 204 (no read-back).

@@ -36,7 +36,7 @@ extension ResourceHandlers {
 
     /// The cache key of `GET /api/v1/R/{id}` (nil when the resource is not cached).
     func readKey(id: String, _ context: RequestContext) -> CacheKey? {
-        cache.key(path: mapper.upstreamItemPath(id: id), query: [("fields", mapper.directusFieldList)],
+        cache.key(path: mapper.upstreamItemPath(id: id), query: mapper.readQuery,
                   session: context.session, perUser: false)
     }
 
@@ -54,7 +54,7 @@ extension ResourceHandlers {
     func lookUpRead(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> Endpoint.Progress {
         if case .ownerVerified(let item) = context.authorization {
             // The policy stage read it upstream with the caller's token: use it.
-            return .answered(.apiJSON(200, try mapper.renderer.renderItem(directusBody: item.directusBody)))
+            return .answered(.apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: item.directusBody)))
         }
         let id = try itemID(context)
         let key = readKey(id: id, context)

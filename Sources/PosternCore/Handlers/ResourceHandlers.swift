@@ -63,7 +63,7 @@ struct ResourceHandlers: Sendable {
         return try await cache.respond(key: call.key) {
             () async throws(GatewayError) -> HTTPResponse in
             let body = try await items.readItem(id: id, mapper: mapper, session: context.session, context: context)
-            return .apiJSON(200, try mapper.renderer.renderItem(directusBody: body))
+            return .apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: body))
         }
     }
 
@@ -100,7 +100,7 @@ struct ResourceHandlers: Sendable {
         // 204: updated without read-back. Read it back; failing that, the answer is unusable.
         do {
             let readBack = try await items.readItem(id: id, mapper: mapper, session: context.session, context: context)
-            return .apiJSON(200, try mapper.renderer.renderItem(directusBody: readBack))
+            return .apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: readBack))
         } catch {
             throw .upstreamError("updated item could not be read back: \(error)")
         }

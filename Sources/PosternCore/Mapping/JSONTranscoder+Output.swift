@@ -33,6 +33,11 @@ struct TranscoderOutput {
         capacity = size
     }
 
+    /// Forgets what was written (the memory is kept).
+    mutating func rewind() {
+        count = 0
+    }
+
     /// Appends one byte.
     @inline(__always)
     mutating func append(_ byte: UInt8) {

@@ -21,6 +21,11 @@ struct TranscodePass {
     var depth = 0
     /// The client body being written.
     var out: TranscoderOutput
+    /// Where one-to-many lists are rendered while their item is scanned (made at the first list).
+    var side: TranscoderOutput?
+    /// The relational plan (nil for a flat resource, which takes `transcodeItem`). `unowned(unsafe)` as `plan`,
+    /// which holds it.
+    unowned(unsafe) let relations: RelationPlan?
     /// The resource's tables. `unowned(unsafe)`: the pass lives only inside `JSONTranscoder.run`,
     /// whose caller holds the plan, so it is never freed under the pass; reading it then costs no
     /// retain and release per item.
@@ -60,6 +65,7 @@ struct TranscodePass {
         itemBytes = plan.itemBytes
         self.slots = slots
         self.predictions = predictions
+        relations = plan.relations
         out = TranscoderOutput(capacity: count + 256)
     }
 
@@ -119,7 +125,7 @@ struct TranscodePass {
                         guard pos < end, p[pos] == UInt8(ascii: "{") else {
                             throw .upstreamError("item answer has no \"data\" object")
                         }
-                        try transcodeItem()
+                        if let relations { try relationalItem(relations) } else { try transcodeItem() }
                     }
                 } else if isMeta, pos < end, p[pos] == UInt8(ascii: "{") {
                     sawMeta = true
@@ -168,7 +174,7 @@ struct TranscodePass {
             guard pos < end else { throw fail("unexpected end of input") }
             guard p[pos] == UInt8(ascii: "{") else { throw .upstreamError("item is not an object") }
             if n > 0 { out.append(UInt8(ascii: ",")) }
-            try transcodeItem()
+            if let relations { try relationalItem(relations) } else { try transcodeItem() }
             n += 1
             if try nextMember(closer: UInt8(ascii: "]")) { break }
         }
@@ -379,14 +385,14 @@ struct TranscodePass {
 
     /// Opens a container: one level deeper, at most `maxDepth`.
     @inline(__always)
-    private mutating func enter() throws(GatewayError) {
+    mutating func enter() throws(GatewayError) {
         depth += 1
         if depth > Self.maxDepth { throw fail("nesting too deep") }
     }
 
     /// `:` between a key and its value, with the whitespace around it.
     @inline(__always)
-    private mutating func colon() throws(GatewayError) {
+    mutating func colon() throws(GatewayError) {
         skipSpace()
         guard pos < end, p[pos] == UInt8(ascii: ":") else { throw fail("expected ':'") }
         pos += 1
@@ -395,7 +401,7 @@ struct TranscodePass {
 
     /// After a member or element: true at the container's `closer` (consumed), false after a `,`.
     @inline(__always)
-    private mutating func nextMember(closer: UInt8) throws(GatewayError) -> Bool {
+    mutating func nextMember(closer: UInt8) throws(GatewayError) -> Bool {
         skipSpace()
         guard pos < end else { throw fail("unexpected end of input") }
         let b = p[pos]

@@ -93,7 +93,7 @@ extension TranscodePass {
     }
 
     /// The key: a non-empty string as it is, an integral number in decimal, in quotes.
-    private mutating func writeID(_ slot: TranscoderSlot) throws(GatewayError) {
+    mutating func writeID(_ slot: TranscoderSlot) throws(GatewayError) {
         switch slot.kind {
         case .string:
             guard slot.end - slot.start > 2 else { throw .upstreamError("item has an empty id") }
@@ -112,7 +112,7 @@ extension TranscodePass {
     }
 
     /// A required field: strings as they are, numbers and booleans as their text, in quotes.
-    private mutating func writeRequired(_ slot: TranscoderSlot) throws(GatewayError) {
+    mutating func writeRequired(_ slot: TranscoderSlot) throws(GatewayError) {
         switch slot.kind {
         case .string:
             writeString(slot.start, slot.end, slot.flags)
@@ -136,7 +136,7 @@ extension TranscodePass {
     }
 
     /// An optional field's value, compact.
-    private mutating func writeValue(_ slot: TranscoderSlot) {
+    mutating func writeValue(_ slot: TranscoderSlot) {
         switch slot.kind {
         case .string: writeString(slot.start, slot.end, slot.flags)
         case .number: writeNumber(slot.start, slot.end, plain: slot.flags & JSONTokenFlags.plainInteger != 0)
@@ -153,7 +153,7 @@ extension TranscodePass {
     }
 
     /// A plain integer in quotes (`-0` reads as 0).
-    private mutating func writeQuoted(_ start: Int, _ end: Int) {
+    mutating func writeQuoted(_ start: Int, _ end: Int) {
         out.reserve(end - start + 2)
         out.appendReserved(UInt8(ascii: "\""))
         writeNumber(start, end, plain: true)

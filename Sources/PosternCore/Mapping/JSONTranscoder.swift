@@ -60,7 +60,8 @@ package struct JSONTranscoder: Sendable {
     /// One pass over `count` bytes at `bytes`, its slots and key predictions on the stack.
     private static func run(_ bytes: UnsafePointer<UInt8>, _ count: Int, _ plan: TranscoderPlan,
                             list: Bool) -> Result<Data, GatewayError> {
-        withUnsafeTemporaryAllocation(of: TranscoderSlot.self, capacity: max(plan.fieldCount, 1)) { slots in
+        withUnsafeTemporaryAllocation(of: TranscoderSlot.self,
+                                      capacity: max(plan.fieldCount, plan.relations?.slotCount ?? 0, 1)) { slots in
             withUnsafeTemporaryAllocation(of: KeyPrediction.self, capacity: KeyPrediction.capacity) { guesses in
                 // Temporary allocations of capacity ≥ 1 always have a base address.
                 let predictions = guesses.baseAddress!
@@ -69,9 +70,11 @@ package struct JSONTranscoder: Sendable {
                                          predictions: predictions)
                 do throws(GatewayError) {
                     if list { try pass.list() } else { try pass.item() }
+                    pass.side?.discard()
                     return .success(pass.out.finish())
                 } catch {
                     pass.out.discard()
+                    pass.side?.discard()
                     return .failure(error)
                 }
             }
@@ -169,6 +172,8 @@ final class TranscoderPlan: @unchecked Sendable {
     let seeds: UnsafeMutablePointer<KeyPrediction>
     /// `{"<name>":[` as UTF-8.
     let prefix: [UInt8]
+    /// How a resource that reads through relations is scanned and written (nil for a flat one).
+    let relations: RelationPlan?
     /// The distinct Directus names as strings, for keys that need `String` comparison (escapes,
     /// non-ASCII text): the same canonical-equivalence rules as the reference's dictionary lookup.
     let distinctNames: [String]
@@ -179,6 +184,7 @@ final class TranscoderPlan: @unchecked Sendable {
         JSONValue.writeString(name, into: &prefix)
         prefix.append(contentsOf: ":[".utf8)
         self.prefix = prefix
+        relations = table.isFlat ? nil : RelationPlan(table)
 
         fieldCount = table.fields.count
         fields = .allocate(capacity: max(fieldCount, 1))

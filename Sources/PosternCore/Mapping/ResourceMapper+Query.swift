@@ -50,7 +50,8 @@ extension ResourceMapper {
             break
         }
 
-        var out: [(String, String)] = [("fields", directusFieldList), ("limit", String(limit)), ("offset", String(offset))]
+        var out: [(String, String)] = [("fields", directusFieldList)] + deepQuery
+            + [("limit", String(limit)), ("offset", String(offset))]
         if let text = given["sort"] {
             out.append(("sort", try directusSort(text)))
         }
@@ -112,10 +113,16 @@ extension ResourceMapper {
             guard !name.isEmpty else {
                 throw .invalidRequest("query parameter \"sort\" has an empty field")
             }
-            guard let index = table.indexByResourceName[name] else {
+            switch table.directusPath(ofOutput: name) {
+            case .success(let path)?:
+                mapped.append((descending ? "-" : "") + path)
+            case .failure(.list)?:
+                throw .invalidRequest("query parameter \"sort\" cannot sort by \"\(name)\": it is a list")
+            case .failure(.object)?:
+                throw .invalidRequest("query parameter \"sort\" cannot sort by \"\(name)\": it is an object (name one of its fields)")
+            case nil:
                 throw .invalidRequest("query parameter \"sort\" names unknown field \"\(name)\"")
             }
-            mapped.append((descending ? "-" : "") + table.fields[index].directusName)
         }
         return mapped.joined(separator: ",")
     }

@@ -28,7 +28,8 @@ extension ResourceMapper {
     }
 
     /// Translates a client JSON body into a Directus payload. Every problem is 400 `invalid_request`
-    /// naming the field: not JSON, not an object, a duplicate, unknown or read-only field, `id` outside
+    /// naming the field: not JSON, not an object, a duplicate, unknown or read-only field (related fields are
+    /// read-only), `id` outside
     /// `createOrUpdate` (where it must be a valid key, as a string or an integer), a value that is not a
     /// string or null, a required field null (or missing on create), or an update with no writable field.
     func writePayload(_ body: Data, mode: WriteMode) throws(GatewayError) -> WritePayload {
@@ -50,6 +51,9 @@ extension ResourceMapper {
             if name == FieldTable.idField, mode == .createOrUpdate {
                 id = try bodyID(value)
                 continue
+            }
+            if detailTable.relatedNames.contains(name) {
+                throw .invalidRequest("field \"\(name)\" reads through a relation and is read-only")
             }
             guard let index = table.indexByResourceName[name] else {
                 throw .invalidRequest("unknown field \"\(name)\"")

@@ -11,33 +11,58 @@ struct ResourceMapper: Sendable {
     private final class Tables: Sendable {
         let resource: ResourceConfig
         let directusFieldList: String
+        let deepQuery: [(String, String)]
+        let readQuery: [(String, String)]
         let upstreamCollectionPath: String
         let searchDirectusFields: [String]
         let defaultListQuery: [(String, String)]
         let table: FieldTable
+        let detailTable: FieldTable
         let resourceNameByDirectus: [String: String]
+        let detailRenderer: JSONTranscoder?
         let queryParameters: Set<String>
 
-        init(_ resource: ResourceConfig, _ table: FieldTable) {
+        init(_ resource: ResourceConfig, _ table: FieldTable, _ detailTable: FieldTable, detailRenderer: JSONTranscoder?) {
             self.resource = resource
+            self.detailRenderer = detailRenderer
             self.table = table
-            var seen = Set<String>()
-            var csv: [String] = []
-            for name in table.fields.map(\.directusName) + [resource.owner].compactMap({ $0 }) where seen.insert(name).inserted {
-                csv.append(name)
-            }
-            let fieldList = csv.joined(separator: ",")
+            self.detailTable = detailTable
+            let fieldList = Self.fieldList(table, owner: resource.owner)
             self.directusFieldList = fieldList
+            self.deepQuery = Self.deep(table)
+            self.readQuery = [("fields", Self.fieldList(detailTable, owner: resource.owner))] + Self.deep(detailTable)
             self.upstreamCollectionPath = "/items/" + QueryString.encode(resource.collection, encodingDots: true)
             self.searchDirectusFields = resource.effectiveSearchFields.compactMap { resource.directusField($0) }
             let limit = min(max(1, resource.defaultLimit), max(1, resource.maxLimit))
-            self.defaultListQuery = [("fields", fieldList), ("limit", String(limit)), ("offset", "0"), ("meta", "filter_count")]
+            self.defaultListQuery = [("fields", fieldList)] + deepQuery
+                + [("limit", String(limit)), ("offset", "0"), ("meta", "filter_count")]
             var byDirectus: [String: String] = [:]
-            for field in table.fields where byDirectus[field.directusName] == nil {
+            for field in table.fields where byDirectus[field.directusName] == nil && !table.relatedNames.contains(field.resourceName) {
                 byDirectus[field.directusName] = field.resourceName
             }
             self.resourceNameByDirectus = byDirectus
             self.queryParameters = Set(resource.listQueryParameters)
+        }
+
+        /// The `fields` CSV of `table`: every path it reads, then the owner field if unread (as `<owner>.id`
+        /// when a path reads below it: Directus then answers an object).
+        static func fieldList(_ table: FieldTable, owner: String?) -> String {
+            var paths = table.directusPaths
+            if let owner {
+                let expanded = paths.contains { $0.hasPrefix(owner + ".") }
+                let read = expanded ? owner + ".id" : owner
+                if !paths.contains(read) { paths.append(read) }
+            }
+            return paths.joined(separator: ",")
+        }
+
+        /// `deep[<alias>][_limit]` and `deep[<alias>][_sort]` of every list of `table`.
+        static func deep(_ table: FieldTable) -> [(String, String)] {
+            table.lists.flatMap { list -> [(String, String)] in
+                var pairs = [("deep[\(list.from)][_limit]", String(list.limit))]
+                if let sort = list.sort { pairs.append(("deep[\(list.from)][_sort]", sort)) }
+                return pairs
+            }
         }
     }
 
@@ -45,10 +70,16 @@ struct ResourceMapper: Sendable {
 
     /// The resource this mapper serves.
     var resource: ResourceConfig { tables.resource }
-    /// Renders Directus answers as resource bodies in a single pass.
+    /// Renders Directus answers as resource bodies in a single pass (`fields`: lists and writes).
     var renderer: JSONTranscoder
-    /// The `fields` CSV for Directus reads: every mapped Directus field, then the owner field if unmapped.
+    /// Renders `GET /{id}` answers (`fields` and `detail_fields`; `renderer` without detail fields).
+    var detailRenderer: JSONTranscoder { tables.detailRenderer ?? renderer }
+    /// The `fields` CSV for Directus lists and writes: every mapped Directus path, then the owner field if unmapped.
     var directusFieldList: String { tables.directusFieldList }
+    /// The `deep` pairs of the lists in `fields` (empty without one).
+    var deepQuery: [(String, String)] { tables.deepQuery }
+    /// The Directus query of `GET /{id}`: `fields` with `detail_fields`, and their `deep` pairs.
+    var readQuery: [(String, String)] { tables.readQuery }
     /// `/items/<collection>`, the collection percent-encoded.
     var upstreamCollectionPath: String { tables.upstreamCollectionPath }
     /// The Directus fields `search` looks in (the resource's search fields, mapped), in config order.
@@ -60,12 +91,17 @@ struct ResourceMapper: Sendable {
     var queryParameters: Set<String> { tables.queryParameters }
     /// The precomputed field tables.
     var table: FieldTable { tables.table }
+    /// The field tables of `GET /{id}`.
+    var detailTable: FieldTable { tables.detailTable }
 
     /// Builds the mapper and its tables for `resource`.
     init(_ resource: ResourceConfig) {
         let table = FieldTable(resource)
-        self.tables = Tables(resource, table)
-        self.renderer = JSONTranscoder(table: table, name: resource.name)
+        let detailTable = resource.detailFields.isEmpty ? table : FieldTable(resource, detail: true)
+        let renderer = JSONTranscoder(table: table, name: resource.name)
+        self.tables = Tables(resource, table, detailTable,
+                             detailRenderer: resource.detailFields.isEmpty ? nil : JSONTranscoder(table: detailTable, name: resource.name))
+        self.renderer = renderer
     }
 
     /// Directus field name → resource field name, for translating Directus validation errors (nil if unmapped).

@@ -5,7 +5,9 @@ import PosternHTTP
 struct ResourceDescription {
     let resource: ResourceConfig
     /// The mapped fields as the renderer and the write parser see them.
-    private let table: FieldTable
+    let table: FieldTable
+    /// The fields of `GET /{id}` (`table` when the resource has no `detail_fields`).
+    let detailTable: FieldTable
     /// The schema name prefix: the resource name with its first letter capitalised (`books` → `Books`).
     let typeName: String
 
@@ -13,6 +15,7 @@ struct ResourceDescription {
     init(_ resource: ResourceConfig) {
         self.resource = resource
         table = FieldTable(resource)
+        detailTable = resource.detailFields.isEmpty ? table : FieldTable(resource, detail: true)
         typeName = resource.name.prefix(1).uppercased() + resource.name.dropFirst()
     }
 
@@ -64,7 +67,7 @@ struct ResourceDescription {
                 id: "read\(typeName)", tag: name, summary: "Read one item.",
                 description: "404 for an item that does not exist or that the caller may not read. " + ruleText(.read),
                 security: access(rule(.read)), body: nil, parameters: [idParameter()],
-                responses: [("200", D.response("The item.", one))]
+                responses: [("200", D.response("The item.", D.jsonContent(D.ref(readAnswerType))))]
                     + errors([400, 401, 403, 404, 413, 414, 429, 500, 502, 503, 504]),
                 extensions: [("x-postern-rule", .string(rule(.read).description))])),
             ("patch", updateOperation("update\(typeName)", "Update an item.")),
@@ -126,7 +129,7 @@ struct ResourceDescription {
             .object([("name", .string(name)), ("in", .string("query")), ("required", .bool(false)),
                      ("description", .string(description)), ("schema", .object(schema))])
         }
-        let fields = table.fields.map(\.resourceName)
+        let fields = sortableFields
         let alternatives = fields.map(\.regexEscaped).joined(separator: "|")
         let one = "-?(\(alternatives))"
         let searchFields = resource.effectiveSearchFields
@@ -149,10 +152,11 @@ struct ResourceDescription {
 
     // MARK: Schemas
 
-    /// `<T>` (one item), `<T>List`, `<T>Create`, `<T>Update`, `<T>Post`, `<T>Error`.
+    /// `<T>` (one item), `<T>List`, `<T>Create`, `<T>Update`, `<T>Post`, `<T>Error`, and the schemas of nested
+    /// objects, lists and the detail item (`relationSchemas`).
     func schemas() -> [(String, JSONValue)] {
         [
-            (typeName, itemSchema()),
+            (typeName, itemSchema(table, typeName: typeName)),
             (typeName + "List", .object([
                 ("type", .string("object")),
                 ("properties", .object([
@@ -169,30 +173,13 @@ struct ResourceDescription {
                 ("anyOf", .array([OpenAPIDocument.ref(typeName + "Create"), writeSchema(create: false, withID: true)])),
             ])),
             (typeName + "Error", OpenAPIDocument.errorSchema(collection: name)),
-        ]
+        ] + relationSchemas()
     }
 
-    /// One item as answers render it: mapped fields only, `id` always a string, required fields always strings.
-    private func itemSchema() -> JSONValue {
-        var properties: [(String, JSONValue)] = []
-        var required: [JSONValue] = []
-        for field in table.fields {
-            var schema: [(String, JSONValue)]
-            if field.isID {
-                let note = resource.idType == .integer ? " (an integer key, rendered as a string)" : ""
-                schema = [("type", .string("string")), ("description", .string("The item's key\(note)."))]
-                required.append(.string(field.resourceName))
-            } else if field.isRequired {
-                schema = [("type", .string("string")),
-                          ("description", .string("Never null: an empty value is \"\"; a number or boolean is rendered as its text."))]
-                required.append(.string(field.resourceName))
-            } else {
-                schema = [("description", .string("As Directus stores it (any JSON value but null); left out when there is no value."))]
-            }
-            if field.isWritable { schema.append(("x-postern-writable", .bool(true))) } else { schema.append(("readOnly", .bool(true))) }
-            schema.append(("x-postern-directus-field", .string(field.directusName)))
-            properties.append((field.resourceName, .object(schema)))
-        }
+    /// One item as answers render it: mapped fields only, `id` always a string, required fields always strings;
+    /// nested objects and lists as references to their own schemas (named from `typeName`).
+    func itemSchema(_ table: FieldTable, typeName: String) -> JSONValue {
+        let (properties, required) = memberSchemas(table.nodes, typeName: typeName)
         return .object([
             ("type", .string("object")),
             ("description", .string("An item of the Directus collection \"\(resource.collection)\".")),
@@ -200,6 +187,23 @@ struct ResourceDescription {
             ("required", .array(required)),
             ("additionalProperties", .bool(false)),
         ])
+    }
+
+    /// The schema of one field (not nested, not a list).
+    func fieldSchema(_ field: MappedField) -> JSONValue {
+        var schema: [(String, JSONValue)]
+        if field.isID {
+            let note = resource.idType == .integer ? " (an integer key, rendered as a string)" : ""
+            schema = [("type", .string("string")), ("description", .string("The item's key\(note)."))]
+        } else if field.isRequired {
+            schema = [("type", .string("string")),
+                      ("description", .string("Never null: an empty value is \"\"; a number or boolean is rendered as its text."))]
+        } else {
+            schema = [("description", .string("As Directus stores it (any JSON value but null); left out when there is no value."))]
+        }
+        if field.isWritable { schema.append(("x-postern-writable", .bool(true))) } else { schema.append(("readOnly", .bool(true))) }
+        schema.append(("x-postern-directus-field", .string(field.directusName)))
+        return .object(schema)
     }
 
     /// A write body: only writable fields, strings (null allowed when not required), nothing else.

@@ -41,12 +41,13 @@ struct DirectusItems: Sendable {
         }
     }
 
-    /// Reads one item; a Directus 403 (which hides "missing") is 404 here.
+    /// Reads one item with its detail fields (`ResourceMapper.readQuery`); a Directus 403 (which hides "missing")
+    /// is 404 here.
     func readItem(id: String, mapper: ResourceMapper, session: Session?, context: RequestContext) async throws(GatewayError) -> Data {
         let path = mapper.upstreamItemPath(id: id)
         return try await withToken(session, mapper: mapper, context: context, forbidden: .notFound("no such \(mapper.resource.name) item")) {
             (token) async throws(DirectusError) -> Data in
-            try await directus.getItem(path: path, fields: mapper.directusFieldList, token: token, context: context.call)
+            try await directus.getItem(path: path, query: mapper.readQuery, token: token, context: context.call)
         }
     }
 }

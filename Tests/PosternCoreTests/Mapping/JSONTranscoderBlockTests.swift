@@ -200,7 +200,7 @@ import PosternHTTP
         // member missing, with an extra member first, and with spaces before the colon.
         let names = ["id", "thirteen_char", "fourteen_chars", #"q"x"#, "é"]
         let resource = ResourceConfig(name: "guess", collection: "guess",
-                                      fields: names.enumerated().map { ("f\($0.offset)", $0.element) })
+                                      fields: names.enumerated().map { ("f\($0.offset)", .path($0.element)) })
         let tokens = names.enumerated().map { index, name -> String in
             var key: [UInt8] = []
             JSONValue.writeString(name, into: &key)

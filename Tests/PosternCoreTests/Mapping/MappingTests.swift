@@ -25,9 +25,10 @@ import PosternHTTP
     }
 
     @Test func rendersPosts() throws {
-        let body = #"{"data":[{"id":1,"title":"T","content":"C","user_created":"u","date_created":"2025-05-01T10:20:30.000Z"}]}"#
+        // `user_created` is also read below (the author), so Directus answers an object and the raw key is its id.
+        let body = #"{"data":[{"id":1,"title":"T","content":"C","user_created":{"id":"u","first_name":"Ada"},"date_created":"2025-05-01T10:20:30.000Z"}]}"#
         #expect(try renderList("posts", body) ==
-            #"{"posts":[{"id":"1","title":"T","content":"C","user_created":"u","date_created":"2025-05-01T10:20:30.000Z"}],"total":1}"#)
+            #"{"posts":[{"id":"1","title":"T","content":"C","user_created":"u","date_created":"2025-05-01T10:20:30.000Z","author":{"id":"u","name":"Ada"}}],"total":1}"#)
     }
 
     @Test func keepsOptionalValueTypesAndRendersRequiredFieldsAsStrings() throws {
@@ -241,7 +242,11 @@ import PosternHTTP
 
     @Test func listsDirectusFields() {
         #expect(shippedMapper("books").directusFieldList == "id,title,content,user_created")
-        #expect(shippedMapper("posts").directusFieldList == "id,title,content,user_created,date_created")
+        #expect(shippedMapper("posts").directusFieldList == "id,title,content,user_created.id,date_created,user_created.first_name")
+        #expect(shippedMapper("posts").readQuery.map { "\($0.0)=\($0.1)" } == [
+            "fields=id,title,content,user_created.id,date_created,user_created.first_name,comments.id,comments.body,comments.user_created.first_name",
+            "deep[comments][_limit]=5", "deep[comments][_sort]=-date_created",
+        ])
         var config = ResourceConfig(name: "notes", collection: "notes", fields: [("id", "id"), ("text", "body")])
         config.owner = "user_created"
         #expect(ResourceMapper(config).directusFieldList == "id,body,user_created")

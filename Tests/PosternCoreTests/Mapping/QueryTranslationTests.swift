@@ -34,7 +34,8 @@ func gatewayError(_ body: () throws -> Void) -> GatewayError? {
             "fields=id,title,content,user_created", "limit=20", "offset=0", "meta=filter_count",
         ])
         #expect(try translate("posts", "") == [
-            "fields=id,title,content,user_created,date_created", "limit=20", "offset=0", "meta=filter_count",
+            "fields=id,title,content,user_created.id,date_created,user_created.first_name", "limit=20", "offset=0",
+            "meta=filter_count",
         ])
     }
 

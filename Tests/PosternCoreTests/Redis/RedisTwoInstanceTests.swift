@@ -183,6 +183,26 @@ import PosternIO
         }
     }
 
+    @Test func aCommentWrittenOnADropsTheCachedPostOnB() throws {
+        // `posts` reads comments through a relation; `notes` writes the `comments` collection.
+        let gw = try TwoGateways { config in
+            for i in config.resources.indices { config.resources[i].cache.ttlMs = 60_000 }
+            config.resources.append(LiveRelationsTests.notesResource())
+        }
+        defer { gw.stop() }
+        let (token, _) = try gw.login(gw.a)
+        let path = "/api/v1/posts/3"
+        let miss = try gw.client(gw.b).json("GET", path, token: token)
+        #expect(miss.headers["X-Cache"] == "MISS")
+        #expect(miss.json?["posts"]?.arrayValue?.first?["comments"] == .array([]))
+        #expect(try gw.client(gw.b).json("GET", path, token: token).headers["X-Cache"] == "HIT")
+        let created = try gw.client(gw.a).json("POST", "/api/v1/notes", #"{"post":"3","text":"Written on A"}"#, token: token)
+        #expect(created.status == 201, "\(created.text)")
+        try eventually("B drops its cached post", timeout: 1) {
+            try gw.client(gw.b).json("GET", path, token: token).text.contains("Written on A")
+        }
+    }
+
     @Test func redisHoldsDigestsOnlyAndSealedDirectusTokens() async throws {
         let key = Data(Crypto.randomBytes(32)).base64EncodedString()
         let gw = try TwoGateways { config in config.secretKey = key }
