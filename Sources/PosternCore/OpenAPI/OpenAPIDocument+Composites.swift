@@ -78,8 +78,10 @@ struct CompositeDescription {
     /// The answer schema of a part's route.
     private func answerSchema(_ part: CompositePartConfig) -> JSONValue {
         switch config.partTarget(part.methodAndPath.path) {
-        case .list(let resource)?, .read(let resource)?:
+        case .list(let resource)?:
             return OpenAPIDocument.ref(ResourceDescription(resource).typeName + "List")
+        case .read(let resource)?:
+            return OpenAPIDocument.ref(ResourceDescription(resource).readAnswerType)
         case .me?:
             return OpenAPIDocument.ref("MeAnswer")
         case nil:

@@ -355,6 +355,9 @@ import PosternTesting
         let page = try #require(document["paths"]?["/api/v1/screens/posts/{id}"]?["get"])
         #expect(page["parameters"]?.arrayValue?.first?["name"] == .string("id"))
         #expect(page["parameters"]?.arrayValue?.first?["in"] == .string("path"))
+        // A read part answers as the direct read does: posts' detail shape (its comments).
+        let pageSchema = try #require(document["components"]?["schemas"]?["PostPageComposite"])
+        #expect(pageSchema["properties"]?["post"] == .object([("$ref", .string("#/components/schemas/PostsDetailList"))]))
     }
 }
 
