@@ -309,11 +309,45 @@ idle_ticks() { awk '/^cpu / { print $5 + $6 }' /proc/stat; }
 # peak_rss_mb PID: VmHWM (peak resident set) in MB.
 peak_rss_mb() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 
-# run_wrk OUT URL TOKEN DURATION: wrk with the shared settings; its output in OUT.
+# run_wrk OUT URL TOKEN DURATION: wrk with the shared settings; its output in OUT. WRK_SCRIPT (a Lua file), when
+# set, is passed to wrk with -s (e.g. the three parts of the home screen, in turn).
 run_wrk() {
-    local out="$1" url="$2" token="$3" duration="$4"
-    "${LOAD_PIN[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$duration" --latency -H "Authorization: Bearer $token" "$url" > "$out" 2>&1 \
+    local out="$1" url="$2" token="$3" duration="$4" script=()
+    [ -n "${WRK_SCRIPT:-}" ] && script=(-s "$WRK_SCRIPT")
+    "${LOAD_PIN[@]}" wrk -t"$THREADS" -c"$CONNECTIONS" -d"$duration" --latency "${script[@]}" -H "Authorization: Bearer $token" "$url" > "$out" 2>&1 \
         || { cat "$out" >&2; die "wrk failed on $url"; }
+}
+
+# The home screen (docs/api.md, Composite endpoints): the composite, and the same three parts as three calls.
+HOME_PATH='/api/v1/home'
+HOME_PARTS=('/api/v1/user/me' '/api/v1/books?mine=true&limit=5' '/api/v1/posts?sort=-date_created&limit=3')
+
+# write_parts_script FILE: a wrk Lua script whose requests go through HOME_PARTS in turn, one after another.
+write_parts_script() {
+    local file="$1" path list=""
+    for path in "${HOME_PARTS[@]}"; do list+="\"$path\", "; done
+    cat > "$file" <<LUA
+local paths = {${list%, }}
+local next_part = 0
+request = function()
+    next_part = next_part % #paths + 1
+    return wrk.format("GET", paths[next_part])
+end
+LUA
+}
+
+# check_home NAME URL TOKEN: one GET of the home composite must answer 200 with X-Postern-Complete: true.
+# Sets LAST_HEADERS to the answer's header file.
+check_home() {
+    local name="$1" url="$2" token="$3" code
+    LAST_HEADERS="$WORK/check-headers.txt"
+    code="$(curl -s -D "$LAST_HEADERS" -o "$WORK/check.json" -w '%{http_code}' --max-time 5 \
+            -H "Authorization: Bearer $token" "$url" || true)"
+    if [ "$code" != 200 ] || ! grep -qi '^x-postern-complete: *true' "$LAST_HEADERS"; then
+        head -c 600 "$WORK/check.json" >&2 || true
+        echo >&2
+        die "check failed for $name: GET $url -> $code (expected 200 with X-Postern-Complete: true)"
+    fi
 }
 
 # wrk_field OUT NAME: rps | requests | p50 | p99 (ms) | non2xx | sockerr (sum of socket errors)

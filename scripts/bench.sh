@@ -8,6 +8,9 @@
 #   B         a one-worker nginx keep-alive proxy of the upstream call    GET /items/posts?...
 #   A         the gateway (release, one worker, memory sessions)          GET /api/v1/books
 #   C         A with POSTERN_CACHE_TTL_MS=1000 (the micro-cache)          GET /api/v1/books
+#   H         the home screen, uncached and cached: the composite         GET /api/v1/home
+#             against its three parts called one after another         me, books?mine=true&limit=5, posts?sort=…&limit=3
+#             (each a row; BENCH_HOME=0 leaves them out)
 #
 # Same wrk settings for all, each after a short warm-up. Prints requests/s, p50, p99, CPU per
 # request, the peak RSS (VmHWM) of the measured process, the ratios A/B and C/B, and whether the
@@ -35,6 +38,7 @@ CONNECTIONS="${BENCH_CONNECTIONS:-64}"
 WORKERS_LIST="${BENCH_WORKERS:-1}"
 CACHE_TTL="${BENCH_CACHE_TTL_MS:-1000}"
 ROUNDS="${BENCH_ROUNDS:-1}"
+HOME_ROWS="${BENCH_HOME:-1}"
 
 prepare_tools
 LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -131,6 +135,25 @@ for round in $(seq "$ROUNDS"); do
         fi
         measure "$round" "C gateway+cache w=$workers" "http://$HOST:$GATEWAY_PORT$BOOKS_PATH" "$POSTERN_TOKEN" "$GATEWAY_PID"
         stop_gateway
+
+        [ "$HOME_ROWS" = 0 ] && continue
+        # The home screen: one composite call, against its three parts called one after another (a wrk script
+        # that goes through them in turn), uncached, then with the micro-cache.
+        write_parts_script "$WORK/home-parts.lua"
+        for cached in 0 1; do
+            if [ "$cached" = 1 ]; then
+                start_gateway "$workers" "gateway-h$cached-w$workers" POSTERN_CACHE_TTL_MS="$CACHE_TTL" || continue
+                suffix="+cache"
+            else
+                start_gateway "$workers" "gateway-h$cached-w$workers" || die "the gateway did not start (see above)"
+                suffix=""
+            fi
+            check_home "gateway (home)" "http://$HOST:$GATEWAY_PORT$HOME_PATH" "$POSTERN_TOKEN"
+            measure "$round" "H home$suffix w=$workers" "http://$HOST:$GATEWAY_PORT$HOME_PATH" "$POSTERN_TOKEN" "$GATEWAY_PID"
+            WRK_SCRIPT="$WORK/home-parts.lua" measure "$round" "H 3 parts$suffix w=$workers" \
+                "http://$HOST:$GATEWAY_PORT" "$POSTERN_TOKEN" "$GATEWAY_PID"
+            stop_gateway
+        done
     done
 done
 LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -140,6 +163,7 @@ echo
 echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency (after $WARMUP warm-up), $ROUNDS round(s), on $(nproc) cores;" \
      "load average before $LOAD_BEFORE, after $LOAD_AFTER"
 echo "B: GET $ITEMS_PATH   A/C: GET $BOOKS_PATH (gateway log level $LOG_LEVEL)"
+[ "$HOME_ROWS" = 0 ] || echo "H: GET $HOME_PATH, and its parts ${HOME_PARTS[*]} one after another (a screen is 3 of those requests)"
 if [ "${#FRONT_PIN[@]}" -gt 0 ]; then
     echo "pinned: the front (gateway, nginx proxy) on CPUs $BENCH_FRONT_CPUS; wrk and the canned upstream on CPUs $BENCH_LOAD_CPUS"
 fi
@@ -200,7 +224,7 @@ print()
 print("targets (docs/api.md, Limits and defaults; a report, not a test):")
 verdict = lambda ok: "met" if ok else "NOT met"
 for label in labels:
-    if label.startswith("B"):
+    if label.startswith("B") or label.startswith("H"):
         continue
     m = summary[label]
     want = 2.0 if label.startswith("C") else 1.0
@@ -208,6 +232,18 @@ for label in labels:
     print(f"  {label:<24} ratio {m['ratio']:.2f} ≥ {want:.1f}: {verdict(m['ratio'] >= want):<8} "
           f"p99 {m['p99']:.2f} ≤ {m['b_p99']:.2f} + 1 ms: {verdict(m['p99'] <= m['b_p99'] + 1):<8} "
           f"RSS {m['rss']:.1f} MB < 40: {verdict(m['rss'] < 40)}{flag}")
+
+# The home screen: a screen is one composite request, or three requests of its parts one after another.
+homes = [label for label in labels if label.startswith("H")]
+if homes:
+    print()
+    print("home screen (a report: the composite against its three parts called one after another):")
+    print(f"  {'row':<26} {'screens/s':>10} {'CPU µs/screen':>14} {'p50 ms':>8} {'p99 ms':>8}  note")
+    for label in homes:
+        m = summary[label]
+        per = 3 if " 3 parts" in label else 1
+        note = "p50/p99 of one part's request; a screen waits for 3 in turn" if per == 3 else "p50/p99 of the screen"
+        print(f"  {label:<26} {m['rps'] / per:>10.0f} {m['cpu'] * per:>14.0f} {m['p50']:>8.2f} {m['p99']:>8.2f}  {note}")
 
 # What the run's CPU allows: on loopback every process of the run shares the same cores, so at equal use of the
 # cores the ratio to B is B's CPU per request over the target's, summed over the measured process, wrk and the

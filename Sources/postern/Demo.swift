@@ -72,6 +72,11 @@ enum Demo {
                 sign in with x@y.com / 123456:
                   curl -s -X POST localhost:\(app.port)/api/v1/user/login -H 'Content-Type: application/json' -d '{"email":"x@y.com","password":"123456"}'
                 """)
+            // The composite endpoints of the config (docs/api.md, Composite endpoints): one call per screen.
+            for composite in config.composites {
+                print("postern demo: composite \(composite.name) on http://127.0.0.1:\(app.port)\(composite.path) "
+                      + "(\(composite.parts.map(\.key).joined(separator: ", ")))")
+            }
             // The operator console (docs/api.md, Operator console): its address, and whether a token turns it on.
             let console = config.admin.token.isEmpty ? "off until POSTERN_ADMIN_TOKEN is set" : "token from POSTERN_ADMIN_TOKEN"
             print("postern demo: operator console on http://127.0.0.1:\(app.adminPort)/ (\(console))")

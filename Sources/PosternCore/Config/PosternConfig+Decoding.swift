@@ -4,7 +4,7 @@ import PosternHTTP
 enum ConfigKeys {
     /// Top level.
     static let root = ["listen", "admin_listen", "admin", "workers", "directus", "sessions", "limits", "rate_limits",
-                       "cors", "circuit_breaker", "resources", "cache_max_entries"]
+                       "cors", "circuit_breaker", "resources", "cache_max_entries", "composites"]
     /// `admin`.
     static let admin = ["token"]
     /// `directus`.

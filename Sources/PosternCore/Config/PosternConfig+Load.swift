@@ -29,10 +29,12 @@ extension PosternConfig {
         var reader = ConfigReader()
         var config = PosternConfig()
         var resourcePaths = config.resources.indices.map { "resources[\($0)]" }
+        var compositePaths = config.composites.indices.map { "composites[\($0)]" }
         if let json {
             do {
                 let root = try JSONValue.parse(json)
                 (config, resourcePaths) = decode(root, reader: &reader)
+                compositePaths = decodeComposites(root, into: &config, reader: &reader)
             } catch {
                 reader.report("config", "invalid JSON: \(describe(error, in: json))")
             }
@@ -42,7 +44,7 @@ extension PosternConfig {
         // A value that failed to decode kept its default or stayed empty: report it once, not twice.
         let reported = Set(reader.problems.map(\.path))
         let problems = reader.problems
-            + config.validate(sources: sources, resourcePaths: resourcePaths).filter { !reported.contains($0.path) }
+            + config.validate(sources: sources, resourcePaths: resourcePaths, compositePaths: compositePaths).filter { !reported.contains($0.path) }
         return problems.isEmpty ? .success(config) : .failure(ConfigError(problems: problems))
     }
 

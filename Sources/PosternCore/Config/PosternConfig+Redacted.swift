@@ -60,6 +60,7 @@ extension PosternConfig {
             ("circuit_breaker", .object([("failures", int(circuitBreaker.failures)), ("open_s", int(circuitBreaker.openSeconds))])),
             ("cache_max_entries", int(cacheMaxEntries)),
             ("resources", .array(resources.map { $0.json() })),
+            ("composites", .array(composites.map { $0.json(under: directus) })),
             ("log_level", .string(logLevel)),
             ("secret_key", secretKey == nil ? .null : .string(PosternConfig.redacted)),
         ])
@@ -98,5 +99,19 @@ extension ResourceConfig {
             ("permissions", .object(ResourceAction.allCases.map { ($0.rawValue, .string((permissions[$0] ?? .nobody).description)) })),
         ]
         return .object(members)
+    }
+}
+
+extension CompositeConfig {
+    /// The composite in the file's shape, its timeout as in effect under `directus`.
+    func json(under directus: DirectusConfig) -> JSONValue {
+        .object([
+            ("name", .string(name)), ("path", .string(path)), ("permission", .string(permission.description)),
+            ("timeout_ms", .int(Int64(timeoutMs(under: directus)))),
+            ("parts", .array(parts.map { part in
+                .object([("key", .string(part.key)), ("route", .string(part.route)), ("required", .bool(part.required)),
+                         ("query", .object(part.query.map { ($0.0, .string($0.1)) }))])
+            })),
+        ])
     }
 }

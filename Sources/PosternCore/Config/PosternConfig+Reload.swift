@@ -41,6 +41,7 @@ extension PosternConfig {
         if cors != next.cors { keys.append("cors") }
         if circuitBreaker != next.circuitBreaker { keys.append("circuit_breaker") }
         if resources != next.resources { keys.append("resources") }
+        if composites != next.composites { keys.append("composites") }
         if cacheMaxEntries != next.cacheMaxEntries { keys.append("cache_max_entries") }
         return keys
     }

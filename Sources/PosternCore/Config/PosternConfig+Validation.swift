@@ -12,8 +12,9 @@ extension PosternConfig {
     }
 
     /// Validates the values. `sources` maps a key path to the environment variable that set it, so that
-    /// the problem names the variable; `resourcePaths` names each resource by its place in the file.
-    func validate(sources: [String: String], resourcePaths: [String]) -> [ConfigProblem] {
+    /// the problem names the variable; `resourcePaths` and `compositePaths` name each resource and composite by its
+    /// place in the file (nil: by its index).
+    func validate(sources: [String: String], resourcePaths: [String], compositePaths: [String]? = nil) -> [ConfigProblem] {
         var problems: [ConfigProblem] = []
         func name(_ key: String) -> String { sources[key] ?? key }
         func report(_ key: String, _ message: String) { problems.append(ConfigProblem(path: name(key), message: message)) }
@@ -102,6 +103,7 @@ extension PosternConfig {
                 seen[resource.name] = path
             }
         }
+        problems += compositeProblems(paths: compositePaths ?? composites.indices.map { "composites[\($0)]" })
         return problems
     }
 

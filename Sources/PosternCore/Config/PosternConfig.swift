@@ -22,6 +22,8 @@ package struct PosternConfig: Sendable, Equatable {
     var circuitBreaker = CircuitBreakerConfig()
     /// The resources served at `/api/v1/<name>`.
     package var resources: [ResourceConfig] = ResourceConfig.shipped
+    /// The composite endpoints (docs/api.md, Composite endpoints): the shipped ones over the shipped resources.
+    package var composites: [CompositeConfig] = CompositeConfig.shipped
     /// The most answers the micro-cache keeps (least recently used evicted first).
     var cacheMaxEntries = 10_000
     /// `debug`, `info`, `notice`, `warning` or `error` (from `POSTERN_LOG_LEVEL`; not a file key).

@@ -11,6 +11,8 @@ final class RequestTrace: @unchecked Sendable {
     private(set) var upstreamSeconds: Double = 0
     /// The authenticated user id, once known.
     var userID: String?
+    /// A composite's parts that failed, in config order, with their statuses (nil for any other request).
+    var failedParts: [(key: String, status: Int)]?
 
     /// Adds time spent in an upstream call.
     func addUpstream(_ seconds: Double) { upstreamSeconds += seconds }

@@ -26,6 +26,15 @@ package struct OpenAPIDocument: Sendable {
             tags.append(.object([("name", .string(resource.name)),
                                  ("description", .string("Items of the Directus collection \"\(resource.collection)\"."))]))
         }
+        for composite in config.composites {
+            let described = CompositeDescription(composite, config: config)
+            paths += described.paths()
+            schemas += described.schemas()
+        }
+        if !config.composites.isEmpty {
+            tags.append(.object([("name", .string("composites")),
+                                 ("description", .string("Screens: several GET routes answered in one call."))]))
+        }
         value = .object([
             ("openapi", .string("3.1.0")),
             ("info", .object([

@@ -20,6 +20,9 @@ extension AccessLog {
             line.field("upstream_ms", milliseconds: trace.upstreamSeconds)
             line.field("client_ip", context.clientIP)
             if let user = trace.userID { line.field("user_id", user) }
+            if let failed = trace.failedParts {
+                line.field("failed_parts", json: .object(failed.map { ($0.key, .int(Int64($0.status))) }))
+            }
             line.end()
         }
     }

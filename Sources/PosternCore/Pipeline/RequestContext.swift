@@ -45,6 +45,18 @@ final class RequestContext: @unchecked Sendable {
         startedAt = .now
     }
 
+    /// The context of a part of a composite request (docs/api.md, Composite endpoints): the composite's request id,
+    /// client address, trace, start and session, with the part's route.
+    init(part parent: RequestContext, routePattern: String, resourceName: String?, itemID: String?) {
+        call = parent.call
+        traceContext = parent.traceContext
+        startedAt = parent.startedAt
+        session = parent.session
+        self.routePattern = routePattern
+        self.resourceName = resourceName
+        self.itemID = itemID
+    }
+
     /// Builds the context of a request with `headers`: its request id (`X-Request-Id` when safe, else the trace id)
     /// and its trace (`traceparent` when valid, else a new one); `trace` is its access-log trace.
     init(headers: HTTPHeaders, clientIP: String, trace: RequestTrace? = nil) {

@@ -88,7 +88,7 @@ final class RouteTable: Sendable {
                                                           schema: schema, sessions: sessions)
         let publicRoutes = operations + [RouteTable.openAPIRoute(config)] + RouteTable.userRoutes(users, stages)
             + config.resources.flatMap { RouteTable.resourceRoutes($0, stages) }
-        router = Router(routes: publicRoutes)
+        router = Router(routes: publicRoutes + RouteTable.compositeRoutes(config, over: publicRoutes, stages, log: shared.log))
         sampler = shared.sampler
         adminRouter = Router(routes: adminOperations + [RouteTable.metricsRoute(shared.metrics, sessions: sessions)]
             + RouteTable.consoleRoutes(config: config, generation: generation, sampler: shared.sampler, sessions: sessions,

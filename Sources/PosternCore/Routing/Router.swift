@@ -26,7 +26,10 @@ final class Route: Sendable {
         self.resource = resource
         self.methods = methods
         otherMethods = Endpoint(answering: .methodNotAllowed(Route.allowedMethods(methods.map(\.0))))
-        segments = pattern.split(separator: "/").map { $0 == "{id}" ? .id : .literal(String($0)) }
+        // `{id}`, or a composite's `{name}`: a parameter segment.
+        segments = pattern.split(separator: "/").map {
+            $0.count > 2 && $0.first == "{" && $0.last == "}" ? .id : .literal(String($0))
+        }
     }
 
     /// The endpoint for `method`; `HEAD` is answered by the `GET` endpoint (the server sends no body), and
