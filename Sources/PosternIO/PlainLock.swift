@@ -1,7 +1,7 @@
 import Glibc
 
 /// A lock object around a pthread mutex, for state guarded by `lock()`/`unlock()` pairs or `withLock`
-/// (what `NSLock` was; on the hot path use `FastLock`).
+/// (off the hot path; there, use `FastLock`).
 package final class PlainLock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 

@@ -31,7 +31,7 @@ extension SQLiteSessionStore {
             // used-refresh records.
             case .delete:
                 return "UPDATE sessions SET revoked = 1, directus_access = '', directus_refresh = '' WHERE id = ? AND revoked = 0"
-            // What triggers sessions_forget_used(_on_revoke) run; listed so that `queryPlans` shows its index.
+            // What triggers sessions_forget_used(_on_revoke) run; listed so that the tests see its query plan.
             case .deleteUsed: return "DELETE FROM used_refresh WHERE session_id = ?"
             // min(last_used + idle, expires_at) <= now, written so that each side has its index, and the
             // revoked rows (their partial index); only the expired ones are reported.

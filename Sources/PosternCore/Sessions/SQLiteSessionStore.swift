@@ -13,7 +13,7 @@ import PosternIO
 /// The file is created with mode 0600, runs in WAL mode with `synchronous=NORMAL`, and when a
 /// `SecretBox` is given the Directus tokens are stored sealed (AES-256-GCM). One connection is
 /// shared behind a lock: every call is short, and SQLite serialises writers anyway. Every statement
-/// finds its rows through an index (`queryPlans` shows it), so no call scans the table.
+/// finds its rows through an index (the tests read each statement's query plan), so no call scans the table.
 ///
 /// A revocation (logout, reuse, per-user cap) is one small committed write: the row is marked `revoked`, its
 /// Directus tokens blanked (overwritten: `secure_delete`), its used-refresh records deleted, and every read
@@ -303,24 +303,6 @@ package final class SQLiteSessionStore: SessionStore, @unchecked Sendable {
                 try check(rc == SQLITE_ROW, "id prefix lookup")
                 ids.append(text(stmt, 0))
             }
-        }
-    }
-
-    /// `EXPLAIN QUERY PLAN` of every statement the store runs, by statement (for tests: each must use an index).
-    func queryPlans() throws -> [String: String] {
-        try locked {
-            var plans: [String: String] = [:]
-            for query in Query.allCases {
-                var stmt: OpaquePointer?
-                guard sqlite3_prepare_v2(db, "EXPLAIN QUERY PLAN " + query.sql, -1, &stmt, nil) == SQLITE_OK, let stmt else {
-                    throw SessionStoreError.failed("explain: \(errorMessage())")
-                }
-                defer { sqlite3_finalize(stmt) }
-                var lines: [String] = []
-                while sqlite3_step(stmt) == SQLITE_ROW { lines.append(text(stmt, 3)) }
-                plans["\(query)"] = lines.joined(separator: "; ")
-            }
-            return plans
         }
     }
 
