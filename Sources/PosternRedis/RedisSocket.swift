@@ -226,26 +226,25 @@ final class RedisSocket {
     /// Reads into `buffer`: > 0 bytes, 0 at the end of the stream, < 0 with `errno` (EAGAIN: nothing yet).
     private func receive() -> Int {
         guard let ssl else { return recv(fd, buffer.baseAddress, buffer.count, 0) }
-        ERR_clear_error()
-        let n = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
-        if n > 0 { return Int(n) }
-        switch SSL_get_error(ssl, n) {
-        case SSL_ERROR_WANT_READ:
+        switch TLSTransfer.read(ssl, into: buffer.baseAddress, count: buffer.count) {
+        case .bytes(let n):
+            return n
+        case .wouldBlock:
             errno = EAGAIN
             return -1
-        case SSL_ERROR_WANT_WRITE:
+        case .wantsWrite:
             readWantsWrite = true
             event_add(writeEvent, nil)
             errno = EAGAIN
             return -1
-        case SSL_ERROR_ZERO_RETURN:
+        case .closed:
             return 0
-        case SSL_ERROR_SSL:
+        case .alert:
             // An alert from the server (TLS 1.3 checks a client certificate after the client's handshake ended).
             tlsFailure = TLSClientHandshake.failureReason(ssl)
             errno = ECONNRESET
             return -1
-        default:
+        case .failed:
             errno = ECONNRESET
             return -1
         }
@@ -258,15 +257,7 @@ final class RedisSocket {
                 let start = raw.baseAddress! + written
                 let count = raw.count - written
                 guard let ssl else { return send(fd, start, count, Int32(MSG_NOSIGNAL)) }
-                ERR_clear_error()
-                let rc = SSL_write(ssl, start, Int32(min(count, Int(Int32.max))))
-                if rc > 0 { return Int(rc) }
-                switch SSL_get_error(ssl, rc) {
-                case SSL_ERROR_WANT_WRITE: errno = EAGAIN
-                case SSL_ERROR_WANT_READ: errno = EINPROGRESS
-                default: errno = EPIPE
-                }
-                return -1
+                return TLSTransfer.write(ssl, from: start, count: count)
             }
             if n > 0 {
                 written += n

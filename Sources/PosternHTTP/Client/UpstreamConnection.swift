@@ -500,21 +500,20 @@ final class UpstreamConnection: @unchecked Sendable {
         guard let ssl else {
             return recv(fd, buffer.baseAddress, buffer.count, 0)
         }
-        ERR_clear_error()
-        let n = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
-        if n > 0 { return Int(n) }
-        switch SSL_get_error(ssl, n) {
-        case SSL_ERROR_WANT_READ:
+        switch TLSTransfer.read(ssl, into: buffer.baseAddress, count: buffer.count) {
+        case .bytes(let n):
+            return n
+        case .wouldBlock:
             errno = EAGAIN
             return -1
-        case SSL_ERROR_WANT_WRITE:
+        case .wantsWrite:
             readWantsWrite = true
             event_add(writeEvent, nil)
             errno = EAGAIN
             return -1
-        case SSL_ERROR_ZERO_RETURN:
+        case .closed:
             return 0
-        default:
+        case .alert, .failed:
             errno = ECONNRESET
             return -1
         }
@@ -558,18 +557,7 @@ final class UpstreamConnection: @unchecked Sendable {
                 let start = UnsafeRawPointer(output.bytes.baseAddress!) + written
                 let count = output.count - written
                 guard let ssl else { return send(fd, start, count, Int32(MSG_NOSIGNAL)) }
-                ERR_clear_error()
-                let rc = SSL_write(ssl, start, Int32(min(count, Int(Int32.max))))
-                if rc > 0 { return Int(rc) }
-                switch SSL_get_error(ssl, rc) {
-                case SSL_ERROR_WANT_WRITE:
-                    errno = EAGAIN
-                case SSL_ERROR_WANT_READ:
-                    errno = EINPROGRESS  // the read event brings it back
-                default:
-                    errno = EPIPE
-                }
-                return -1
+                return TLSTransfer.write(ssl, from: start, count: count)
             }()
             if n > 0 {
                 written += n
