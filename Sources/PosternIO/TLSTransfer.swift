@@ -18,6 +18,18 @@ package enum TLSTransfer {
         case alert
         /// The connection failed.
         case failed
+
+        /// The read as `recv` would have given it: the bytes, 0 at the end of the stream, or -1 with `errno` EAGAIN
+        /// (nothing yet, also when the session must write first) or ECONNRESET.
+        package var received: Int {
+            switch self {
+            case .bytes(let n): return n
+            case .closed: return 0
+            case .wouldBlock, .wantsWrite: errno = EAGAIN
+            case .alert, .failed: errno = ECONNRESET
+            }
+            return -1
+        }
     }
 
     /// Reads at most `count` bytes into `buffer`.

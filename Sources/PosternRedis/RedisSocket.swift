@@ -226,28 +226,14 @@ final class RedisSocket {
     /// Reads into `buffer`: > 0 bytes, 0 at the end of the stream, < 0 with `errno` (EAGAIN: nothing yet).
     private func receive() -> Int {
         guard let ssl else { return recv(fd, buffer.baseAddress, buffer.count, 0) }
-        switch TLSTransfer.read(ssl, into: buffer.baseAddress, count: buffer.count) {
-        case .bytes(let n):
-            return n
-        case .wouldBlock:
-            errno = EAGAIN
-            return -1
-        case .wantsWrite:
+        let read = TLSTransfer.read(ssl, into: buffer.baseAddress, count: buffer.count)
+        if case .wantsWrite = read {
             readWantsWrite = true
             event_add(writeEvent, nil)
-            errno = EAGAIN
-            return -1
-        case .closed:
-            return 0
-        case .alert:
-            // An alert from the server (TLS 1.3 checks a client certificate after the client's handshake ended).
-            tlsFailure = TLSClientHandshake.failureReason(ssl)
-            errno = ECONNRESET
-            return -1
-        case .failed:
-            errno = ECONNRESET
-            return -1
         }
+        // An alert from the server (TLS 1.3 checks a client certificate after the client's handshake ended).
+        if case .alert = read { tlsFailure = TLSClientHandshake.failureReason(ssl) }
+        return read.received
     }
 
     private func flush() {

@@ -500,23 +500,12 @@ final class UpstreamConnection: @unchecked Sendable {
         guard let ssl else {
             return recv(fd, buffer.baseAddress, buffer.count, 0)
         }
-        switch TLSTransfer.read(ssl, into: buffer.baseAddress, count: buffer.count) {
-        case .bytes(let n):
-            return n
-        case .wouldBlock:
-            errno = EAGAIN
-            return -1
-        case .wantsWrite:
+        let read = TLSTransfer.read(ssl, into: buffer.baseAddress, count: buffer.count)
+        if case .wantsWrite = read {
             readWantsWrite = true
             event_add(writeEvent, nil)
-            errno = EAGAIN
-            return -1
-        case .closed:
-            return 0
-        case .alert, .failed:
-            errno = ECONNRESET
-            return -1
         }
+        return read.received
     }
 
     /// Whether what was read (bytes, or the end of the stream) can belong to the first call's answer. If not, the
