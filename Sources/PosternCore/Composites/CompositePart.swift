@@ -33,7 +33,7 @@ struct CompositePart: Sendable {
                let value = values.first(where: { $0.0 == name })?.1 { return value }
             return QueryString.decode(template.replacingBytes(of: "+", with: "%2B"))
         }
-        let partContext = RequestContext(part: context, routePattern: routePattern, resourceName: resourceName, itemID: itemID)
+        let partContext = RequestContext(partOf: context, routePattern: routePattern, resourceName: resourceName, itemID: itemID)
         return (HTTPRequest(method: .get, path: path, query: QueryString.build(query)), partContext)
     }
 

@@ -183,14 +183,7 @@ extension TranscodePass {
     /// The object at `pos`: the first value of each key of `scope` is kept in its slot (a relation scanned with
     /// its own scope, a list rendered); every other member is validated and skipped.
     private mutating func scanObject(_ scope: TranscoderScope, _ relations: RelationPlan) throws(GatewayError) {
-        try enter()
-        pos += 1
-        skipSpace()
-        if pos < end, p[pos] == UInt8(ascii: "}") {
-            pos += 1
-            depth -= 1
-            return
-        }
+        if try openIsEmpty(closing: UInt8(ascii: "}")) { return }
         var seen: UInt64 = 0
         while true {
             skipSpace()

@@ -160,15 +160,8 @@ struct TranscodePass {
 
     /// The `data` array of a list answer: each element must be an object; returns how many.
     private mutating func items() throws(GatewayError) -> Int {
-        try enter()
-        pos += 1
-        skipSpace()
+        if try openIsEmpty(closing: UInt8(ascii: "]")) { return 0 }
         var n = 0
-        if pos < end, p[pos] == UInt8(ascii: "]") {
-            pos += 1
-            depth -= 1
-            return 0
-        }
         while true {
             skipSpace()
             guard pos < end else { throw fail("unexpected end of input") }
@@ -184,14 +177,7 @@ struct TranscodePass {
 
     /// `meta`: the first `filter_count` and `total_count` are kept, everything else validated and skipped.
     private mutating func meta(filterCount: inout TranscoderSlot, totalCount: inout TranscoderSlot) throws(GatewayError) {
-        try enter()
-        pos += 1
-        skipSpace()
-        if pos < end, p[pos] == UInt8(ascii: "}") {
-            pos += 1
-            depth -= 1
-            return
-        }
+        if try openIsEmpty(closing: UInt8(ascii: "}")) { return }
         while true {
             skipSpace()
             guard pos < end, p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
@@ -388,6 +374,19 @@ struct TranscodePass {
     mutating func enter() throws(GatewayError) {
         depth += 1
         if depth > Self.maxDepth { throw fail("nesting too deep") }
+    }
+
+    /// Opens the object or array whose first byte is at `pos` (`enter`) and skips the whitespace inside; true when it
+    /// is empty (its `closing` byte follows), which is then closed too.
+    @inline(__always)
+    mutating func openIsEmpty(closing: UInt8) throws(GatewayError) -> Bool {
+        try enter()
+        pos += 1
+        skipSpace()
+        guard pos < end, p[pos] == closing else { return false }
+        pos += 1
+        depth -= 1
+        return true
     }
 
     /// `:` between a key and its value, with the whitespace around it.

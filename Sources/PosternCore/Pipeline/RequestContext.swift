@@ -45,18 +45,6 @@ final class RequestContext: @unchecked Sendable {
         startedAt = .now
     }
 
-    /// The context of a part of a composite request (docs/api.md, Composite endpoints): the composite's request id,
-    /// client address, trace, start and session, with the part's route.
-    init(part parent: RequestContext, routePattern: String, resourceName: String?, itemID: String?) {
-        call = parent.call
-        traceContext = parent.traceContext
-        startedAt = parent.startedAt
-        session = parent.session
-        self.routePattern = routePattern
-        self.resourceName = resourceName
-        self.itemID = itemID
-    }
-
     /// Builds the context of a request with `headers`: its request id (`X-Request-Id` when safe, else the trace id)
     /// and its trace (`traceparent` when valid, else a new one); `trace` is its access-log trace.
     init(headers: HTTPHeaders, clientIP: String, trace: RequestTrace? = nil) {
@@ -72,12 +60,15 @@ final class RequestContext: @unchecked Sendable {
 
     /// The context of a composite's part (docs/api.md, Composite endpoints): the caller's request id, address,
     /// traces (the part's upstream time counts in the caller's access line) and its session, authenticated once
-    /// for the whole composite; the part's own route, `{id}` and policy decision are filled in as for any request.
-    init(partOf caller: RequestContext) {
+    /// for the whole composite; the part's own route and `{id}` (given when known, else filled in by routing) and
+    /// policy decision are its own.
+    init(partOf caller: RequestContext, routePattern: String = "unmatched", resourceName: String? = nil,
+         itemID: String? = nil) {
         call = caller.call
         traceContext = caller.traceContext
-        routePattern = "unmatched"
-        resourceName = nil
+        self.routePattern = routePattern
+        self.resourceName = resourceName
+        self.itemID = itemID
         session = caller.session
         startedAt = caller.startedAt
     }
