@@ -117,11 +117,6 @@ struct CacheKey: Hashable, Sendable {
             CacheKey.hashUpstream(resource: resource, path: path, query: query, into: &hasher)
             self.hasher = hasher
         }
-
-        /// True when `path` and `query` are this prefix's (a string of the same storage compares at once).
-        func matches(path: String, query: [(String, String)]) -> Bool {
-            path == self.path && CacheKey.same(query, self.query)
-        }
     }
 
     /// The upstream path and query as one text, each query item length-prefixed (for logs and tests).

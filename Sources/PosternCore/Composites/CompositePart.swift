@@ -47,3 +47,11 @@ struct CompositePart: Sendable {
         return filled
     }
 }
+
+extension Endpoint {
+    /// The endpoint's answer to a composite's part (`CompositeResponder`): the same steps as any request, with the
+    /// identity in `context` taken as authenticated (`prepare(_:_:identified:)`).
+    func answerPart(_ request: HTTPRequest, context: RequestContext) async throws(GatewayError) -> HTTPResponse {
+        try await complete(request, context, from: prepare(request, context, identified: true))
+    }
+}

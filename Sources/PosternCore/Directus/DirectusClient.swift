@@ -113,7 +113,8 @@ package struct DirectusClient: Sendable {
     /// `GET /server/ping`: true when Directus answers 200.
     func ping(context: CallFields) async -> Bool {
         do {
-            return try await send(UpstreamRequest(method: .get, target: "/server/ping", fields: context),
+            return try await send(UpstreamRequest(method: .get, target: "/server/ping",
+                                                  fields: CallHead(context, bearer: nil, jsonBody: false)),
                                   trace: context.accessTrace).status == 200
         } catch {
             return false
@@ -126,10 +127,8 @@ package struct DirectusClient: Sendable {
     func call(_ method: HTTPMethod, _ target: String, body: JSONValue?, token: String?, context: CallFields) async throws(DirectusError) -> UpstreamResponse {
         // The head fields go as values: the pooled connection writes them without a header array or an
         // `Authorization` value built per call.
-        var fields = context
-        fields.bearer = token
-        fields.jsonBody = body != nil
-        let request = UpstreamRequest(method: method, target: target, fields: fields, body: body?.serialized() ?? Data())
+        let request = UpstreamRequest(method: method, target: target, fields: CallHead(context, bearer: token, jsonBody: body != nil),
+                                      body: body?.serialized() ?? Data())
         let response: UpstreamResponse
         do {
             response = try await send(request, trace: context.accessTrace)

@@ -11,7 +11,6 @@ extension ResourceMapper {
     /// 400 `invalid_request` naming the parameter. Unknown parameters (`filter`, `fields`, `deep`…) are dropped.
     /// Declared filters (`declaredFilterPairs`) follow the search; `userID` is the caller's (nil: anonymous).
     func listQuery(_ clientQuery: [(name: String, value: String)], userID: String? = nil) throws(GatewayError) -> [(String, String)] {
-        guard !isDefaultListQuery(clientQuery) else { return defaultListQuery }
         let known = queryParameters
         var given: [String: String] = [:]
         for (name, value) in clientQuery where known.contains(name) {
@@ -65,8 +64,8 @@ extension ResourceMapper {
         return out
     }
 
-    /// True when `clientQuery` names no list parameter and no declared filter: `listQuery` then answers
-    /// `defaultListQuery`, whatever else the query holds.
+    /// True when `clientQuery` names no list parameter and no declared filter: its upstream query is then
+    /// `defaultListQuery` (what `listQuery` gives it, built once), whatever else the query holds.
     func isDefaultListQuery(_ clientQuery: [(name: String, value: String)]) -> Bool {
         clientQuery.isEmpty || !clientQuery.contains { queryParameters.contains($0.name) }
     }

@@ -50,9 +50,7 @@ final class RequestContext: @unchecked Sendable {
     init(headers: HTTPHeaders, clientIP: String, trace: RequestTrace? = nil) {
         let start = RequestID.start(headers)
         traceContext = start.trace
-        var call = CallFields(requestID: start.id, clientIP: clientIP, trace: start.trace)
-        call.accessTrace = trace
-        self.call = call
+        call = CallFields(requestID: start.id, clientIP: clientIP, trace: start.trace, accessTrace: trace)
         routePattern = "unmatched"
         resourceName = nil
         startedAt = .now
@@ -60,10 +58,8 @@ final class RequestContext: @unchecked Sendable {
 
     /// The context of a composite's part (docs/api.md, Composite endpoints): the caller's request id, address,
     /// traces (the part's upstream time counts in the caller's access line) and its session, authenticated once
-    /// for the whole composite; the part's own route and `{id}` (given when known, else filled in by routing) and
-    /// policy decision are its own.
-    init(partOf caller: RequestContext, routePattern: String = "unmatched", resourceName: String? = nil,
-         itemID: String? = nil) {
+    /// for the whole composite; the part's own route, resource, `{id}` and policy decision are its own.
+    init(partOf caller: RequestContext, routePattern: String, resourceName: String?, itemID: String?) {
         call = caller.call
         traceContext = caller.traceContext
         self.routePattern = routePattern

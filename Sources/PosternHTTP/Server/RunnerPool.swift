@@ -52,7 +52,7 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
         worker.began()
         // With requests waiting already, every runner is busy (`dispatchPending` stops only at the cap) and the
         // next to answer takes the oldest: no hook needed.
-        if pendingHead == pending.count { worker.loop.atEndOfTurn { self.dispatchPending() } }
+        if pendingHead == pending.count { worker.loop.atEndOfTurn(dispatchPendingAtEndOfTurn) }
         pending.append(RunnerJob(request: request, conn: conn, rest: rest))
     }
 
@@ -72,6 +72,9 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
         }
         return job
     }
+
+    /// The end-of-turn hook of `accept`, made once (a closure made per turn allocated its context).
+    private lazy var dispatchPendingAtEndOfTurn: () -> Void = { [weak self] in self?.dispatchPending() }
 
     /// The end-of-turn hook of `accept`: the requests no finishing runner took go to idle runners, or new ones,
     /// while fewer than `limits.maxHandling` are being handled.

@@ -13,13 +13,13 @@ import PosternTesting
 
     @Test func headersShowTheCarriedFieldsInTheirPlace() {
         let write = UpstreamRequest(method: .post, target: "/items/posts",
-                                    fields: CallFields(requestID: "r", clientIP: "10.0.0.1", bearer: "tok", jsonBody: true))
+                                    fields: CallHead(CallFields(requestID: "r", clientIP: "10.0.0.1"), bearer: "tok", jsonBody: true))
         #expect(write.headers.fields.map { "\($0.name): \($0.value)" } == [
             "Accept: application/json", "X-Request-Id: r", "X-Forwarded-For: 10.0.0.1", "Authorization: Bearer tok",
             "Content-Type: application/json",
         ])
         let anonymous = UpstreamRequest(method: .get, target: "/items/posts",
-                                        fields: CallFields(requestID: "r", clientIP: "10.0.0.1", bearer: nil, jsonBody: false))
+                                        fields: CallHead(CallFields(requestID: "r", clientIP: "10.0.0.1"), bearer: nil, jsonBody: false))
         let three: HTTPHeaders = ["Accept": "application/json", "X-Request-Id": "r", "X-Forwarded-For": "10.0.0.1"]
         #expect(anonymous.headers == three)
         #expect(UpstreamRequest(method: .get, target: "/", headers: three).headers == three)

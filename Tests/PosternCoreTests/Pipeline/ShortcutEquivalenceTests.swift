@@ -53,10 +53,13 @@ import PosternHTTP
         resource.defaultLimit = 7
         let mapper = ResourceMapper(resource)
         let expected = try mapper.listQuery([("limit", "7")])  // the general path, with the default spelled out
+        #expect(mapper.defaultListQuery.map { "\($0.0)=\($0.1)" } == expected.map { "\($0.0)=\($0.1)" })
         for query: [(name: String, value: String)] in [[], [("filter[x]", "1")], [("fields", "secret"), ("deep", "")]] {
+            #expect(mapper.isDefaultListQuery(query))
             let got = try mapper.listQuery(query)
             #expect(got.map { "\($0.0)=\($0.1)" } == expected.map { "\($0.0)=\($0.1)" })
         }
+        #expect(!mapper.isDefaultListQuery([("limit", "3")]))
         #expect(try mapper.listQuery([("limit", "3")]).contains { $0.0 == "limit" && $0.1 == "3" })
     }
 
