@@ -333,7 +333,8 @@ struct TranscodePass {
                 return (j, .number, JSONTokenFlags.plainInteger)
             }
             pos = i
-            return (pos, .number, try scanNumber())
+            let flags = try scanNumber()
+            return (pos, .number, flags)
         }
         pos = i
         let (kind, flags) = try scanValue()
