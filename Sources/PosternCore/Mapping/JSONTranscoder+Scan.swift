@@ -45,6 +45,9 @@ struct TranscodePass {
     let keyBytes: UnsafeMutablePointer<UInt8>
     /// See `fieldCount`.
     let itemBytes: Int
+    /// Items are tried with `streamItem` first (`TranscoderPlan.streams`, until one of the answer's items is not
+    /// in its shape).
+    var streams: Bool
     /// One slot per mapped field, reused for every item.
     let slots: UnsafeMutablePointer<TranscoderSlot>
     /// The key tokens of the first `KeyPrediction.capacity` members of the last items.
@@ -66,6 +69,7 @@ struct TranscodePass {
         self.slots = slots
         self.predictions = predictions
         relations = plan.relations
+        streams = plan.streams
         out = TranscoderOutput(capacity: count + 256)
     }
 
@@ -195,12 +199,14 @@ struct TranscodePass {
         depth -= 1
     }
 
-    /// One Directus item: its mapped fields' first values are located, then written in config order.
+    /// One Directus item: written as it is scanned when it can be (`streamItem`), else its mapped fields' first
+    /// values are located, then written in config order.
     ///
     /// The cursor lives in a local (a register) and is stored to `pos` only around the calls that
     /// read it (the rare paths and errors): the common member (a predicted key, a plain ASCII string
     /// or a small integer) never touches `self.pos`.
     private mutating func transcodeItem() throws(GatewayError) {
+        if streams, try streamItem() { return }
         try enter()
         let p = self.p
         let end = self.end
@@ -219,68 +225,14 @@ struct TranscodePass {
                     pos = i
                     throw fail("expected a string key")
                 }
-                // The key: the `"key":` token seen at the same member of the earlier items, as two
-                // masked words (see `KeyPrediction`), else scanned and looked up.
-                var name: Int
-                if member < KeyPrediction.capacity, i &+ 16 <= end,
-                   case let guess = predictions[member],
-                   (JSONWord.load(p + i) ^ guess.first) & guess.firstMask
-                    | (JSONWord.load(p + i + 8) ^ guess.second) & guess.secondMask == 0 {
-                    i &+= guess.length
-                    name = guess.name
-                } else {
-                    pos = i
-                    name = try memberKeyMiss(member)
-                    i = pos
-                }
+                let name: Int
+                (name, i) = try memberKey(member, at: i)
                 member &+= 1
                 i = Self.skipSpace(p, i, end)
                 let start = i
-                var kind = JSONTokenKind.string
-                var flags: UInt8 = 0
-                let b = i < end ? p[i] : 0
-                if b == UInt8(ascii: "\"") {
-                    // A plain ASCII string ends here; anything else goes on in `scanStringRest`.
-                    var j = i &+ 1
-                    var closed = false
-                    while j &+ 16 <= end {
-                        let specials = JSONWord.specials16(p + j)
-                        if specials == 0 {
-                            // A constant step: the next load does not wait for this block's test.
-                            j &+= 16
-                            continue
-                        }
-                        j &+= JSONWord.firstFlagged16(specials)
-                        closed = p[j] == UInt8(ascii: "\"")
-                        break
-                    }
-                    if closed {
-                        i = j &+ 1
-                    } else {
-                        pos = i
-                        flags = try scanStringRest(j, flags: 0)
-                        i = pos
-                    }
-                } else if b &- 0x31 < 9 {
-                    // A positive integer of at most 18 digits ends here; anything else is scanned
-                    // again by `scanNumber`.
-                    kind = .number
-                    var j = i &+ 1
-                    while j < end, p[j] &- 0x30 < 10 { j &+= 1 }
-                    let c = j < end ? p[j] : 0
-                    if j &- i <= 18, j < end, c != UInt8(ascii: "."), c != UInt8(ascii: "e"), c != UInt8(ascii: "E") {
-                        flags = JSONTokenFlags.plainInteger
-                        i = j
-                    } else {
-                        pos = i
-                        flags = try scanNumber()
-                        i = pos
-                    }
-                } else {
-                    pos = i
-                    (kind, flags) = try scanValue()
-                    i = pos
-                }
+                let kind: JSONTokenKind
+                let flags: UInt8
+                (i, kind, flags) = try memberValue(at: i)
                 if name >= 0 {
                     let slot = TranscoderSlot(start: start, end: i, kind: kind, flags: flags)
                     let field = onlyField[name]
@@ -330,6 +282,63 @@ struct TranscodePass {
             i &+= 1
         }
         return i
+    }
+
+    /// The key of member `member` of an item, whose opening quote is at `i`, and the `:` after it: its index in
+    /// `plan.names` (or -1), and the offset past the `:`. The `"key":` token seen at the same member of the earlier
+    /// items is compared first, as two masked words (see `KeyPrediction`); the key is scanned and looked up when it
+    /// differs.
+    @inline(__always)
+    mutating func memberKey(_ member: Int, at i: Int) throws(GatewayError) -> (Int, Int) {
+        if member < KeyPrediction.capacity, i &+ 16 <= end,
+           case let guess = predictions[member],
+           (JSONWord.load(p + i) ^ guess.first) & guess.firstMask
+            | (JSONWord.load(p + i + 8) ^ guess.second) & guess.secondMask == 0 {
+            return (guess.name, i &+ guess.length)
+        }
+        pos = i
+        let name = try memberKeyMiss(member)
+        return (name, pos)
+    }
+
+    /// Validates the value at `i`: the offset past it, its kind and its `JSONTokenFlags`. A plain ASCII string and
+    /// a positive integer of at most 18 digits end here; anything else goes on in the scanners, through `pos`.
+    @inline(__always)
+    mutating func memberValue(at i: Int) throws(GatewayError) -> (Int, JSONTokenKind, UInt8) {
+        let p = self.p
+        let end = self.end
+        let b = i < end ? p[i] : 0
+        if b == UInt8(ascii: "\"") {
+            var j = i &+ 1
+            while j &+ 16 <= end {
+                let specials = JSONWord.specials16(p + j)
+                if specials == 0 {
+                    // A constant step: the next load does not wait for this block's test.
+                    j &+= 16
+                    continue
+                }
+                j &+= JSONWord.firstFlagged16(specials)
+                if p[j] == UInt8(ascii: "\"") { return (j &+ 1, .string, 0) }
+                break
+            }
+            pos = i
+            let flags = try scanStringRest(j, flags: 0)
+            return (pos, .string, flags)
+        }
+        if b &- 0x31 < 9 {
+            var j = i &+ 1
+            while j < end, p[j] &- 0x30 < 10 { j &+= 1 }
+            let c = j < end ? p[j] : 0
+            if j &- i <= 18, j < end, c != UInt8(ascii: "."), c != UInt8(ascii: "e"), c != UInt8(ascii: "E") {
+                return (j, .number, JSONTokenFlags.plainInteger)
+            }
+            pos = i
+            let flags = try scanNumber()
+            return (pos, .number, flags)
+        }
+        pos = i
+        let (kind, flags) = try scanValue()
+        return (pos, kind, flags)
     }
 
     /// The key of member `member` of an item at `pos` (its opening quote) when its prediction fails,

@@ -53,7 +53,7 @@ extension TranscodePass {
     /// Copies the input bytes `start..<end` to offset `at` of the output (room reserved): by blocks
     /// when fifteen more bytes of input follow them, else exactly. Returns the offset past them.
     @inline(__always)
-    private func storeToken(_ start: Int, _ end: Int, at: Int) -> Int {
+    func storeToken(_ start: Int, _ end: Int, at: Int) -> Int {
         if end &+ 15 <= self.end {
             return out.storeBlocks(p + start, end &- start, at: at)
         }

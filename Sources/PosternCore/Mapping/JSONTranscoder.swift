@@ -141,6 +141,9 @@ final class TranscoderPlan: @unchecked Sendable {
     let fieldIndices: UnsafeMutablePointer<Int>
     /// For every name, the one field it feeds, or -1 when it feeds several (see `fieldIndices`).
     let onlyField: UnsafeMutablePointer<Int>
+    /// True when every Directus name feeds exactly one field of a flat resource (name `k` is then field `k`): items
+    /// whose members come in config order are written while they are scanned (`TranscodePass.streamItem`).
+    let streams: Bool
     /// True when every Directus name is ASCII, so that an ASCII key matches by its bytes alone.
     let namesAreASCII: Bool
     /// Room one item's output needs beyond its values' bytes: braces, every `,"<resourceName>":`,
@@ -210,6 +213,7 @@ final class TranscoderPlan: @unchecked Sendable {
             let indices = table.indicesByDirectusName[name] ?? []
             (onlyField + i).initialize(to: indices.count == 1 ? indices[0] : -1)
         }
+        streams = table.isFlat && nameCount == fieldCount
         namesAreASCII = allNameBytes.allSatisfy { $0 < 0x80 }
         nameWords = .allocate(capacity: max(2 * nameCount, 1))
         for (i, name) in distinct.enumerated() {

@@ -231,3 +231,54 @@ import PosternHTTP
         #expect(out == String(decoding: slow, as: UTF8.self))
     }
 }
+
+/// Items written while they are scanned (`TranscodePass.streamItem`): members in config order, and every way an
+/// item leaves that path (a key ahead of its turn, a value of a rare shape, a missing id) at every item of an
+/// answer, each checked against the reference.
+@Suite struct JSONTranscoderStreamTests {
+    /// Members in config order (id, title, content, user_created) with an unmapped one last, as Directus sends them.
+    private static let inOrder = #"{"id":1,"title":"T","content":"C","user_created":"u","date_created":"d"}"#
+
+    @Test(arguments: [
+        #"{"title":"T","id":2,"content":"C"}"#,                      // a key ahead of its turn
+        #"{"id":3,"content":"C","title":"T"}"#,                      // a required field after a later one
+        #"{"id":4,"title":"T","user_created":"u"}"#,                 // an optional field missing between two
+        #"{"id":5,"title":null,"content":null,"user_created":null}"#, // nulls: "" and left out
+        #"{"id":6}"#,                                                // all but the id missing
+        #"{"title":"T"}"#,                                           // no id
+        #"{"id":null,"title":"T"}"#,                                 // a null id
+        #"{"id":"","title":"T"}"#,                                   // an empty id
+        #"{"id":-7,"title":0,"content":-0,"user_created":1.5}"#,     // numbers the inline path leaves
+        #"{"id":8,"title":"a\/b","content":"\u00e9\n","user_created":"é"}"#, // escapes and UTF-8
+        #"{"id":9,"title":"T","title":"again","id":10,"content":"C","content":"D"}"#, // first occurrence wins
+        #"{"x":[1,{"y":"}"}],"id":11,"z":null,"title":"T","content":true}"#, // unmapped members between
+        #"{}"#,
+    ])
+    func agreesWithTheReferenceWhereverAnItemLeavesTheStream(_ odd: String) throws {
+        let books = ResourceConfig.shipped[0]
+        for at in 0..<3 {
+            var items = Array(repeating: Self.inOrder, count: 3)
+            items[at] = odd
+            for body in [#"{"data":["# + items.joined(separator: ",") + #"]}"#, #"{"data":"# + odd + "}"] {
+                expectTranscoderAgrees(Data(body.utf8))
+                let fast = RenderOutcome { () throws(GatewayError) in
+                    try JSONTranscoder(books).renderList(directusBody: Data(body.utf8))
+                }
+                let slow = RenderOutcome { () throws(GatewayError) in
+                    try JSONValueRenderer(books).renderList(directusBody: Data(body.utf8))
+                }
+                #expect(fast == slow, "\(body)")
+            }
+        }
+    }
+
+    @Test func writesInOrderItemsAsTheReference() throws {
+        let books = ResourceConfig.shipped[0]
+        let body = #"{"data":["# + Array(repeating: Self.inOrder, count: 2).joined(separator: " , ") + #"]}"#
+        let out = try JSONTranscoder(books).renderList(directusBody: Data(body.utf8))
+        #expect(String(decoding: out, as: UTF8.self) == #"{"books":[{"id":"1","title":"T","subtitle":"C","user":"u"},"#
+                + #"{"id":"1","title":"T","subtitle":"C","user":"u"}],"total":2}"#)
+        // Cut at every byte: refused exactly where the reference refuses.
+        for n in 0...body.utf8.count { expectTranscoderAgrees(Data(body.utf8.prefix(n))) }
+    }
+}
