@@ -41,9 +41,9 @@ struct PlainAnswerHead {
         let status = Int(hundreds) * 100 + Int(tens) * 10 + Int(units)
         guard status != 204 && status != 304 else { return nil }
         var i = 13
-        while i < n && p[i] &- space < 0x5F { i += 1 }
+        while i < n && p[i] &- space < 0x5F { i &+= 1 }
         guard i + 1 < n, p[i] == cr, p[i + 1] == lf else { return nil }
-        i += 2
+        i &+= 2
 
         var contentLength = -1
         var keepAlive = true
@@ -54,18 +54,19 @@ struct PlainAnswerHead {
                 return PlainAnswerHead(status: status, contentLength: contentLength, keepAlive: keepAlive, length: i + 2)
             }
             let nameStart = i
-            while i < n && isToken(p[i]) { i += 1 }
+            while i < n && isToken(p[i]) { i &+= 1 }
             guard i < n, p[i] == colon, i > nameStart else { return nil }
             let name = UnsafeBufferPointer(start: p + nameStart, count: i - nameStart)
-            i += 1
-            while i < n && (p[i] == space || p[i] == tab) { i += 1 }
+            i &+= 1
+            while i < n && (p[i] == space || p[i] == tab) { i &+= 1 }
             let valueStart = i
-            while i < n && (p[i] &- space < 0x5F || p[i] == tab) { i += 1 }
+            i = plainRun(p, from: i, to: n)
+            while i < n && (p[i] &- space < 0x5F || p[i] == tab) { i &+= 1 }
             guard i + 1 < n, p[i] == cr, p[i + 1] == lf else { return nil }
             let sent = UnsafeBufferPointer(start: p + valueStart, count: i - valueStart)
             var end = i
             while end > valueStart && (p[end - 1] == space || p[end - 1] == tab) { end -= 1 }
-            i += 2
+            i &+= 2
             switch name.count {
             case 7 where spells(name, "upgrade"), 16 where spells(name, "proxy-connection"),
                  17 where spells(name, "transfer-encoding"):
@@ -85,6 +86,23 @@ struct PlainAnswerHead {
             }
             field(name, UnsafeBufferPointer(start: p + valueStart, count: end - valueStart))
         }
+    }
+
+    /// Where the run of visible ASCII and spaces from `i` may end, eight bytes a step (at or before the first other
+    /// byte, such as the CR that ends a value; the bytes after it are left to a byte-by-byte look).
+    @inline(__always)
+    private static func plainRun(_ p: UnsafePointer<UInt8>, from start: Int, to n: Int) -> Int {
+        var i = start
+        while n &- i >= 8 {
+            let word = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
+            // A byte under 0x20 sets its high bit in `under`; one over 0x7E in `over` (a carry out of an 0xFF,
+            // itself flagged, can only flag one more byte: the run then ends early, never late).
+            let under = (word &- 0x2020_2020_2020_2020) & ~word & 0x8080_8080_8080_8080
+            let over = ((word &+ 0x0101_0101_0101_0101) | word) & 0x8080_8080_8080_8080
+            if under | over != 0 { break }
+            i &+= 8
+        }
+        return i
     }
 
     /// Whether `byte` is a token character (RFC 9110 §5.6.2): `!#$%&'*+-.^_`|~`, digits and letters.
