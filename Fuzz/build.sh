@@ -69,9 +69,10 @@ fi
 for t in "${targets[@]}"; do
     src="Fuzz/Targets/$t.swift"
     [ -f "$src" ] || { echo "fuzz: no such target: $t" >&2; exit 2; }
-    # The transcoder's oracle lives with the tests that use it too.
+    # The transcoder's oracle and the answer parser's replay live with the tests that use them too.
     extra=()
     if [ "$t" = transcoder ]; then extra=(Tests/PosternCoreTests/Mapping/JSONValueRenderer.swift); fi
+    if [ "$t" = http_response_plain ]; then extra=(Tests/PosternHTTPTests/AnswerReplay.swift); fi
     bin="$OUT/$t"
     if [ ! -x "$bin" ] || [ -n "$(find "$src" Fuzz/Support "${extra[@]}" "${libs[@]}" -newer "$bin" -print -quit)" ]; then
         echo "fuzz: building $t"

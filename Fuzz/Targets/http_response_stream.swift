@@ -1,6 +1,6 @@
 import Foundation
 @testable import PosternCore
-import PosternHTTP
+@testable import PosternHTTP
 
 /// The upstream client's answer parser (`UpstreamResponseParser`, fed the way `UpstreamConnection` feeds it:
 /// reads until the answer is complete, then the end of the stream if it is not). The first three input bytes

@@ -7,6 +7,10 @@ import PosternIO
 /// parser) in response mode: framing by `Content-Length`, `chunked` or the close of the connection, no body for
 /// 1xx, 204 and 304 (the client never sends `HEAD`).
 ///
+/// An answer whose first read holds its whole head in the common shape (`PlainAnswerHead`: HTTP/1.1, a final
+/// status, one `Content-Length`, plain fields) is read without llhttp, its body counted off that length; any
+/// other answer goes to llhttp from its first byte, which judges everything unusual.
+///
 /// Bytes are parsed where they were read: only the header fields named in `keptHeaders` become `String`s, and
 /// the body is copied once, into raw memory sized from `Content-Length` when the answer gives it, which becomes
 /// the answer's `Data` without a copy.
@@ -37,6 +41,9 @@ final class UpstreamResponseParser {
     static let headCeiling = 64 * 1024
     /// The head ceiling this parser applies (`headCeiling`; smaller in the fuzz target).
     let maxHeadBytes: Int
+    /// Whether answers with a `PlainAnswerHead` are read without llhttp (false: llhttp reads every answer, the
+    /// reference the differential tests compare with).
+    private let readsPlainHeads: Bool
     /// Bytes of the answer's head(s) parsed so far.
     private var headBytes = 0
     /// Bytes of the answer's body parsed so far, as sent (chunk framing included).
@@ -70,17 +77,24 @@ final class UpstreamResponseParser {
     private var keepingValue = false
     /// The status line's code is not one of HTTP's (100–599): the answer is invalid.
     private var statusOutOfRange = false
+    /// Nothing of the answer was fed yet: its first read may hold a `PlainAnswerHead`.
+    private var atAnswerStart: Bool
+    /// The body still to come and the keep-alive verdict of an answer whose head was a `PlainAnswerHead`
+    /// (llhttp reads nothing of it); nil while llhttp reads the answer, or none has begun.
+    private var plainBody: (left: Int, keepAlive: Bool)?
 
     /// A body above this size gets no capacity reserved up front from its `Content-Length` (it grows as it comes).
     private static let maxReservation = 8 << 20
 
     /// A parser that keeps the answer headers named in `keptHeaders` (every one when nil) and refuses a body
-    /// over `maxBodyBytes`.
+    /// over `maxBodyBytes`; it reads plain heads itself unless `readsPlainHeads` is false.
     init(keptHeaders: [StaticString]?, maxBodyBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes,
-         maxHeadBytes: Int = UpstreamResponseParser.headCeiling) {
+         maxHeadBytes: Int = UpstreamResponseParser.headCeiling, readsPlainHeads: Bool = true) {
         self.keptHeaders = keptHeaders
         self.maxBodyBytes = maxBodyBytes
         self.maxHeadBytes = maxHeadBytes
+        self.readsPlainHeads = readsPlainHeads
+        atAnswerStart = readsPlainHeads
         parser = .allocate(capacity: 1)
         llhttp_init(parser, HTTP_RESPONSE, Self.settings)
     }
@@ -112,6 +126,8 @@ final class UpstreamResponseParser {
         inBody = false
         pausedAtBody = false
         refusal = nil
+        atAnswerStart = readsPlainHeads
+        plainBody = nil
     }
 
     /// The complete answer's kept headers and body, moved out (no copy, no reference counted twice); `reset()`
@@ -127,6 +143,11 @@ final class UpstreamResponseParser {
     /// than its ceiling leaves; the parser pauses where the head ends, so that the body's bytes are counted apart.
     func feed(_ bytes: UnsafeRawBufferPointer) -> Outcome {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return .needMore }
+        if plainBody != nil { return feedPlainBody(bytes) }
+        if atAnswerStart {
+            atAnswerStart = false
+            if let outcome = feedPlainHead(bytes) { return outcome }
+        }
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let end = base.assumingMemoryBound(to: CChar.self) + bytes.count
         var at = base.assumingMemoryBound(to: CChar.self)
@@ -172,11 +193,46 @@ final class UpstreamResponseParser {
     /// Tells the parser that the connection ended: completes an answer delimited by the close.
     func feedEndOfStream() -> Outcome {
         if messageComplete { return .complete(leftover: 0) }
+        // Its `Content-Length` is not all there.
+        if plainBody != nil { return .truncated }
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let error = llhttp_finish(parser)
         if messageComplete { return .complete(leftover: 0) }
         let outcome = outcome(of: error)
         return outcome == .needMore ? .truncated : outcome
+    }
+
+    /// Reads the answer's first read when it starts with a `PlainAnswerHead`, and the body bytes after it; nil
+    /// when it does not (nothing is kept: llhttp gets the read).
+    private func feedPlainHead(_ bytes: UnsafeRawBufferPointer) -> Outcome? {
+        var kept = HTTPHeaders()
+        let head = PlainAnswerHead.read(bytes, maxLength: maxHeadBytes, maxBody: maxBodyBytes) { name, value in
+            if keeps(name) { kept.add(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)) }
+        }
+        guard let head else { return nil }
+        status = head.status
+        headers = kept
+        if head.contentLength <= Self.maxReservation { arriving.reserve(head.contentLength) }
+        plainBody = (head.contentLength, head.keepAlive)
+        return feedPlainBody(UnsafeRawBufferPointer(rebasing: bytes[head.length...]))
+    }
+
+    /// Takes the bytes of a `PlainAnswerHead` answer's body from `bytes`; complete at its `Content-Length`.
+    private func feedPlainBody(_ bytes: UnsafeRawBufferPointer) -> Outcome {
+        // Not nil: called only while a plain answer's body is read.
+        let (left, keepsAlive) = plainBody!
+        let taken = min(left, bytes.count)
+        // Not nil: `taken` > 0 bytes are there.
+        if taken > 0 { arriving.append(bytes.baseAddress!, taken) }
+        guard taken == left else {
+            plainBody = (left - taken, keepsAlive)
+            return .needMore
+        }
+        plainBody = nil
+        keepAlive = keepsAlive
+        messageComplete = true
+        body = arriving.take()
+        return .complete(leftover: bytes.count - taken)
     }
 
     /// What llhttp's answer to the bytes means when no answer was completed.
