@@ -82,6 +82,8 @@ final class UpstreamResponseParser {
     /// The body still to come and the keep-alive verdict of an answer whose head was a `PlainAnswerHead`
     /// (llhttp reads nothing of it); nil while llhttp reads the answer, or none has begun.
     private var plainBody: (left: Int, keepAlive: Bool)?
+    /// llhttp read something since its last reset (else its state is still the initial one, and `reset` skips it).
+    private var llhttpRead = false
 
     /// A body above this size gets no capacity reserved up front from its `Content-Length` (it grows as it comes).
     private static let maxReservation = 8 << 20
@@ -110,7 +112,10 @@ final class UpstreamResponseParser {
 
     /// Gets ready for the next answer (before each request is sent).
     func reset() {
-        llhttp_reset(parser)
+        if llhttpRead {
+            llhttp_reset(parser)
+            llhttpRead = false
+        }
         status = 0
         headers = HTTPHeaders()
         body = Data()
@@ -149,6 +154,7 @@ final class UpstreamResponseParser {
             if let outcome = feedPlainHead(bytes) { return outcome }
         }
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        llhttpRead = true
         let end = base.assumingMemoryBound(to: CChar.self) + bytes.count
         var at = base.assumingMemoryBound(to: CChar.self)
         while at < end {
@@ -196,6 +202,7 @@ final class UpstreamResponseParser {
         // Its `Content-Length` is not all there.
         if plainBody != nil { return .truncated }
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        llhttpRead = true
         let error = llhttp_finish(parser)
         if messageComplete { return .complete(leftover: 0) }
         let outcome = outcome(of: error)
