@@ -1,3 +1,5 @@
+import CLLHTTP
+
 /// The head of an upstream answer in its common shape, read in one pass over the bytes without llhttp.
 ///
 /// The shape: the status line `HTTP/1.1 NNN reason CRLF` with a final status that has a body (200–599 but 204
@@ -54,14 +56,20 @@ struct PlainAnswerHead {
                 return PlainAnswerHead(status: status, contentLength: contentLength, keepAlive: keepAlive, length: i + 2)
             }
             let nameStart = i
-            while i < n && isToken(p[i]) { i &+= 1 }
+            i = postern_token_end(p, i, n)
             guard i < n, p[i] == colon, i > nameStart else { return nil }
             let name = UnsafeBufferPointer(start: p + nameStart, count: i - nameStart)
             i &+= 1
             while i < n && (p[i] == space || p[i] == tab) { i &+= 1 }
             let valueStart = i
-            i = plainRun(p, from: i, to: n)
-            while i < n && (p[i] &- space < 0x5F || p[i] == tab) { i &+= 1 }
+            // Runs of visible ASCII and spaces, then the byte that ends each: a tab goes on, a CR ends the value.
+            while true {
+                i = plainRun(p, from: i, to: n)
+                guard i < n else { return nil }
+                let byte = p[i]
+                guard byte &- space < 0x5F || byte == tab else { break }
+                i &+= 1
+            }
             guard i + 1 < n, p[i] == cr, p[i + 1] == lf else { return nil }
             let sent = UnsafeBufferPointer(start: p + valueStart, count: i - valueStart)
             var end = i
@@ -88,29 +96,22 @@ struct PlainAnswerHead {
         }
     }
 
-    /// Where the run of visible ASCII and spaces from `i` may end, eight bytes a step (at or before the first other
-    /// byte, such as the CR that ends a value; the bytes after it are left to a byte-by-byte look).
+    /// Where the run of visible ASCII and spaces from `i` ends, eight bytes a step: at the first other byte (such as
+    /// the CR that ends a value) when it is among the words read, else where fewer than eight bytes are left.
     @inline(__always)
     private static func plainRun(_ p: UnsafePointer<UInt8>, from start: Int, to n: Int) -> Int {
         var i = start
         while n &- i >= 8 {
             let word = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
-            // A byte under 0x20 sets its high bit in `under`; one over 0x7E in `over` (a carry out of an 0xFF,
-            // itself flagged, can only flag one more byte: the run then ends early, never late).
+            // A byte under 0x20 sets its high bit in `under`; one over 0x7E in `over`. A borrow (from a byte under
+            // 0x20) or a carry (out of an 0xFF) starts only at a flagged byte, so the lowest flagged byte is exact.
             let under = (word &- 0x2020_2020_2020_2020) & ~word & 0x8080_8080_8080_8080
             let over = ((word &+ 0x0101_0101_0101_0101) | word) & 0x8080_8080_8080_8080
-            if under | over != 0 { break }
+            let flagged = under | over
+            if flagged != 0 { return i &+ flagged.trailingZeroBitCount &>> 3 }
             i &+= 8
         }
         return i
-    }
-
-    /// Whether `byte` is a token character (RFC 9110 §5.6.2): `!#$%&'*+-.^_`|~`, digits and letters.
-    @inline(__always)
-    private static func isToken(_ byte: UInt8) -> Bool {
-        // Bit b of the first mask: byte b (0–63) is a token character; of the second: byte 64 + b.
-        let low: UInt64 = 0x03FF_6CFA_0000_0000, high: UInt64 = 0x57FF_FFFF_C7FF_FFFE
-        return byte < 64 ? low >> UInt64(byte) & 1 != 0 : byte < 128 && high >> UInt64(byte &- 64) & 1 != 0
     }
 
     /// Whether `bytes` spell `lowercase` (ASCII case-insensitive; `bytes` are token or value characters, whose

@@ -35,6 +35,9 @@ final class UpstreamResponseParser {
 
     /// The answer headers kept (nil: every one).
     private let keptHeaders: [StaticString]?
+    /// Bit `k` (k < 63): a kept header's name is `k` bytes long; bit 63: one is 63 bytes or longer. A name whose
+    /// length has no bit is not kept, without a comparison.
+    private let keptLengths: UInt64
     /// The largest answer body, as sent (`directus.max_response_bytes`).
     let maxBodyBytes: Int
     /// The largest answer head: status line and header fields, interim answers' included (64 KiB).
@@ -93,6 +96,7 @@ final class UpstreamResponseParser {
     init(keptHeaders: [StaticString]?, maxBodyBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes,
          maxHeadBytes: Int = UpstreamResponseParser.headCeiling, readsPlainHeads: Bool = true) {
         self.keptHeaders = keptHeaders
+        keptLengths = keptHeaders?.reduce(0) { $0 | 1 << UInt64(min($1.utf8CodeUnitCount, 63)) } ?? 0
         self.maxBodyBytes = maxBodyBytes
         self.maxHeadBytes = maxHeadBytes
         self.readsPlainHeads = readsPlainHeads
@@ -380,6 +384,7 @@ final class UpstreamResponseParser {
     /// Whether the field called `name` is kept (ASCII case-insensitive).
     private func keeps(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let keptHeaders else { return true }
+        guard keptLengths >> UInt64(min(name.count, 63)) & 1 != 0 else { return false }
         for kept in keptHeaders where Self.sameName(name, kept) { return true }
         return false
     }
