@@ -10,8 +10,8 @@ import PosternTesting
 /// read whole. The gateway's answers to each (docs/api.md, Errors) are in PosternCoreTests.
 @Suite(.serialized) struct UpstreamFailureWireTests {
     /// Sends `requests` one after another through a one-connection pool to `peer` (so a kept connection is reused
-    /// at once), each with `timeout`; the results in order.
-    static func send(_ peer: ScriptedUpstream, _ requests: [UpstreamRequest], timeout: Double = 5,
+    /// at once), each with `timeout` (or request `i` with `timeouts[i]`); the results in order.
+    static func send(_ peer: ScriptedUpstream, _ requests: [UpstreamRequest], timeout: Double = 5, timeouts: [Double] = [],
                      maxResponseBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes)
         async -> [Result<UpstreamResponse, UpstreamFailure>] {
         let group = EventLoopGroup(count: 1)
@@ -20,7 +20,8 @@ import PosternTesting
         let client = UpstreamHTTPClient(loop: loop, endpoint: UpstreamEndpoint(url: peer.url)!, maxConnections: 1,
                                         keepaliveIdle: 3600, maxResponseBytes: maxResponseBytes)
         var results: [Result<UpstreamResponse, UpstreamFailure>] = []
-        for request in requests {
+        for (index, request) in requests.enumerated() {
+            let timeout = index < timeouts.count ? timeouts[index] : timeout
             let result = await Task(executorPreference: loop) { () -> Result<UpstreamResponse, UpstreamFailure> in
                 do throws(UpstreamFailure) {
                     return .success(try await client.send(request, timeout: timeout))
@@ -88,6 +89,31 @@ import PosternTesting
         }
         #expect(peer.connections == 2, "the timed-out connection was dropped, the second call had a fresh one")
         #expect(peer.requests.count == 2)
+    }
+
+    /// The timeout event stays armed for an ended call's deadline: a later call on the same connection, with a later
+    /// deadline, is neither failed at the earlier one nor left without its own.
+    @Test func aKeptConnectionsNextCallTimesOutAtItsOwnDeadlineNotAnEarlierCallsOne() async throws {
+        let peer = try ScriptedUpstream { request in
+            switch request.onConnection {
+            case 0: [.send(Self.pong)]
+            case 1: [.wait(0.5), .send(Self.pong)]
+            default: [ScriptedUpstream.Step.silent]
+            }
+        }
+        defer { peer.stop() }
+        let started = ContinuousClock.now
+        // The first call's deadline (0.2 s) passes while the second waits for its slow answer (0.5 s of 3 s); the
+        // third's (0.8 s) passes with no answer at all.
+        let results = await Self.send(peer, [Self.get, Self.get, Self.get], timeouts: [0.2, 3, 0.8])
+        let elapsed = ContinuousClock.now - started
+        #expect(results.prefix(2).map { try? $0.get().status } == [200, 200], "\(results)")
+        guard case .failure(.timeout) = results[2] else {
+            Issue.record("expected timeout, got \(results[2])")
+            return
+        }
+        #expect(peer.connections == 1, "the slow answer came on the kept connection")
+        #expect(elapsed >= .milliseconds(1250), "the third call waited for its own deadline: \(elapsed)")
     }
 
     /// An answer whose body never fits: its head, then `piece` streamed without end (or up to 200 MB).

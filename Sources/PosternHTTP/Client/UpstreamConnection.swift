@@ -60,7 +60,7 @@ final class UpstreamConnection: @unchecked Sendable {
     private var readEvent: OpaquePointer?
     /// The socket's write event (one-shot: connect completion, a full socket, TLS wanting to write).
     private var writeEvent: OpaquePointer?
-    /// The call's deadline (created once, armed per request).
+    /// The calls' deadline (created once; armed lazily, see `armedFor`).
     private var timeoutEvent: OpaquePointer?
     /// The connect attempt's deadline while another address is left to try (created on first use).
     private var connectTimeoutEvent: OpaquePointer?
@@ -92,8 +92,13 @@ final class UpstreamConnection: @unchecked Sendable {
     /// whose answer is being read. Each is resumed exactly once.
     private var calls: [Call] = []
     private var first = 0
-    /// The earliest deadline of the calls in flight (monotonic nanoseconds; the timeout event is armed for it).
+    /// The earliest deadline of the calls in flight (monotonic nanoseconds; .max when none is).
     private var earliestDeadline = UInt64.max
+    /// When the timeout event is armed to fire (monotonic nanoseconds; .max when it is not armed): never after
+    /// `earliestDeadline`, and often before it. The event stays armed when a call ends, and a call whose deadline
+    /// is later than it arms nothing: at steady load a connection arms its timer about once per timeout instead of
+    /// once per request. Fired before `earliestDeadline`, it is armed again for it (`timedOut`).
+    private var armedFor = UInt64.max
 
     /// When the connection last went back to the idle pool (monotonic nanoseconds).
     var idleSince: UInt64 = 0
@@ -214,7 +219,7 @@ final class UpstreamConnection: @unchecked Sendable {
         if idle { parser.reset() }
         if deadline < earliestDeadline {
             earliestDeadline = deadline
-            armTimeout()
+            if deadline < armedFor { armTimeout() }
         }
         switch state {
         case .open, .resolving, .connecting, .handshaking:
@@ -636,8 +641,8 @@ final class UpstreamConnection: @unchecked Sendable {
         if pooled { onIdleClose?(self) }
     }
 
-    /// Resumes `call`, just taken off the front of the queue; when it was the last one, the timeout is disarmed
-    /// and the pool takes the connection back, else the timeout is armed for the earliest deadline left.
+    /// Resumes `call`, just taken off the front of the queue; when it was the last one, the pool takes the
+    /// connection back. The timeout event is left as it is (`armedFor`), armed for this call's deadline or earlier.
     /// `result` is consumed: the continuation takes it without a copy (a copy of an answer goes through its
     /// type's value witness, a retain of each of its parts).
     private func resumeFirst(_ call: Call, _ result: consuming Result<UpstreamResponse, UpstreamFailure>) {
@@ -645,14 +650,12 @@ final class UpstreamConnection: @unchecked Sendable {
             calls.removeAll(keepingCapacity: true)
             first = 0
             earliestDeadline = .max
-            if let timeoutEvent { event_del(timeoutEvent) }
             call.continuation.resume(returning: result)
             onDrained?(self)
             return
         }
         if call.deadline == earliestDeadline && !closedByPeer {
             earliestDeadline = calls[first...].lazy.map(\.deadline).min() ?? .max
-            armTimeout()
         }
         call.continuation.resume(returning: result)
     }
@@ -671,12 +674,20 @@ final class UpstreamConnection: @unchecked Sendable {
         let left = earliestDeadline > now ? earliestDeadline - now : 0
         var tv = timeval(tv_sec: Int(left / 1_000_000_000), tv_usec: Int(left % 1_000_000_000 / 1000))
         event_add(timeoutEvent, &tv)
+        armedFor = earliestDeadline
     }
 
     /// A call's deadline passed: as an answer cannot be skipped, the connection closes; the calls whose deadline
     /// passed get `.timeout`, the others `.closed` (nothing of their answers was read: their GETs are retried).
     private func timedOut() {
+        let fired = armedFor
+        armedFor = .max
         guard inFlight > 0 else { return }
+        // Armed for a call that has ended since: the calls now in flight have later deadlines.
+        guard fired >= earliestDeadline else {
+            armTimeout()
+            return
+        }
         resolving?.cancel()
         resolving = nil
         closedByPeer = true
