@@ -31,11 +31,16 @@ package struct DirectusClient: Sendable {
     /// What the client sends through.
     private final class Upstream: Sendable {
         let transport: any UpstreamTransport
+        /// `transport` when it is the event loops' own (the gateway's): called directly, the call needs no switch
+        /// of executor after it, which a call through the protocol does (the compiler keeps a hop after an
+        /// `await` on an existential; each takes the task's status-record lock, docs/performance.md).
+        let loops: LoopTransport?
         let breaker: CircuitBreaker
         let metrics: Metrics
 
         init(transport: any UpstreamTransport, breaker: CircuitBreaker, metrics: Metrics) {
             self.transport = transport
+            loops = transport as? LoopTransport
             self.breaker = breaker
             self.metrics = metrics
         }
@@ -149,7 +154,12 @@ package struct DirectusClient: Sendable {
         }
         let start = MonotonicInstant.now
         do {
-            let response = try await upstream.transport.send(request, timeout: timeout)
+            let response: UpstreamResponse
+            if let loops = upstream.loops {
+                response = try await loops.send(request, timeout: timeout)
+            } else {
+                response = try await upstream.transport.send(request, timeout: timeout)
+            }
             breaker.succeeded()
             // One clock read for the metric and the request's trace.
             let seconds = start.secondsElapsed
