@@ -203,7 +203,7 @@ import Testing
 }
 
 /// A small seeded generator (SplitMix64), so that the mutated answers are the same on every run.
-private struct SplitMix {
+struct SplitMix {
     private var state: UInt64
     init(seed: UInt64) { state = seed }
 
