@@ -177,6 +177,43 @@ import Testing
         #expect(fields == ["Host: 127.0.0.1:18080", "Authorization: Bearer 0123456789abcdef0123456789abcdef0123456789abcdef"])
     }
 
+    /// The word-at-a-time scans stop exactly where a byte-by-byte look stops: every byte value at every place in two
+    /// words and a tail, after runs of every class, and seeded runs of mixed bytes.
+    @Test func theScansStopWhereAByteByByteLookStops() {
+        func check(_ bytes: [UInt8]) {
+            bytes.withUnsafeBufferPointer { buffer in
+                let p = buffer.baseAddress!, n = buffer.count
+                for from in 0..<min(n, 3) {
+                    let plain = bytes[from...].firstIndex { !($0 >= 0x20 && $0 <= 0x7E) } ?? n
+                    let visible = bytes[from...].firstIndex { !($0 >= 0x21 && $0 <= 0x7E) } ?? n
+                    func isWord(_ b: UInt8, dot: Bool) -> Bool {
+                        (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2D || (dot && b == 0x2E)
+                    }
+                    let word = bytes[from...].firstIndex { !isWord($0, dot: false) } ?? n
+                    let host = bytes[from...].firstIndex { !isWord($0, dot: true) } ?? n
+                    #expect(PlainBytes.plainEnd(p, from: from, to: n) == plain, "\(bytes) from \(from)")
+                    #expect(PlainBytes.visibleEnd(p, from: from, to: n) == visible, "\(bytes) from \(from)")
+                    #expect(PlainBytes.wordEnd(p, from: from, to: n, dot: false) == word, "\(bytes) from \(from)")
+                    #expect(PlainBytes.wordEnd(p, from: from, to: n, dot: true) == host, "\(bytes) from \(from)")
+                }
+            }
+        }
+        for filler in Array("aZ0-. ~".utf8) {
+            for byte in 0...255 {
+                for at in 0..<19 {
+                    var bytes = [UInt8](repeating: filler, count: 19)
+                    bytes[at] = UInt8(byte)
+                    check(bytes)
+                }
+            }
+        }
+        var random = SplitMix(seed: 9112)
+        let classes: [UInt8] = Array("aZz09-._:/ \t\r\n\u{7F}".utf8) + [0, 0x80, 0xFF, 0x40, 0x5B, 0x60, 0x7B, 0x2F, 0x3A, 0x1F]
+        for _ in 0..<5_000 {
+            check((0..<random.next(30)).map { _ in random.next(2) == 0 ? classes[random.next(classes.count)] : UInt8(random.next(256)) })
+        }
+    }
+
     /// Which of the requests above are the shape (the others go to llhttp), under the default head limit, whole.
     @Test func theShapeIsNarrow() {
         let plain = Self.requests.filter { request in

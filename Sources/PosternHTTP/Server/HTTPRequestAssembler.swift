@@ -49,6 +49,7 @@ final class HTTPRequestAssembler {
     private let parser: UnsafeMutablePointer<llhttp_t>
 
     // The request being parsed.
+    /// The target of the request llhttp reads (empty between requests).
     private var url: [UInt8] = []
     /// Its header lines (names and values, each field's place in it); reused for the next request when no
     /// request refers to it any more.
@@ -153,14 +154,16 @@ final class HTTPRequestAssembler {
             let http10 = parser.pointee.http_major == 1 && parser.pointee.http_minor == 0
             // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding is answered as faulty framing: then closed.
             let keepAlive = llhttp_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0 && !(http10 && transferEncodingSeen)
-            return (n, wholeRequest(keepAlive: keepAlive, http10: http10))
+            let step = url.withUnsafeBufferPointer { wholeRequest(target: $0, keepAlive: keepAlive, http10: http10) }
+            url.removeAll(keepingCapacity: true)
+            return (n, step)
         }
         return (n, .refused(refusalForError(code)))
     }
 
     /// Reads the request at the start of the `count` bytes at `p` when its head is a `PlainRequestHead` (within
-    /// `maxHeaderBytes`): its fields into the block, its target into `url`, its method into llhttp's state (where a
-    /// refusal of the next request reads it, as after llhttp's own parse). Nil when it is not one.
+    /// `maxHeaderBytes`): its fields into the block, its method into llhttp's state (where a refusal of the next
+    /// request reads it, as after llhttp's own parse). Nil when it is not one.
     private func plainRequest(_ p: UnsafePointer<UInt8>, _ count: Int) -> (parsed: Int, step: Step)? {
         takeFreeBlock()
         block.reset()
@@ -177,10 +180,9 @@ final class HTTPRequestAssembler {
             return nil
         }
         store(UnsafeRawBufferPointer(start: p + head.fieldsStart, count: head.fieldsEnd - head.fieldsStart))
-        url.removeAll(keepingCapacity: true)
-        url.append(contentsOf: UnsafeBufferPointer(start: p + head.targetStart, count: head.targetEnd - head.targetStart))
         parser.pointee.method = UInt8(head.method.rawValue)
-        return (head.length, wholeRequest(keepAlive: head.keepAlive, http10: false))
+        let target = UnsafeBufferPointer(start: p + head.targetStart, count: head.targetEnd - head.targetStart)
+        return (head.length, wholeRequest(target: target, keepAlive: head.keepAlive, http10: false))
     }
 
     /// After llhttp stopped with `HPE_STRICT`: when it stopped on the backslash of a quoted-pair in a chunk extension's
@@ -566,29 +568,31 @@ final class HTTPRequestAssembler {
         return HTTPRequest(method: currentMethod, target: target, headers: seen, remoteAddress: peer)
     }
 
-    /// The request just completed (its target in `url`, its fields in the block, its method in llhttp's state), with
-    /// the connection's keep-alive verdict; the next byte starts the next request.
-    private func wholeRequest(keepAlive: Bool, http10: Bool) -> Step {
+    /// The request just completed, with its `target` (its fields in the block, its method in llhttp's state) and the
+    /// connection's keep-alive verdict; the next byte starts the next request.
+    private func wholeRequest(target whole: UnsafeBufferPointer<UInt8>, keepAlive: Bool, http10: Bool) -> Step {
         startOver()
         atRequestStart = true
-        // Path and query straight from the target's bytes (split at the first `?`); the absolute form
-        // (`http://host/path`, RFC 9112 §3.2.2) is taken from its path on.
-        let (path, query) = url.withUnsafeBufferPointer { whole in
-            let start = HTTPRequestAssembler.pathStart(whole)
-            let target = UnsafeBufferPointer(rebasing: whole[start...])
-            // An absolute form without a path means `/` (RFC 9112 §3.2.2 → RFC 9110 §4.2.3).
-            let empty = start > 0 ? "/" : ""
-            guard let q = target.firstIndex(of: UInt8(ascii: "?")) else {
-                return (target.isEmpty ? empty : String(decoding: target, as: UTF8.self), "")
-            }
-            return (q == 0 ? empty : String(decoding: UnsafeBufferPointer(rebasing: target[..<q]), as: UTF8.self),
-                    String(decoding: UnsafeBufferPointer(rebasing: target[(q + 1)...]), as: UTF8.self))
-        }
+        let (path, query) = HTTPRequestAssembler.pathAndQuery(whole)
         let request = HTTPRequest(method: currentMethod, path: path, query: query, headers: HTTPHeaders(block: block),
                                   body: body, remoteAddress: peer)
         handedOut = true
         body = Data()
         return .request(request, keepAlive: keepAlive, http10: http10)
+    }
+
+    /// The path and query of a request target, straight from its bytes (split at the first `?`); the absolute form
+    /// (`http://host/path`, RFC 9112 §3.2.2) is taken from its path on.
+    private static func pathAndQuery(_ whole: UnsafeBufferPointer<UInt8>) -> (path: String, query: String) {
+        let start = HTTPRequestAssembler.pathStart(whole)
+        let target = UnsafeBufferPointer(rebasing: whole[start...])
+        // An absolute form without a path means `/` (RFC 9112 §3.2.2 → RFC 9110 §4.2.3).
+        let empty = start > 0 ? "/" : ""
+        guard let q = target.firstIndex(of: UInt8(ascii: "?")) else {
+            return (target.isEmpty ? empty : String(decoding: target, as: UTF8.self), "")
+        }
+        return (q == 0 ? empty : String(decoding: UnsafeBufferPointer(rebasing: target[..<q]), as: UTF8.self),
+                String(decoding: UnsafeBufferPointer(rebasing: target[(q + 1)...]), as: UTF8.self))
     }
 
     /// Where the path starts in a request target: 0 in the origin form (`/path`); after the scheme and the authority

@@ -55,8 +55,7 @@ struct PlainRequestHead {
         default: return nil
         }
         guard p[targetStart] == UInt8(ascii: "/") else { return nil }
-        var i = PlainBytes.visibleRun(p, from: targetStart &+ 1, to: n)
-        while i < n && p[i] &- 0x21 < 0x5E { i &+= 1 }
+        var i = PlainBytes.visibleEnd(p, from: targetStart &+ 1, to: n)
         let targetEnd = i
         // ` HTTP/1.1 CRLF`, and at least the empty line after it.
         guard n &- i >= 13, p[i] == PlainBytes.space,
@@ -75,14 +74,15 @@ struct PlainRequestHead {
                                         fieldsStart: fieldsStart, fieldsEnd: i, keepAlive: keepAlive)
             }
             let nameStart = i
+            i = PlainBytes.wordEnd(p, from: i, to: n, dot: false)
             while i < n && PlainBytes.isToken(p[i]) { i &+= 1 }
             guard i < n, p[i] == PlainBytes.colon, i > nameStart else { return nil }
             let nameEnd = i
             i &+= 1
             while i < n && (p[i] == PlainBytes.space || p[i] == PlainBytes.tab) { i &+= 1 }
             let valueStart = i
-            i = PlainBytes.plainRun(p, from: i, to: n)
-            while i < n && (p[i] &- PlainBytes.space < 0x5F || p[i] == PlainBytes.tab) { i &+= 1 }
+            i = PlainBytes.plainEnd(p, from: i, to: n)
+            while i < n && p[i] == PlainBytes.tab { i = PlainBytes.plainEnd(p, from: i &+ 1, to: n) }
             guard i + 1 < n, p[i] == PlainBytes.cr, p[i + 1] == PlainBytes.lf else { return nil }
             let lineEnd = i
             var valueEnd = i
@@ -91,8 +91,16 @@ struct PlainRequestHead {
             let name = p + nameStart, nameCount = nameEnd &- nameStart
             switch nameCount {
             case 4 where PlainBytes.spells(name, 4, "host"):
-                guard hosts == 0,
-                      HTTPRequestAssembler.validHost(UnsafeBufferPointer(start: p + valueStart, count: valueEnd &- valueStart))
+                guard hosts == 0 else { return nil }
+                // The common host, a name of letters, digits, `-` and `.` with an optional `:port`, is valid; any other
+                // value is checked in full.
+                var end = PlainBytes.wordEnd(p, from: valueStart, to: n, dot: true)
+                if end < valueEnd && p[end] == PlainBytes.colon {
+                    end &+= 1
+                    while end < valueEnd && p[end] &- 0x30 < 10 { end &+= 1 }
+                }
+                guard end == valueEnd
+                        || HTTPRequestAssembler.validHost(UnsafeBufferPointer(start: p + valueStart, count: valueEnd &- valueStart))
                 else { return nil }
                 hosts = 1
             case 7 where PlainBytes.spells(name, 7, "upgrade"), 14 where PlainBytes.spells(name, 14, "content-length"),
