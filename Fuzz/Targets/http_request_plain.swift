@@ -9,11 +9,7 @@ import Foundation
 /// into reads, the fourth the head limit and body ceiling. Checked in one read, cut, and byte by byte.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    guard size >= 4 else { return 0 }
-    let input = Array(UnsafeBufferPointer(start: bytes, count: size))
-    let stream = Array(input[4...])
-    let offsets = input[0..<3].map { Int($0) * stream.count / 256 }.sorted()
-    let choice = Int(input[3])
+    guard let (stream, offsets, choice) = Fuzz.differential(bytes, size) else { return 0 }
     // Small limits one time in two: a 25- to 152-byte head, a 0- to 63-byte body.
     let limits = choice & 1 == 0 ? RequestReplay.limits()
         : RequestReplay.limits(maxHead: 25 + (choice >> 1), bodyCeiling: (choice >> 1) & 63)

@@ -290,15 +290,7 @@ import Testing
         let sources = Self.requests.filter { $0.count < 4096 }
         for _ in 0..<20_000 {
             var request = sources[random.next(sources.count)]
-            for _ in 0...random.next(2) {
-                let at = random.next(request.count + 1)
-                let byte = random.next(3) == 0 ? UInt8(truncatingIfNeeded: random.next(256)) : bytes[random.next(bytes.count)]
-                switch random.next(3) {
-                case 0 where at < request.count: request[at] = byte
-                case 1 where at < request.count: request.remove(at: at)
-                default: request.insert(byte, at: at)
-                }
-            }
+            random.mutate(&request, bytes: bytes)
             let stream = request + Self.followers[random.next(Self.followers.count)]
             let maxHead = random.next(4) == 0 ? 20 + random.next(120) : ServerLimits().maxHeaderBytes
             for reads in [[stream], AnswerReplay.cut(stream, at: [random.next(stream.count + 1)])] {
