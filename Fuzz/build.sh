@@ -73,6 +73,7 @@ for t in "${targets[@]}"; do
     extra=()
     if [ "$t" = transcoder ]; then extra=(Tests/PosternCoreTests/Mapping/JSONValueRenderer.swift); fi
     if [ "$t" = http_response_plain ]; then extra=(Tests/PosternHTTPTests/AnswerReplay.swift); fi
+    if [ "$t" = http_request_plain ]; then extra=(Tests/PosternHTTPTests/RequestReplay.swift Tests/PosternHTTPTests/AnswerReplay.swift); fi
     bin="$OUT/$t"
     if [ ! -x "$bin" ] || [ -n "$(find "$src" Fuzz/Support "${extra[@]}" "${libs[@]}" -newer "$bin" -print -quit)" ]; then
         echo "fuzz: building $t"

@@ -22,7 +22,7 @@ dict_for() {
     case "$1" in
         list_query) echo Fuzz/dict/query.dict ;;
         item_path) echo Fuzz/dict/path.dict ;;
-        http_request_stream | http_response_stream | http_response_plain) echo Fuzz/dict/http.dict ;;
+        http_request_stream | http_request_plain | http_response_stream | http_response_plain) echo Fuzz/dict/http.dict ;;
         *) echo Fuzz/dict/json.dict ;;
     esac
 }

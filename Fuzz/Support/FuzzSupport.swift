@@ -15,6 +15,15 @@ enum Fuzz {
         }
     }
 
+    /// The input of a target that compares two readers of the same stream (`http_response_plain`, `http_request_plain`):
+    /// the bytes after the first four, where the first three cut them into reads (offsets, sorted), and the fourth (a
+    /// choice of ceilings and the like). Nil for an input under four bytes.
+    static func differential(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> (stream: [UInt8], offsets: [Int], choice: Int)? {
+        guard size >= 4 else { return nil }
+        let stream = Array(UnsafeBufferPointer(start: bytes + 4, count: size - 4))
+        return (stream, (0..<3).map { Int(bytes[$0]) * stream.count / 256 }.sorted(), Int(bytes[3]))
+    }
+
     /// The input as bytes.
     static func data(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> Data {
         Data(bytes: bytes, count: size)

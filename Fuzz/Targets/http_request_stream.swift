@@ -1,6 +1,6 @@
 import Foundation
 @testable import PosternCore
-import PosternHTTP
+@testable import PosternHTTP
 
 /// The server's request parsing (`HTTPRequestAssembler`, driven the way `HTTPConnection` drives it), with a
 /// 1 KiB head limit and a 2 KiB body ceiling. The first three input bytes choose where the rest is cut into

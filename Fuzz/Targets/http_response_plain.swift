@@ -9,11 +9,7 @@ import Foundation
 /// and byte by byte.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    guard size >= 4 else { return 0 }
-    let input = Array(UnsafeBufferPointer(start: bytes, count: size))
-    let stream = Array(input[4...])
-    let offsets = input[0..<3].map { Int($0) * stream.count / 256 }.sorted()
-    let choice = Int(input[3])
+    guard let (stream, offsets, choice) = Fuzz.differential(bytes, size) else { return 0 }
     // Small ceilings one time in two: a 24- to 151-byte head, a 0- to 63-byte body.
     let (maxBody, maxHead) = choice & 1 == 0 ? (UpstreamHTTPClient.defaultMaxResponseBytes, UpstreamResponseParser.headCeiling)
         : ((choice >> 1) & 63, 24 + (choice >> 1))

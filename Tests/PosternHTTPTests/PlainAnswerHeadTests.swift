@@ -175,15 +175,7 @@ import Testing
         let sources = Self.answers.filter { $0.count < 4096 }
         for _ in 0..<20_000 {
             var answer = sources[random.next(sources.count)]
-            for _ in 0...random.next(2) {
-                let at = random.next(answer.count + 1)
-                let byte = random.next(3) == 0 ? UInt8(truncatingIfNeeded: random.next(256)) : bytes[random.next(bytes.count)]
-                switch random.next(3) {
-                case 0 where at < answer.count: answer[at] = byte
-                case 1 where at < answer.count: answer.remove(at: at)
-                default: answer.insert(byte, at: at)
-                }
-            }
+            random.mutate(&answer, bytes: bytes)
             let (body, head) = random.next(4) == 0 ? Self.smallCeilings[random.next(Self.smallCeilings.count)]
                 : (UpstreamHTTPClient.defaultMaxResponseBytes, UpstreamResponseParser.headCeiling)
             for reads in [[answer], AnswerReplay.cut(answer, at: [random.next(answer.count + 1)])] {
@@ -203,7 +195,7 @@ import Testing
 }
 
 /// A small seeded generator (SplitMix64), so that the mutated answers are the same on every run.
-private struct SplitMix {
+struct SplitMix {
     private var state: UInt64
     init(seed: UInt64) { state = seed }
 
@@ -215,5 +207,19 @@ private struct SplitMix {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         z ^= z >> 31
         return Int(z % UInt64(bound))
+    }
+
+    /// Changes, inserts or removes one to three bytes of `message` at places drawn from this generator; a byte
+    /// written is one of `bytes` two times in three, else any.
+    mutating func mutate(_ message: inout [UInt8], bytes: [UInt8]) {
+        for _ in 0...next(2) {
+            let at = next(message.count + 1)
+            let byte = next(3) == 0 ? UInt8(truncatingIfNeeded: next(256)) : bytes[next(bytes.count)]
+            switch next(3) {
+            case 0 where at < message.count: message[at] = byte
+            case 1 where at < message.count: message.remove(at: at)
+            default: message.insert(byte, at: at)
+            }
+        }
     }
 }

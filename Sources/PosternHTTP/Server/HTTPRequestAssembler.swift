@@ -15,6 +15,11 @@ import PosternIO
 /// breaks, which llhttp (Debian builds it without its strict mode) does not check: a CR only before an LF, an LF
 /// only after a CR, and CRLF right after each chunk's data (§7.1). One pass over those bytes (`frame(upTo:)`).
 ///
+/// A request whose whole head is at the start of the bytes at hand in the common shape (`PlainRequestHead`: HTTP/1.1,
+/// no body, plain fields, one valid Host) is read without llhttp, which then never sees its bytes: it stays between
+/// requests. Every other request goes to llhttp from its first byte, so llhttp judges everything unusual and every
+/// refusal comes from its path.
+///
 /// `parse` stops after each whole request (the parser stays paused there), so that pipelined requests
 /// are handed out one at a time; the bytes after it are given to the next `parse`. No socket: the
 /// connection (`HTTPConnection`) owns the bytes, and the libFuzzer target `http_request_stream` drives
@@ -34,10 +39,17 @@ final class HTTPRequestAssembler {
 
     private let limits: ServerLimits
     private let peer: String
+    /// Whether requests with a `PlainRequestHead` are read without llhttp (false: llhttp reads every request, the
+    /// reference the plain reading is tested against).
+    private let readsPlainHeads: Bool
+    /// No byte of the next request has been parsed yet: llhttp is between requests, and the bytes at hand may start
+    /// with a `PlainRequestHead`.
+    private var atRequestStart = true
     /// llhttp's state (it points at the shared callbacks); its `data` points back at this assembler.
     private let parser: UnsafeMutablePointer<llhttp_t>
 
     // The request being parsed.
+    /// The target of the request llhttp reads (empty between requests).
     private var url: [UInt8] = []
     /// Its header lines (names and values, each field's place in it); reused for the next request when no
     /// request refers to it any more.
@@ -92,10 +104,12 @@ final class HTTPRequestAssembler {
     /// interim answer now (`takeContinue()`), before anything else.
     private var continueDue = false
 
-    /// An assembler for a connection from `peer` (the address requests carry).
-    init(limits: ServerLimits, peer: String) {
+    /// An assembler for a connection from `peer` (the address requests carry); it reads plain heads itself unless
+    /// `readsPlainHeads` is false.
+    init(limits: ServerLimits, peer: String, readsPlainHeads: Bool = true) {
         self.limits = limits
         self.peer = peer
+        self.readsPlainHeads = readsPlainHeads
         parser = UnsafeMutablePointer<llhttp_t>.allocate(capacity: 1)
         llhttp_init(parser, HTTP_REQUEST, HTTPRequestAssembler.settings)
     }
@@ -107,6 +121,10 @@ final class HTTPRequestAssembler {
     func parse(_ bytes: UnsafeRawPointer, count: Int) -> (parsed: Int, step: Step) {
         // The assembler outlives this call, so the unretained pointer is valid in every callback it runs.
         guard !stopped else { return (count, .refused(.badFraming(partialRequest(), reason: "nothing is read after a refusal"))) }
+        if atRequestStart {
+            if readsPlainHeads, let plain = plainRequest(bytes.assumingMemoryBound(to: UInt8.self), count) { return plain }
+            atRequestStart = false
+        }
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let data = bytes.assumingMemoryBound(to: CChar.self)
         scanned = bytes.assumingMemoryBound(to: UInt8.self)
@@ -133,9 +151,38 @@ final class HTTPRequestAssembler {
             llhttp_resume(parser)
             // The trailers of a chunked body (and nothing, for any other request) are checked before it is handed out.
             guard frame(upTo: bytes.assumingMemoryBound(to: UInt8.self) + n) else { return (n, .refused(refusalForError(code))) }
-            return (n, wholeRequest())
+            let http10 = parser.pointee.http_major == 1 && parser.pointee.http_minor == 0
+            // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding is answered as faulty framing: then closed.
+            let keepAlive = llhttp_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0 && !(http10 && transferEncodingSeen)
+            let step = url.withUnsafeBufferPointer { wholeRequest(target: $0, keepAlive: keepAlive, http10: http10) }
+            url.removeAll(keepingCapacity: true)
+            return (n, step)
         }
         return (n, .refused(refusalForError(code)))
+    }
+
+    /// Reads the request at the start of the `count` bytes at `p` when its head is a `PlainRequestHead` (within
+    /// `maxHeaderBytes`): its fields into the block, its method into llhttp's state (where a refusal of the next
+    /// request reads it, as after llhttp's own parse). Nil when it is not one.
+    private func plainRequest(_ p: UnsafePointer<UInt8>, _ count: Int) -> (parsed: Int, step: Step)? {
+        takeFreeBlock()
+        block.reset()
+        let read = PlainRequestHead.read(p, count: count, maxLength: limits.maxHeaderBytes) { nameStart, nameEnd, valueStart, valueEnd in
+            let span = HeaderBlock.Span(nameStart: Int32(nameStart), nameEnd: Int32(nameEnd), valueStart: Int32(valueStart),
+                                        valueEnd: Int32(valueEnd))
+            if !block.add(span) {
+                block = block.grown(adding: 0)
+                _ = block.add(span)  // the grown block has room for it
+            }
+        }
+        guard let head = read else {
+            block.reset()  // the fields read before the bytes stopped being the shape
+            return nil
+        }
+        store(UnsafeRawBufferPointer(start: p + head.fieldsStart, count: head.fieldsEnd - head.fieldsStart))
+        parser.pointee.method = UInt8(head.method.rawValue)
+        let target = UnsafeBufferPointer(start: p + head.targetStart, count: head.targetEnd - head.targetStart)
+        return (head.length, wholeRequest(target: target, keepAlive: head.keepAlive, http10: false))
     }
 
     /// After llhttp stopped with `HPE_STRICT`: when it stopped on the backslash of a quoted-pair in a chunk extension's
@@ -222,18 +269,7 @@ final class HTTPRequestAssembler {
         guard frame(upTo: UnsafeRawPointer(parser.pointee.error_pos).assumingMemoryBound(to: UInt8.self)) else { return -1 }
         messageOpen = true
         url.removeAll(keepingCapacity: true)
-        // The last request's headers still in use somewhere keep their block: this one takes the spare when
-        // it is free, else a new one.
-        if !isKnownUniquelyReferenced(&block) {
-            if spare != nil && isKnownUniquelyReferenced(&spare) {
-                let free = spare.take() ?? HeaderBlock.make()  // not nil: checked just above
-                spare = block
-                block = free
-            } else {
-                spare = block
-                block = HeaderBlock.make()
-            }
-        }
+        takeFreeBlock()
         block.reset()
         fieldStart = 0
         valueStart = 0
@@ -247,6 +283,21 @@ final class HTTPRequestAssembler {
         framingHeaderSeen = false
         expectContinue = false
         return 0
+    }
+
+    /// Makes `block` one that no request handed out refers to: the last request's headers still in use somewhere
+    /// keep their block, and this one takes the spare when it is free, else a new one.
+    private func takeFreeBlock() {
+        if !isKnownUniquelyReferenced(&block) {
+            if spare != nil && isKnownUniquelyReferenced(&spare) {
+                let free = spare.take() ?? HeaderBlock.make()  // not nil: checked just above
+                spare = block
+                block = free
+            } else {
+                spare = block
+                block = HeaderBlock.make()
+            }
+        }
     }
 
     /// Whether the head up to the end of a piece of it (`at` + `length`) is still within `maxHeaderBytes`; false
@@ -329,7 +380,7 @@ final class HTTPRequestAssembler {
             transferEncodingSeen = transferEncodingSeen || !inTrailers
         case 4 where !inTrailers && nameEquals("host"):
             hostLines += 1
-            hostValid = hostValid && validHost(lower, upper)
+            hostValid = hostValid && block.withBytes { HTTPRequestAssembler.validHost(UnsafeBufferPointer(rebasing: $0[lower..<upper])) }
         case 6 where nameEquals("expect"):
             expectContinue = equalsIgnoringCase(lower, upper, "100-continue")
         default:
@@ -353,35 +404,33 @@ final class HTTPRequestAssembler {
         }
     }
 
-    /// Whether the block's bytes `start..<end` are a valid `Host` value (RFC 9112 §3.2, RFC 3986 §3.2.2): empty, or a
-    /// host — a name of letters, digits and `-._~%!$&'()*+,;=`, or an IP literal in brackets — with an optional
-    /// `:port` of digits.
-    private func validHost(_ start: Int, _ end: Int) -> Bool {
-        block.withBytes { bytes in
-            var i = start
-            if i < end && bytes[i] == UInt8(ascii: "[") {
-                while i < end && bytes[i] != UInt8(ascii: "]") {
-                    let byte = bytes[i]
-                    guard byte == UInt8(ascii: "[") && i == start || HTTPRequestAssembler.isHostByte(byte) || byte == UInt8(ascii: ":") else { return false }
-                    i += 1
-                }
-                guard i < end else { return false }
+    /// Whether `bytes` are a valid `Host` value (RFC 9112 §3.2, RFC 3986 §3.2.2): empty, or a host — a name of
+    /// letters, digits and `-._~%!$&'()*+,;=`, or an IP literal in brackets — with an optional `:port` of digits.
+    static func validHost(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let start = 0, end = bytes.count
+        var i = start
+        if i < end && bytes[i] == UInt8(ascii: "[") {
+            while i < end && bytes[i] != UInt8(ascii: "]") {
+                let byte = bytes[i]
+                guard byte == UInt8(ascii: "[") && i == start || HTTPRequestAssembler.isHostByte(byte) || byte == UInt8(ascii: ":") else { return false }
                 i += 1
-            } else {
-                while i < end && bytes[i] != UInt8(ascii: ":") {
-                    guard HTTPRequestAssembler.isHostByte(bytes[i]) else { return false }
-                    i += 1
-                }
             }
-            guard i < end else { return true }
-            guard bytes[i] == UInt8(ascii: ":") else { return false }
+            guard i < end else { return false }
             i += 1
-            while i < end {
-                guard bytes[i] >= 0x30 && bytes[i] <= 0x39 else { return false }
+        } else {
+            while i < end && bytes[i] != UInt8(ascii: ":") {
+                guard HTTPRequestAssembler.isHostByte(bytes[i]) else { return false }
                 i += 1
             }
-            return true
         }
+        guard i < end else { return true }
+        guard bytes[i] == UInt8(ascii: ":") else { return false }
+        i += 1
+        while i < end {
+            guard bytes[i] >= 0x30 && bytes[i] <= 0x39 else { return false }
+            i += 1
+        }
+        return true
     }
 
     /// Whether `byte` may appear in a host name (RFC 3986 reg-name: unreserved, sub-delims and `%`): one bit per
@@ -519,30 +568,31 @@ final class HTTPRequestAssembler {
         return HTTPRequest(method: currentMethod, target: target, headers: seen, remoteAddress: peer)
     }
 
-    /// The request the parser just completed, with the connection's keep-alive verdict.
-    private func wholeRequest() -> Step {
+    /// The request just completed, with its `target` (its fields in the block, its method in llhttp's state) and the
+    /// connection's keep-alive verdict; the next byte starts the next request.
+    private func wholeRequest(target whole: UnsafeBufferPointer<UInt8>, keepAlive: Bool, http10: Bool) -> Step {
         startOver()
-        let http10 = parser.pointee.http_major == 1 && parser.pointee.http_minor == 0
-        // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding is answered as faulty framing: then closed.
-        let keepAlive = llhttp_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0 && !(http10 && transferEncodingSeen)
-        // Path and query straight from the target's bytes (split at the first `?`); the absolute form
-        // (`http://host/path`, RFC 9112 §3.2.2) is taken from its path on.
-        let (path, query) = url.withUnsafeBufferPointer { whole in
-            let start = HTTPRequestAssembler.pathStart(whole)
-            let target = UnsafeBufferPointer(rebasing: whole[start...])
-            // An absolute form without a path means `/` (RFC 9112 §3.2.2 → RFC 9110 §4.2.3).
-            let empty = start > 0 ? "/" : ""
-            guard let q = target.firstIndex(of: UInt8(ascii: "?")) else {
-                return (target.isEmpty ? empty : String(decoding: target, as: UTF8.self), "")
-            }
-            return (q == 0 ? empty : String(decoding: UnsafeBufferPointer(rebasing: target[..<q]), as: UTF8.self),
-                    String(decoding: UnsafeBufferPointer(rebasing: target[(q + 1)...]), as: UTF8.self))
-        }
+        atRequestStart = true
+        let (path, query) = HTTPRequestAssembler.pathAndQuery(whole)
         let request = HTTPRequest(method: currentMethod, path: path, query: query, headers: HTTPHeaders(block: block),
                                   body: body, remoteAddress: peer)
         handedOut = true
         body = Data()
         return .request(request, keepAlive: keepAlive, http10: http10)
+    }
+
+    /// The path and query of a request target, straight from its bytes (split at the first `?`); the absolute form
+    /// (`http://host/path`, RFC 9112 §3.2.2) is taken from its path on.
+    private static func pathAndQuery(_ whole: UnsafeBufferPointer<UInt8>) -> (path: String, query: String) {
+        let start = HTTPRequestAssembler.pathStart(whole)
+        let target = UnsafeBufferPointer(rebasing: whole[start...])
+        // An absolute form without a path means `/` (RFC 9112 §3.2.2 → RFC 9110 §4.2.3).
+        let empty = start > 0 ? "/" : ""
+        guard let q = target.firstIndex(of: UInt8(ascii: "?")) else {
+            return (target.isEmpty ? empty : String(decoding: target, as: UTF8.self), "")
+        }
+        return (q == 0 ? empty : String(decoding: UnsafeBufferPointer(rebasing: target[..<q]), as: UTF8.self),
+                String(decoding: UnsafeBufferPointer(rebasing: target[(q + 1)...]), as: UTF8.self))
     }
 
     /// Where the path starts in a request target: 0 in the origin form (`/path`); after the scheme and the authority

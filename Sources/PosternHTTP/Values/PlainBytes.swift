@@ -1,0 +1,95 @@
+/// Byte classes and scans for reading an HTTP/1.1 head in its common shape without llhttp (`PlainRequestHead`).
+///
+/// The scans go eight bytes a step and stop exactly at the first byte outside their class: in each word, a byte
+/// outside it flags the high bit of its lane, and a borrow or carry out of a lane only ever flags a lane above one
+/// already flagged, so the lowest flagged lane is the first such byte.
+enum PlainBytes {
+    static let cr: UInt8 = 0x0D, lf: UInt8 = 0x0A, space: UInt8 = 0x20, tab: UInt8 = 0x09, colon: UInt8 = 0x3A
+
+    /// `HTTP/1.1` as one little-endian word.
+    static let http11: UInt64 = 0x312E_312F_5054_5448
+
+    private static let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+
+    /// Where the run of visible ASCII and spaces (0x20–0x7E) from `start` ends: the first other byte, or `n`.
+    @inline(__always)
+    static func plainEnd(_ p: UnsafePointer<UInt8>, from start: Int, to n: Int) -> Int {
+        rangeEnd(p, from: start, to: n, lowest: 0x20)
+    }
+
+    /// Where the run of visible ASCII (0x21–0x7E) from `start` ends: the first other byte, or `n`.
+    @inline(__always)
+    static func visibleEnd(_ p: UnsafePointer<UInt8>, from start: Int, to n: Int) -> Int {
+        rangeEnd(p, from: start, to: n, lowest: 0x21)
+    }
+
+    /// Where the run of bytes from `lowest` to 0x7E from `start` ends: the first other byte, or `n`.
+    @inline(__always)
+    private static func rangeEnd(_ p: UnsafePointer<UInt8>, from start: Int, to n: Int, lowest: UInt8) -> Int {
+        var i = start
+        while n &- i >= 8 {
+            let word = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
+            // Under `lowest`: the lane borrows and had its high bit clear. Over 0x7E: adding one sets the high bit.
+            let under = (word &- ones &* UInt64(lowest)) & ~word
+            let over = (word &+ ones) | word
+            let outside = (under | over) & highs
+            if outside != 0 { return i &+ outside.trailingZeroBitCount &>> 3 }
+            i &+= 8
+        }
+        while i < n && p[i] &- lowest < 0x7F &- lowest { i &+= 1 }
+        return i
+    }
+
+    /// Where the run of letters, digits and `-` (and `.` when `dot`) from `start` ends: the first other byte, or `n`.
+    /// The common header names are such runs, and so are the common host names.
+    @inline(__always)
+    static func wordEnd(_ p: UnsafePointer<UInt8>, from start: Int, to n: Int, dot: Bool) -> Int {
+        var i = start
+        while n &- i >= 8 {
+            let word = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
+            // With the high bits cleared no lane carries into the next below; bytes with it set are outside.
+            let low = word & ~highs
+            let folded = low | ones &* 0x20
+            let letter = (folded &+ ones &* (0x80 - 0x61)) & ~(folded &+ ones &* (0x7F - 0x7A))
+            let digit = (low &+ ones &* (0x80 - 0x30)) & ~(low &+ ones &* (0x7F - 0x39))
+            var inside = letter | digit | equal(low, 0x2D)
+            if dot { inside |= equal(low, 0x2E) }
+            let outside = (~inside | word) & highs
+            if outside != 0 { return i &+ outside.trailingZeroBitCount &>> 3 }
+            i &+= 8
+        }
+        while i < n && isWordByte(p[i], dot: dot) { i &+= 1 }
+        return i
+    }
+
+    /// The high bit of each lane of `low` (bytes under 0x80) that is `byte`.
+    @inline(__always)
+    private static func equal(_ low: UInt64, _ byte: UInt8) -> UInt64 {
+        let other = low ^ (ones &* UInt64(byte))
+        return ~((other &+ ones &* 0x7F) | other)
+    }
+
+    /// Whether `byte` is a letter, a digit or `-` (or `.` when `dot`).
+    @inline(__always)
+    private static func isWordByte(_ byte: UInt8, dot: Bool) -> Bool {
+        (byte | 0x20) &- 0x61 < 26 || byte &- 0x30 < 10 || byte == 0x2D || dot && byte == 0x2E
+    }
+
+    /// Whether `byte` is a token character (RFC 9110 §5.6.2): `!#$%&'*+-.^_`|~`, digits and letters.
+    @inline(__always)
+    static func isToken(_ byte: UInt8) -> Bool {
+        // Bit b of the first mask: byte b (0–63) is a token character; of the second: byte 64 + b.
+        let low: UInt64 = 0x03FF_6CFA_0000_0000, high: UInt64 = 0x57FF_FFFF_C7FF_FFFE
+        return byte < 64 ? low >> UInt64(byte) & 1 != 0 : byte < 128 && high >> UInt64(byte &- 64) & 1 != 0
+    }
+
+    /// Whether the `count` bytes at `p` spell `lowercase` (ASCII case-insensitive; the bytes are token or value
+    /// characters, whose `| 0x20` is a lowercase letter only when they are that letter in either case).
+    @inline(__always)
+    static func spells(_ p: UnsafePointer<UInt8>, _ count: Int, _ lowercase: StaticString) -> Bool {
+        guard count == lowercase.utf8CodeUnitCount else { return false }
+        let expected = lowercase.utf8Start
+        for index in 0..<count where p[index] | 0x20 != expected[index] { return false }
+        return true
+    }
+}
