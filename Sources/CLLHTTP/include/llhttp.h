@@ -53,21 +53,4 @@ static inline int postern_check_head_bytes(const unsigned char *p, size_t n, int
     *state = (int)(carry | (lf_carry << 1));
     return 0;
 }
-/* The index of the first byte of [p + i, p + n) that is not a token character (RFC 9110 §5.6.2: `!#$%&'*+-.^_`|~`,
-   digits and letters), or n: one table look-up a byte (bytes from 0x80 on are left at 0). `PlainAnswerHead` reads
-   header names with it. */
-static inline size_t postern_token_end(const unsigned char *p, size_t i, size_t n) {
-    static const unsigned char token[256] = {
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  /* 0x00 */
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  /* 0x10 */
-        0, 1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0,  /* 0x20 */
-        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0,  /* 0x30 */
-        0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,  /* 0x40 */
-        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1,  /* 0x50 */
-        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,  /* 0x60 */
-        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 0,  /* 0x70 */
-    };
-    while (i < n && token[p[i]]) i++;
-    return i;
-}
 #endif

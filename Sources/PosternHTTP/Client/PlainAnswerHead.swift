@@ -1,5 +1,3 @@
-import CLLHTTP
-
 /// The head of an upstream answer in its common shape, read in one pass over the bytes without llhttp.
 ///
 /// The shape: the status line `HTTP/1.1 NNN reason CRLF` with a final status that has a body (200–599 but 204
@@ -23,7 +21,8 @@ struct PlainAnswerHead {
     /// The head's length in bytes, its last CRLF included: the body starts there.
     let length: Int
 
-    private static let cr: UInt8 = 0x0D, lf: UInt8 = 0x0A, space: UInt8 = 0x20, tab: UInt8 = 0x09, colon: UInt8 = 0x3A
+    private static let cr = PlainBytes.cr, lf = PlainBytes.lf, space = PlainBytes.space, tab = PlainBytes.tab,
+                       colon = PlainBytes.colon
 
     /// Reads the head at the start of `bytes`, at most `maxLength` bytes of it, with a `Content-Length` of at most
     /// `maxBody`; `field` gets each header field's name and value (without the spaces and tabs around it) in
@@ -56,20 +55,15 @@ struct PlainAnswerHead {
                 return PlainAnswerHead(status: status, contentLength: contentLength, keepAlive: keepAlive, length: i + 2)
             }
             let nameStart = i
-            i = postern_token_end(p, i, n)
+            i = PlainBytes.wordEnd(p, from: i, to: n, dot: false)
+            while i < n && PlainBytes.isToken(p[i]) { i &+= 1 }
             guard i < n, p[i] == colon, i > nameStart else { return nil }
             let name = UnsafeBufferPointer(start: p + nameStart, count: i - nameStart)
             i &+= 1
             while i < n && (p[i] == space || p[i] == tab) { i &+= 1 }
             let valueStart = i
-            // Runs of visible ASCII and spaces, then the byte that ends each: a tab goes on, a CR ends the value.
-            while true {
-                i = plainRun(p, from: i, to: n)
-                guard i < n else { return nil }
-                let byte = p[i]
-                guard byte &- space < 0x5F || byte == tab else { break }
-                i &+= 1
-            }
+            i = PlainBytes.plainEnd(p, from: i, to: n)
+            while i < n && p[i] == tab { i = PlainBytes.plainEnd(p, from: i &+ 1, to: n) }
             guard i + 1 < n, p[i] == cr, p[i + 1] == lf else { return nil }
             let sent = UnsafeBufferPointer(start: p + valueStart, count: i - valueStart)
             var end = i
@@ -96,32 +90,11 @@ struct PlainAnswerHead {
         }
     }
 
-    /// Where the run of visible ASCII and spaces from `i` ends, eight bytes a step: at the first other byte (such as
-    /// the CR that ends a value) when it is among the words read, else where fewer than eight bytes are left.
-    @inline(__always)
-    private static func plainRun(_ p: UnsafePointer<UInt8>, from start: Int, to n: Int) -> Int {
-        var i = start
-        while n &- i >= 8 {
-            let word = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
-            // A byte under 0x20 sets its high bit in `under`; one over 0x7E in `over`. A borrow (from a byte under
-            // 0x20) or a carry (out of an 0xFF) starts only at a flagged byte, so the lowest flagged byte is exact.
-            let under = (word &- 0x2020_2020_2020_2020) & ~word & 0x8080_8080_8080_8080
-            let over = ((word &+ 0x0101_0101_0101_0101) | word) & 0x8080_8080_8080_8080
-            let flagged = under | over
-            if flagged != 0 { return i &+ flagged.trailingZeroBitCount &>> 3 }
-            i &+= 8
-        }
-        return i
-    }
-
-    /// Whether `bytes` spell `lowercase` (ASCII case-insensitive; `bytes` are token or value characters, whose
-    /// `| 0x20` is a lowercase letter only when they are that letter in either case).
+    /// Whether `bytes` spell `lowercase` (`PlainBytes.spells`).
     @inline(__always)
     private static func spells(_ bytes: UnsafeBufferPointer<UInt8>, _ lowercase: StaticString) -> Bool {
-        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
-        let expected = lowercase.utf8Start
-        for index in 0..<bytes.count where bytes[index] | 0x20 != expected[index] { return false }
-        return true
+        // Not nil: the names and values read are within the bytes at hand.
+        PlainBytes.spells(bytes.baseAddress!, bytes.count, lowercase)
     }
 
     /// The number `bytes` spell in decimal digits (one at least), when it is at most `limit`.
