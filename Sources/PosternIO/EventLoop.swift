@@ -239,7 +239,7 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
             if endOfTurn.isEmpty { break }
             // Swapped with the spare list, not copied: emptying a list still shared with a copy allocated a new one.
             swap(&endOfTurn, &runningHooks)
-            for hook in runningHooks { hook() }
+            for hook in runningHooks { hook.run() }
             runningHooks.removeAll(keepingCapacity: true)
         }
         draining = false
@@ -262,9 +262,15 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
     /// Objects owned by this loop, at their key's number (loop thread only: no lock).
     private var locals: [AnyObject?] = []
     /// Work to run once the queued jobs of this turn have run (loop thread only).
-    private var endOfTurn: [() -> Void] = []
+    private var endOfTurn: [Hook] = []
     /// The hooks `drain` is running (loop thread only; kept to reuse its storage).
-    private var runningHooks: [() -> Void] = []
+    private var runningHooks: [Hook] = []
+
+    /// An end-of-turn hook. A closure stored in an array of closures is kept in the array's generic form, through a
+    /// thunk allocated on every append; inside a struct it is stored as it is.
+    private struct Hook {
+        let run: () -> Void
+    }
     /// True while `drain` runs (loop thread only).
     private var draining = false
 
@@ -293,7 +299,7 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
     /// Runs `body` on the loop thread once the jobs queued for this turn have run, e.g. to flush what they
     /// batched with one write. Call on the loop thread only.
     package func atEndOfTurn(_ body: @escaping () -> Void) {
-        endOfTurn.append(body)
+        endOfTurn.append(Hook(run: body))
         // Outside a drain (a libevent callback), make sure a drain runs the hook before the loop sleeps.
         requestDrain()
     }
