@@ -23,6 +23,9 @@ import Testing
     }
 
     /// Answers in the shape and out of it, with what may follow them on the connection.
+    /// A header name of 70 bytes.
+    static let longName = "X-A-Header-Name-Longer-Than-Sixty-Three-Bytes-To-Reach-The-Last-Bit-Ok"
+
     static let answers: [[UInt8]] = {
         let nginx = Array((nginxHead + nginxBody).utf8)
         let plain = answer(["Content-Length: 5"], "hello")
@@ -39,6 +42,8 @@ import Testing
             answer(["Connection: close", "Content-Length: 3", "Connection: keep-alive"], "abc"),
             answer(["Connection: KEEP-ALIVE", "Content-Length: 3"], "abc"),
             answer("HTTP/1.1 503 Service Unavailable", ["Retry-After: 7  ", "X-Empty:", "X-Spaces:   ", "Content-Length: 2"], "{}"),
+            // Kept by its name, over 63 bytes long (`keptLengths`' last bit), and a name as long that is not kept.
+            answer(["\(longName): kept ", "\(longName.dropLast())X: dropped", "Content-Length: 2"], "{}"),
             answer("HTTP/1.1 404 ", ["Content-Length: 2", "X-Odd: a\tb \t"], "{}"),
             answer("HTTP/1.1 599 Whatever (it is) ~!", ["Content-Length: 1"], "x"),
             answer(["Content-Length: 10"], "short"),
@@ -126,7 +131,7 @@ import Testing
                                      maxBody: UpstreamHTTPClient.defaultMaxResponseBytes) { _, _ in } != nil
             }
         }
-        #expect(plain.count == 16, "\(plain.map { String(decoding: $0.prefix(40), as: UTF8.self) })")
+        #expect(plain.count == 17, "\(plain.map { String(decoding: $0.prefix(40), as: UTF8.self) })")
         // A head cut short is not the shape, wherever the cut.
         let nginx = Array(Self.nginxHead.utf8)
         for end in 0..<nginx.count {
@@ -148,7 +153,8 @@ import Testing
                 for offset in 1..<answer.count { cuts.append(AnswerReplay.cut(answer, at: [offset])) }
             }
             for reads in cuts {
-                for kept in [nil, ["Retry-After"] as [StaticString]] {
+                for kept in [nil, ["Retry-After"], ["retry-after", "X-A-Header-Name-Longer-Than-Sixty-Three-Bytes-To-Reach-The-Last-Bit-Ok"]]
+                    as [[StaticString]?] {
                     for (body, head) in ceilings {
                         let plain = AnswerReplay.run(reads, plain: true, kept: kept, maxBody: body, maxHead: head)
                         let reference = AnswerReplay.run(reads, plain: false, kept: kept, maxBody: body, maxHead: head)

@@ -25,10 +25,10 @@ struct PlainAnswerHead {
                        colon = PlainBytes.colon
 
     /// Reads the head at the start of `bytes`, at most `maxLength` bytes of it, with a `Content-Length` of at most
-    /// `maxBody`; `field` gets each header field's name and value (without the spaces and tabs around it) in
-    /// order. Nil when the bytes are not the shape (`field` may have been called for the fields before the
-    /// point where they stop being it).
-    static func read(_ bytes: UnsafeRawBufferPointer, maxLength: Int, maxBody: Int,
+    /// `maxBody`; `field` gets the name and value (without the spaces and tabs around it) of each header field whose
+    /// name's length has its bit in `lengths` (bit 63: 63 bytes or more), in order. Nil when the bytes are not the
+    /// shape (`field` may have been called for the fields before the point where they stop being it).
+    static func read(_ bytes: UnsafeRawBufferPointer, maxLength: Int, maxBody: Int, lengths: UInt64 = .max,
                      field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> PlainAnswerHead? {
         let n = min(bytes.count, maxLength)
         // The shortest head: the status line without a reason, one field `Content-Length:0`, the empty line.
@@ -66,8 +66,6 @@ struct PlainAnswerHead {
             while i < n && p[i] == tab { i = PlainBytes.plainEnd(p, from: i &+ 1, to: n) }
             guard i + 1 < n, p[i] == cr, p[i + 1] == lf else { return nil }
             let sent = UnsafeBufferPointer(start: p + valueStart, count: i - valueStart)
-            var end = i
-            while end > valueStart && (p[end - 1] == space || p[end - 1] == tab) { end -= 1 }
             i &+= 2
             switch name.count {
             case 7 where spells(name, "upgrade"), 16 where spells(name, "proxy-connection"),
@@ -86,7 +84,11 @@ struct PlainAnswerHead {
             default:
                 break
             }
-            field(name, UnsafeBufferPointer(start: p + valueStart, count: end - valueStart))
+            if lengths >> UInt64(min(name.count, 63)) & 1 != 0 {
+                var end = sent.count
+                while end > 0 && (sent[end - 1] == space || sent[end - 1] == tab) { end -= 1 }
+                field(name, UnsafeBufferPointer(rebasing: sent[..<end]))
+            }
         }
     }
 

@@ -35,8 +35,8 @@ final class UpstreamResponseParser {
 
     /// The answer headers kept (nil: every one).
     private let keptHeaders: [StaticString]?
-    /// Bit `k` (k < 63): a kept header's name is `k` bytes long; bit 63: one is 63 bytes or longer. A name whose
-    /// length has no bit is not kept, without a comparison.
+    /// Bit `k` (k < 63): a kept header's name is `k` bytes long; bit 63: one is 63 bytes or longer (every bit when
+    /// every header is kept). A name whose length has no bit is not kept, without a comparison.
     private let keptLengths: UInt64
     /// The largest answer body, as sent (`directus.max_response_bytes`).
     let maxBodyBytes: Int
@@ -96,7 +96,7 @@ final class UpstreamResponseParser {
     init(keptHeaders: [StaticString]?, maxBodyBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes,
          maxHeadBytes: Int = UpstreamResponseParser.headCeiling, readsPlainHeads: Bool = true) {
         self.keptHeaders = keptHeaders
-        keptLengths = keptHeaders?.reduce(0) { $0 | 1 << UInt64(min($1.utf8CodeUnitCount, 63)) } ?? 0
+        keptLengths = keptHeaders?.reduce(0) { $0 | 1 << UInt64(min($1.utf8CodeUnitCount, 63)) } ?? .max
         self.maxBodyBytes = maxBodyBytes
         self.maxHeadBytes = maxHeadBytes
         self.readsPlainHeads = readsPlainHeads
@@ -217,7 +217,8 @@ final class UpstreamResponseParser {
     /// when it does not (nothing is kept: llhttp gets the read).
     private func feedPlainHead(_ bytes: UnsafeRawBufferPointer) -> Outcome? {
         var kept = HTTPHeaders()
-        let head = PlainAnswerHead.read(bytes, maxLength: maxHeadBytes, maxBody: maxBodyBytes) { name, value in
+        let head = PlainAnswerHead.read(bytes, maxLength: maxHeadBytes, maxBody: maxBodyBytes,
+                                        lengths: keptLengths) { name, value in
             if keeps(name) { kept.add(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)) }
         }
         guard let head else { return nil }
