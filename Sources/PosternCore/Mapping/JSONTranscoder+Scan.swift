@@ -26,6 +26,8 @@ struct TranscodePass {
     /// The relational plan (nil for a flat resource, which takes `transcodeItem`). `unowned(unsafe)` as `plan`,
     /// which holds it.
     unowned(unsafe) let relations: RelationPlan?
+    /// `relations == nil`, read per item without binding the optional (which retains the plan).
+    let isFlat: Bool
     /// The resource's tables. `unowned(unsafe)`: the pass lives only inside `JSONTranscoder.run`,
     /// whose caller holds the plan, so it is never freed under the pass; reading it then costs no
     /// retain and release per item.
@@ -45,9 +47,11 @@ struct TranscodePass {
     let keyBytes: UnsafeMutablePointer<UInt8>
     /// See `fieldCount`.
     let itemBytes: Int
-    /// Items are tried with `streamItem` first (`TranscoderPlan.streams`, until one of the answer's items is not
-    /// in its shape).
+    /// Items are tried with `streamItem` first (`TranscoderPlan.streams`, until the second item of the answer that
+    /// is not in its shape).
     var streams: Bool
+    /// An item of the answer has left the stream: the next one that leaves it turns the stream off.
+    var leftStream = false
     /// One slot per mapped field, reused for every item.
     let slots: UnsafeMutablePointer<TranscoderSlot>
     /// The key tokens of the first `KeyPrediction.capacity` members of the last items.
@@ -69,6 +73,7 @@ struct TranscodePass {
         self.slots = slots
         self.predictions = predictions
         relations = plan.relations
+        isFlat = plan.relations == nil
         streams = plan.streams
         out = TranscoderOutput(capacity: count + 256)
     }
@@ -129,7 +134,7 @@ struct TranscodePass {
                         guard pos < end, p[pos] == UInt8(ascii: "{") else {
                             throw .upstreamError("item answer has no \"data\" object")
                         }
-                        if let relations { try relationalItem(relations) } else { try transcodeItem() }
+                        try dataItem()
                     }
                 } else if isMeta, pos < end, p[pos] == UInt8(ascii: "{") {
                     sawMeta = true
@@ -171,7 +176,7 @@ struct TranscodePass {
             guard pos < end else { throw fail("unexpected end of input") }
             guard p[pos] == UInt8(ascii: "{") else { throw .upstreamError("item is not an object") }
             if n > 0 { out.append(UInt8(ascii: ",")) }
-            if let relations { try relationalItem(relations) } else { try transcodeItem() }
+            try dataItem()
             n += 1
             if try nextMember(closer: UInt8(ascii: "]")) { break }
         }
@@ -199,14 +204,25 @@ struct TranscodePass {
         depth -= 1
     }
 
-    /// One Directus item: written as it is scanned when it can be (`streamItem`), else its mapped fields' first
-    /// values are located, then written in config order.
+    /// One Directus item at `pos`: through the relational plan, else written as it is scanned when it can be
+    /// (`streamItem`), else through the slots (`transcodeItem`).
+    @inline(__always)
+    private mutating func dataItem() throws(GatewayError) {
+        if isFlat {
+            if streams, try streamItem() { return }
+            try transcodeItem()
+        } else if let relations {
+            try relationalItem(relations)
+        }
+    }
+
+    /// One Directus item of a flat resource: its mapped fields' first values are located, then written in config
+    /// order.
     ///
     /// The cursor lives in a local (a register) and is stored to `pos` only around the calls that
     /// read it (the rare paths and errors): the common member (a predicted key, a plain ASCII string
     /// or a small integer) never touches `self.pos`.
     private mutating func transcodeItem() throws(GatewayError) {
-        if streams, try streamItem() { return }
         try enter()
         let p = self.p
         let end = self.end
@@ -220,15 +236,9 @@ struct TranscodePass {
             i &+= 1
         } else {
             while true {
-                i = Self.skipSpace(p, i, end)
-                guard i < end, p[i] == UInt8(ascii: "\"") else {
-                    pos = i
-                    throw fail("expected a string key")
-                }
                 let name: Int
                 (name, i) = try memberKey(member, at: i)
                 member &+= 1
-                i = Self.skipSpace(p, i, end)
                 let start = i
                 let kind: JSONTokenKind
                 let flags: UInt8
@@ -252,18 +262,9 @@ struct TranscodePass {
                         }
                     }
                 }
-                // `,` or `}` after the member.
-                i = Self.skipSpace(p, i, end)
-                guard i < end else {
-                    pos = i
-                    throw fail("unexpected end of input")
-                }
-                let c = p[i]
-                i &+= 1
-                if c == UInt8(ascii: ",") { continue }
-                if c == UInt8(ascii: "}") { break }
-                pos = i &- 1
-                throw fail("expected ',' or '}'")
+                let closed: Bool
+                (i, closed) = try memberEnd(at: i)
+                if closed { break }
             }
         }
         pos = i
@@ -284,21 +285,56 @@ struct TranscodePass {
         return i
     }
 
-    /// The key of member `member` of an item, whose opening quote is at `i`, and the `:` after it: its index in
-    /// `plan.names` (or -1), and the offset past the `:`. The `"key":` token seen at the same member of the earlier
-    /// items is compared first, as two masked words (see `KeyPrediction`); the key is scanned and looked up when it
-    /// differs.
+    /// The key of member `member` of an item, whitespace first from `from`, and the `:` after it: its index in
+    /// `plan.names` (or -1), and the offset of the value (past the whitespace after the `:`). The `"key":` token
+    /// seen at the same member of the earlier items is compared first, as two masked words (see `KeyPrediction`);
+    /// the key is scanned and looked up when it differs.
     @inline(__always)
-    mutating func memberKey(_ member: Int, at i: Int) throws(GatewayError) -> (Int, Int) {
+    mutating func memberKey(_ member: Int, at from: Int) throws(GatewayError) -> (Int, Int) {
+        let p = self.p
+        let end = self.end
+        let i = Self.skipSpace(p, from, end)
+        guard i < end, p[i] == UInt8(ascii: "\"") else {
+            pos = i
+            throw fail("expected a string key")
+        }
         if member < KeyPrediction.capacity, i &+ 16 <= end,
            case let guess = predictions[member],
            (JSONWord.load(p + i) ^ guess.first) & guess.firstMask
             | (JSONWord.load(p + i + 8) ^ guess.second) & guess.secondMask == 0 {
-            return (guess.name, i &+ guess.length)
+            return (guess.name, Self.skipSpace(p, i &+ guess.length, end))
         }
         pos = i
         let name = try memberKeyMiss(member)
         return (name, pos)
+    }
+
+    /// The `,` or `}` after an item's member, whitespace first from `from`: the offset past it, and true at the `}`.
+    @inline(__always)
+    mutating func memberEnd(at from: Int) throws(GatewayError) -> (Int, Bool) {
+        let i = Self.skipSpace(p, from, end)
+        guard i < end else {
+            pos = i
+            throw fail("unexpected end of input")
+        }
+        let c = p[i]
+        if c == UInt8(ascii: ",") { return (i &+ 1, false) }
+        if c == UInt8(ascii: "}") { return (i &+ 1, true) }
+        pos = i
+        throw fail("expected ',' or '}'")
+    }
+
+    /// The offset past the positive integer whose first digit (1 to 9) is at `i`, when it has at most 18 digits
+    /// and a byte other than a digit, `.`, `e` or `E` follows it before `end`: a plain integer, its text its
+    /// rendering. Nil otherwise (the number scanner then reads it).
+    @inline(__always)
+    static func plainIntegerEnd(_ p: UnsafePointer<UInt8>, _ i: Int, _ end: Int) -> Int? {
+        var j = i &+ 1
+        while j < end, p[j] &- 0x30 < 10 { j &+= 1 }
+        guard j &- i <= 18, j < end else { return nil }
+        let c = p[j]
+        guard c != UInt8(ascii: "."), c != UInt8(ascii: "e"), c != UInt8(ascii: "E") else { return nil }
+        return j
     }
 
     /// Validates the value at `i`: the offset past it, its kind and its `JSONTokenFlags`. A plain ASCII string and
@@ -310,7 +346,8 @@ struct TranscodePass {
         let b = i < end ? p[i] : 0
         if b == UInt8(ascii: "\"") {
             var j = i &+ 1
-            while j &+ 16 <= end {
+            let last = end &- 16
+            while j <= last {
                 let specials = JSONWord.specials16(p + j)
                 if specials == 0 {
                     // A constant step: the next load does not wait for this block's test.
@@ -326,12 +363,7 @@ struct TranscodePass {
             return (pos, .string, flags)
         }
         if b &- 0x31 < 9 {
-            var j = i &+ 1
-            while j < end, p[j] &- 0x30 < 10 { j &+= 1 }
-            let c = j < end ? p[j] : 0
-            if j &- i <= 18, j < end, c != UInt8(ascii: "."), c != UInt8(ascii: "e"), c != UInt8(ascii: "E") {
-                return (j, .number, JSONTokenFlags.plainInteger)
-            }
+            if let j = Self.plainIntegerEnd(p, i, end) { return (j, .number, JSONTokenFlags.plainInteger) }
             pos = i
             let flags = try scanNumber()
             return (pos, .number, flags)

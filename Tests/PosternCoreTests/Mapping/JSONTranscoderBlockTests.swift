@@ -249,6 +249,15 @@ import PosternHTTP
         #"{"id":null,"title":"T"}"#,                                 // a null id
         #"{"id":"","title":"T"}"#,                                   // an empty id
         #"{"id":-7,"title":0,"content":-0,"user_created":1.5}"#,     // numbers the inline path leaves
+        #"{"id":123456789012345678,"title":9,"content":10,"user_created":99}"#, // plain integers: 18 digits
+        #"{"id":1234567890123456789,"title":"T"}"#,                   // 19 digits: the number scanner's
+        #"{"id":12.5,"title":"T"}"#,                                 // a fraction after the digits
+        #"{"id":12e3,"title":"T"}"#,                                 // an exponent after the digits
+        #"{"id":12E3,"title":"T"}"#,
+        #"{"id":1,"title":2,"content":3.0}"#,                        // a plain integer, then a fraction
+        #"{"id":1 ,"title":22 ,"content":333 }"#,                    // spaces after plain integers
+        #"{"id":1,"title":1x}"#,                                     // a plain integer, then junk
+        #"{"id":01,"title":"T"}"#,                                   // a leading zero
         #"{"id":8,"title":"a\/b","content":"\u00e9\n","user_created":"é"}"#, // escapes and UTF-8
         #"{"id":9,"title":"T","title":"again","id":10,"content":"C","content":"D"}"#, // first occurrence wins
         #"{"x":[1,{"y":"}"}],"id":11,"z":null,"title":"T","content":true}"#, // unmapped members between
@@ -268,6 +277,31 @@ import PosternHTTP
                     try JSONValueRenderer(books).renderList(directusBody: Data(body.utf8))
                 }
                 #expect(fast == slow, "\(body)")
+            }
+        }
+    }
+
+    /// Two items that leave the stream, at every pair of positions of an answer: the first leaves it for itself
+    /// only, the second for the rest of the answer.
+    @Test(arguments: [
+        (#"{"title":"T","id":2}"#, #"{"id":3,"title":true}"#),
+        (#"{"id":4,"title":"\u0041"}"#, #"{"id":"","title":"T"}"#),
+        (#"{"id":5,"content":"C","title":"T"}"#, #"{"id":5,"content":"C","title":"T"}"#),
+    ])
+    func agreesWithTheReferenceAroundTwoItemsThatLeaveTheStream(_ odd: (String, String)) throws {
+        for first in 0..<5 {
+            for second in (first + 1)..<5 {
+                var items = Array(repeating: Self.inOrder, count: 5)
+                items[first] = odd.0
+                items[second] = odd.1
+                let body = #"{"data":["# + items.joined(separator: ",") + #"],"meta":{"filter_count":9}}"#
+                expectTranscoderAgrees(Data(body.utf8))
+                // And the answer cut at every byte of the second odd item and the item after it.
+                let prefix = #"{"data":["# + items.prefix(second).joined(separator: ",") + ","
+                let tail = items[second...].prefix(2).joined(separator: ",")
+                for n in 0...tail.utf8.count {
+                    expectTranscoderAgrees(Data((prefix + String(decoding: tail.utf8.prefix(n), as: UTF8.self)).utf8))
+                }
             }
         }
     }
