@@ -231,40 +231,33 @@ struct TranscodePass {
         // Bytes of the mapped values found (the first of each field), for the output's reserve.
         var valueBytes = 0
         var member = 0
-        var i = Self.skipSpace(p, pos &+ 1, end)
-        if i < end, p[i] == UInt8(ascii: "}") {
-            i &+= 1
-        } else {
-            while true {
-                let name: Int
-                (name, i) = try memberKey(member, at: i)
-                member &+= 1
-                let start = i
-                let kind: JSONTokenKind
-                let flags: UInt8
-                (i, kind, flags) = try memberValue(at: i)
-                if name >= 0 {
-                    let slot = TranscoderSlot(start: start, end: i, kind: kind, flags: flags)
-                    let field = onlyField[name]
-                    if field >= 0 {
-                        if slots[field].start < 0 {
-                            slots[field] = slot
+        var i = pos
+        while true {
+            let name: Int
+            (name, i) = try nextKey(&member, at: i)
+            if name == KeyPrediction.closed { break }
+            let start = i
+            let kind: JSONTokenKind
+            let flags: UInt8
+            (i, kind, flags) = try memberValue(at: i)
+            if name >= 0 {
+                let slot = TranscoderSlot(start: start, end: i, kind: kind, flags: flags)
+                let field = onlyField[name]
+                if field >= 0 {
+                    if slots[field].start < 0 {
+                        slots[field] = slot
+                        valueBytes &+= i &- start
+                    }
+                } else {
+                    let entry = names[name]
+                    for k in entry.firstIndex..<(entry.firstIndex &+ entry.indexCount) {
+                        let index = fieldIndices[k]
+                        if slots[index].start < 0 {
+                            slots[index] = slot
                             valueBytes &+= i &- start
-                        }
-                    } else {
-                        let entry = names[name]
-                        for k in entry.firstIndex..<(entry.firstIndex &+ entry.indexCount) {
-                            let index = fieldIndices[k]
-                            if slots[index].start < 0 {
-                                slots[index] = slot
-                                valueBytes &+= i &- start
-                            }
                         }
                     }
                 }
-                let closed: Bool
-                (i, closed) = try memberEnd(at: i)
-                if closed { break }
             }
         }
         pos = i
@@ -285,27 +278,61 @@ struct TranscodePass {
         return i
     }
 
-    /// The key of member `member` of an item, whitespace first from `from`, and the `:` after it: its index in
-    /// `plan.names` (or -1), and the offset of the value (past the whitespace after the `:`). The `"key":` token
-    /// seen at the same member of the earlier items is compared first, as two masked words (see `KeyPrediction`);
-    /// the key is scanned and looked up when it differs.
+    /// The offset after the `{` at `at` and the whitespace after it, and false; or the offset past the `}` of an
+    /// empty object, and true.
     @inline(__always)
-    mutating func memberKey(_ member: Int, at from: Int) throws(GatewayError) -> (Int, Int) {
+    static func openObject(_ p: UnsafePointer<UInt8>, _ at: Int, _ end: Int) -> (Int, Bool) {
+        let i = skipSpace(p, at &+ 1, end)
+        if i < end, p[i] == UInt8(ascii: "}") { return (i &+ 1, true) }
+        return (i, false)
+    }
+
+    /// The next member of an item from `from` (the item's `{` for member 0, else the end of the previous member's
+    /// value), counted on in `member`: its key's index in `plan.names` (or -1) and the offset of its value, past the
+    /// `:` and the whitespace after it; or `KeyPrediction.closed` and the offset past the item's `}`.
+    ///
+    /// What the same member of the earlier items started with is compared first, as two masked words (see
+    /// `KeyPrediction`): its `,` (or `{`) and `"key":` with nothing between them, or the item's `}`. When the bytes
+    /// differ, they are read one by one (`nextKeyMiss`).
+    @inline(__always)
+    mutating func nextKey(_ member: inout Int, at from: Int) throws(GatewayError) -> (Int, Int) {
         let p = self.p
         let end = self.end
-        let i = Self.skipSpace(p, from, end)
-        guard i < end, p[i] == UInt8(ascii: "\"") else {
-            pos = i
+        if member < KeyPrediction.capacity, from &+ 16 <= end, case let guess = predictions[member],
+           (JSONWord.load(p + from) ^ guess.first) & guess.firstMask
+            | (JSONWord.load(p + from + 8) ^ guess.second) & guess.secondMask == 0 {
+            if guess.name >= -1 {
+                member &+= 1
+                return (guess.name, Self.skipSpace(p, from &+ guess.length, end))
+            }
+            if guess.name == KeyPrediction.closed { return (KeyPrediction.closed, from &+ 1) }
+        }
+        return try nextKeyMiss(&member, at: from)
+    }
+
+    /// `nextKey` when the guess does not match: the `{`, `,` or `}`, whitespace, the key (scanned and looked up) and
+    /// the `:`, read byte by byte; what was read is remembered for the next items (`memberKeyMiss`).
+    @inline(never)
+    private mutating func nextKeyMiss(_ member: inout Int, at from: Int) throws(GatewayError) -> (Int, Int) {
+        let i: Int
+        let closed: Bool
+        if member == 0 {
+            (i, closed) = Self.openObject(p, from, end)
+        } else {
+            (i, closed) = try memberEnd(at: from)
+            if closed, member < KeyPrediction.capacity {
+                predictions[member] = i == from &+ 1 ? .closing : .none
+            }
+        }
+        if closed { return (KeyPrediction.closed, i) }
+        let k = Self.skipSpace(p, i, end)
+        guard k < end, p[k] == UInt8(ascii: "\"") else {
+            pos = k
             throw fail("expected a string key")
         }
-        if member < KeyPrediction.capacity, i &+ 16 <= end,
-           case let guess = predictions[member],
-           (JSONWord.load(p + i) ^ guess.first) & guess.firstMask
-            | (JSONWord.load(p + i + 8) ^ guess.second) & guess.secondMask == 0 {
-            return (guess.name, Self.skipSpace(p, i &+ guess.length, end))
-        }
-        pos = i
-        let name = try memberKeyMiss(member)
+        pos = k
+        let name = try memberKeyMiss(member, compact: k == i)
+        member &+= 1
         return (name, pos)
     }
 
@@ -373,22 +400,24 @@ struct TranscodePass {
         return (pos, kind, flags)
     }
 
-    /// The key of member `member` of an item at `pos` (its opening quote) when its prediction fails,
-    /// and the `:` after it: its index in `plan.names`, or -1. The key is scanned and looked up, and remembered for
-    /// the next items when it is plain ASCII and its `"key":` fits sixteen bytes.
-    @inline(never)
-    private mutating func memberKeyMiss(_ member: Int) throws(GatewayError) -> Int {
+    /// The key of member `member` of an item at `pos` (its opening quote) and the `:` after it: its index in
+    /// `plan.names`, or -1. The key is scanned and looked up, and remembered for the next items with the `{` or `,`
+    /// before it when that byte is just before it (`compact`), the key is plain ASCII, the `:` follows it at once and
+    /// the whole fits sixteen bytes.
+    private mutating func memberKeyMiss(_ member: Int, compact: Bool) throws(GatewayError) -> Int {
         let keyStart = pos
         let keyFlags = try scanString()
         let name = Self.lookUpName(p, end, plan, keyStart, pos, keyFlags)
         let keyEnd = pos
         try colon()
         if member < KeyPrediction.capacity {
-            let length = keyEnd &+ 1 &- keyStart
-            if keyFlags == 0, length <= 16, keyStart &+ 16 <= end, p[keyEnd] == UInt8(ascii: ":") {
+            // From the separator: `{` or `,`, which the caller has read just before the key when `compact`.
+            let start = keyStart &- 1
+            let length = keyEnd &+ 1 &- start
+            if compact, keyFlags == 0, length <= 16, start &+ 16 <= end, p[keyEnd] == UInt8(ascii: ":") {
                 predictions[member] = KeyPrediction(
-                    first: JSONWord.prefix(JSONWord.load(p + keyStart), length),
-                    second: JSONWord.prefix(JSONWord.load(p + keyStart + 8), length &- 8),
+                    first: JSONWord.prefix(JSONWord.load(p + start), length),
+                    second: JSONWord.prefix(JSONWord.load(p + start + 8), length &- 8),
                     firstMask: JSONWord.prefix(~0, length), secondMask: JSONWord.prefix(~0, length &- 8),
                     length: length, name: name)
             } else {

@@ -26,52 +26,46 @@ extension TranscodePass {
         // The next field to write; fields before it are written (or left out).
         var next = 0
         var member = 0
-        var i = Self.skipSpace(p, itemStart &+ 1, end)
-        if i < end, p[i] == UInt8(ascii: "}") {
-            i &+= 1
-        } else {
-            while true {
-                let name: Int
-                (name, i) = try memberKey(member, at: i)
-                member &+= 1
-                if name == next {
-                    let field = fields[next]
-                    let key = keyBytes + (field.keyStart &- 1)
-                    let keyCount = field.keyCount &+ 1
-                    let b = i < end ? p[i] : 0
-                    if b == UInt8(ascii: "\"") {
-                        let at = out.storeBlocks(key, keyCount, at: o)
-                        let (stop, flags) = try copyString(at: i, to: at)
-                        guard flags & JSONTokenFlags.reencoded == 0, !field.isID || stop &- i > 2 else {
-                            return giveUp(itemStart)
-                        }
-                        o = at &+ (stop &- i)
-                        i = stop
-                    } else if b &- 0x31 < 9, let stop = Self.plainIntegerEnd(p, i, end) {
-                        o = storeInteger(field, key, keyCount, i, stop, at: o)
-                        i = stop
-                    } else {
-                        let start = i
-                        let kind: JSONTokenKind
-                        let flags: UInt8
-                        (i, kind, flags) = try memberValue(at: i)
-                        if kind == .number, flags & JSONTokenFlags.plainInteger != 0, p[start] != UInt8(ascii: "-") {
-                            o = storeInteger(field, key, keyCount, start, i, at: o)
-                        } else if kind == .null, !field.isID {
-                            if field.isRequired { o = storeEmptyString(key, keyCount, at: o) }
-                        } else {
-                            return giveUp(itemStart)
-                        }
+        var i = itemStart
+        while true {
+            let name: Int
+            (name, i) = try nextKey(&member, at: i)
+            if name == next {
+                let field = fields[next]
+                let key = keyBytes + (field.keyStart &- 1)
+                let keyCount = field.keyCount &+ 1
+                let b = i < end ? p[i] : 0
+                if b == UInt8(ascii: "\"") {
+                    let at = out.storeBlocks(key, keyCount, at: o)
+                    let (stop, flags) = try copyString(at: i, to: at)
+                    guard flags & JSONTokenFlags.reencoded == 0, !field.isID || stop &- i > 2 else {
+                        return giveUp(itemStart)
                     }
-                    next &+= 1
-                } else if name > next {
-                    return giveUp(itemStart)
+                    o = at &+ (stop &- i)
+                    i = stop
+                } else if b &- 0x31 < 9, let stop = Self.plainIntegerEnd(p, i, end) {
+                    o = storeInteger(field, key, keyCount, i, stop, at: o)
+                    i = stop
                 } else {
-                    (i, _, _) = try memberValue(at: i)
+                    let start = i
+                    let kind: JSONTokenKind
+                    let flags: UInt8
+                    (i, kind, flags) = try memberValue(at: i)
+                    if kind == .number, flags & JSONTokenFlags.plainInteger != 0, p[start] != UInt8(ascii: "-") {
+                        o = storeInteger(field, key, keyCount, start, i, at: o)
+                    } else if kind == .null, !field.isID {
+                        if field.isRequired { o = storeEmptyString(key, keyCount, at: o) }
+                    } else {
+                        return giveUp(itemStart)
+                    }
                 }
-                let closed: Bool
-                (i, closed) = try memberEnd(at: i)
-                if closed { break }
+                next &+= 1
+            } else if name > next {
+                return giveUp(itemStart)
+            } else if name == KeyPrediction.closed {
+                break
+            } else {
+                (i, _, _) = try memberValue(at: i)
             }
         }
         // The fields the item does not have: a required one is `""`, an optional one left out, a missing id

@@ -294,15 +294,55 @@ import PosternHTTP
                 var items = Array(repeating: Self.inOrder, count: 5)
                 items[first] = odd.0
                 items[second] = odd.1
-                let body = #"{"data":["# + items.joined(separator: ",") + #"],"meta":{"filter_count":9}}"#
-                expectTranscoderAgrees(Data(body.utf8))
-                // And the answer cut at every byte of the second odd item and the item after it.
-                let prefix = #"{"data":["# + items.prefix(second).joined(separator: ",") + ","
-                let tail = items[second...].prefix(2).joined(separator: ",")
-                for n in 0...tail.utf8.count {
-                    expectTranscoderAgrees(Data((prefix + String(decoding: tail.utf8.prefix(n), as: UTF8.self)).utf8))
-                }
+                Self.expectAgrees(items, cutAt: second, through: 2)
             }
+        }
+    }
+
+    /// Each member is guessed from how the same member of the earlier items began: its `{` or `,` and `"key":`, or
+    /// the item's `}`. Items that begin a member otherwise, after items that set the guesses, at each position of
+    /// the answer and cut at every byte.
+    @Test(arguments: [
+        #"{"id":1, "title":"T","content":"C","user_created":"u","date_created":"d"}"#,  // space after a comma
+        #"{"id":1 ,"title":"T","content":"C","user_created":"u","date_created":"d"}"#,  // space before a comma
+        #"{ "id":1,"title":"T","content":"C","user_created":"u","date_created":"d"}"#,  // space after the brace
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_created":"d" }"#,  // space before the end
+        #"{"id":1,"title":"T","content":"C","user_created":"u"}"#,                      // ends a member early
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_created":"d","x":0}"#, // one member more
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_created":"d"{"id":2}"#, // a brace for a comma
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_created":"d","id":2"#, // no end
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_created":"d"]"#,   // a bracket for the brace
+        "{\"id\":1,\"title\":\"T\"\u{0},\"content\":\"C\"}",                          // a NUL byte for a comma
+        "{\"id\":1,\u{0}\"title\":\"T\"}",                                                // a NUL byte for a key
+        #"{"id":1,"ti\u0074le":"T","content":"C","user_created":"u","date_created":"d"}"#, // an escaped key
+        #"{"id":1,"title" :"T","content":"C","user_created":"u","date_created":"d"}"#,  // a space before a colon
+        #"{"id":1,"title": "T","content":"C","user_created":"u","date_created":"d"}"#,  // a space after a colon
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_creatdraw":"d"}"#, // a key of the same length
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_created":"d","a":1,"b":2,"c":3,"d":4,"e":5,"# +
+            #""f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13}"#,                   // more members than guesses
+        #"{}"#,
+    ])
+    func agreesWithTheReferenceWhereverAMemberBeginsOtherwise(_ odd: String) throws {
+        for at in 1..<4 {
+            var items = Array(repeating: Self.inOrder, count: 4)
+            items[at] = odd
+            // The same item twice: the second is read with the guesses the first left.
+            items.insert(odd, at: at)
+            Self.expectAgrees(items, cutAt: at, through: 3)
+        }
+    }
+
+    /// The list answer of `items` (with a `meta`) against the reference: whole, and cut at every byte of the
+    /// `count` items from item `at` on.
+    private static func expectAgrees(_ items: [String], cutAt at: Int, through count: Int,
+                                     sourceLocation: SourceLocation = #_sourceLocation) {
+        let body = #"{"data":["# + items.joined(separator: ",") + #"],"meta":{"filter_count":9}}"#
+        expectTranscoderAgrees(Data(body.utf8), sourceLocation: sourceLocation)
+        let prefix = #"{"data":["# + items.prefix(at).joined(separator: ",") + ","
+        let tail = items[at...].prefix(count).joined(separator: ",")
+        for n in 0...tail.utf8.count {
+            expectTranscoderAgrees(Data((prefix + String(decoding: tail.utf8.prefix(n), as: UTF8.self)).utf8),
+                                   sourceLocation: sourceLocation)
         }
     }
 
