@@ -331,7 +331,7 @@ struct TranscodePass {
             throw fail("expected a string key")
         }
         pos = k
-        let name = try memberKeyMiss(member, compact: k == i)
+        let name = try memberKeyMiss(member)
         member &+= 1
         return (name, pos)
     }
@@ -401,20 +401,23 @@ struct TranscodePass {
     }
 
     /// The key of member `member` of an item at `pos` (its opening quote) and the `:` after it: its index in
-    /// `plan.names`, or -1. The key is scanned and looked up, and remembered for the next items with the `{` or `,`
-    /// before it when that byte is just before it (`compact`), the key is plain ASCII, the `:` follows it at once and
+    /// `plan.names`, or -1. The key is scanned and looked up, and remembered for the next items with the `{` (member
+    /// 0) or `,` before it when that byte is just before it, the key is plain ASCII, the `:` follows it at once and
     /// the whole fits sixteen bytes.
-    private mutating func memberKeyMiss(_ member: Int, compact: Bool) throws(GatewayError) -> Int {
+    private mutating func memberKeyMiss(_ member: Int) throws(GatewayError) -> Int {
         let keyStart = pos
         let keyFlags = try scanString()
         let name = Self.lookUpName(p, end, plan, keyStart, pos, keyFlags)
         let keyEnd = pos
         try colon()
         if member < KeyPrediction.capacity {
-            // From the separator: `{` or `,`, which the caller has read just before the key when `compact`.
+            // From the separator the caller read: the byte before the key when it is that `{` or `,` (whitespace
+            // alone can stand between them).
             let start = keyStart &- 1
             let length = keyEnd &+ 1 &- start
-            if compact, keyFlags == 0, length <= 16, start &+ 16 <= end, p[keyEnd] == UInt8(ascii: ":") {
+            let separator = member == 0 ? UInt8(ascii: "{") : UInt8(ascii: ",")
+            if p[start] == separator, keyFlags == 0, length <= 16, start &+ 16 <= end,
+               p[keyEnd] == UInt8(ascii: ":") {
                 predictions[member] = KeyPrediction(
                     first: JSONWord.prefix(JSONWord.load(p + start), length),
                     second: JSONWord.prefix(JSONWord.load(p + start + 8), length &- 8),
