@@ -224,8 +224,6 @@ struct TranscodePass {
     /// or a small integer) never touches `self.pos`.
     private mutating func transcodeItem() throws(GatewayError) {
         try enter()
-        let p = self.p
-        let end = self.end
         let slots = self.slots
         for k in 0..<fieldCount { slots[k].start = -1 }
         // Bytes of the mapped values found (the first of each field), for the output's reserve.
