@@ -126,7 +126,7 @@ extension TranscodePass {
     @inline(__always)
     private mutating func copyString(at i: Int, to: Int) throws(GatewayError) -> (Int, UInt8) {
         let p = self.p
-        // Pointers rather than offsets: the loop keeps two registers and adds a constant to each.
+        // The input and output cursors, and the start of the input's last whole block.
         var s = p + (i &+ 1)
         var d = out.base + (to &+ 1)
         let last = p + (end &- 16)
