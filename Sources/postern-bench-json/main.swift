@@ -170,7 +170,13 @@ do {
 } catch {
     die("translation failed: \(error)")
 }
-let decoded = outputs.map { try? JSONSerialization.jsonObject(with: $0.1) as? NSDictionary }
+// Each output decoded and written again with sorted keys: equal values give equal bytes. (An `NSDictionary`
+// compare is false on Linux even for one output against itself: its values are bridged Swift arrays.)
+let decoded = outputs.map { output in
+    (try? JSONSerialization.jsonObject(with: output.1)).flatMap {
+        try? JSONSerialization.data(withJSONObject: $0, options: [.sortedKeys])
+    }
+}
 for (i, (name, _)) in outputs.enumerated() where decoded[i] == nil || decoded[i] != decoded[0] {
     die("\(name)'s output does not decode to the transcoder's values")
 }

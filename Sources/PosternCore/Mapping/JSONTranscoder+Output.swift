@@ -87,6 +87,13 @@ struct TranscoderOutput {
         return at &+ n
     }
 
+    /// Copies the sixteen bytes at `source` to `target` (both unaligned).
+    @inline(__always)
+    static func copyBlock(_ source: UnsafePointer<UInt8>, to target: UnsafeMutablePointer<UInt8>) {
+        UnsafeMutableRawPointer(target).storeBytes(of: UnsafeRawPointer(source).loadUnaligned(as: SIMD16<UInt8>.self),
+                                                   as: SIMD16<UInt8>.self)
+    }
+
     /// Copies `n` bytes from `source` to offset `at` exactly, inside room reserved already; returns
     /// `at + n`.
     @inline(__always)

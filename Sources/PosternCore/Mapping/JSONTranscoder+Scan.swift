@@ -26,6 +26,8 @@ struct TranscodePass {
     /// The relational plan (nil for a flat resource, which takes `transcodeItem`). `unowned(unsafe)` as `plan`,
     /// which holds it.
     unowned(unsafe) let relations: RelationPlan?
+    /// `relations == nil`, read per item without binding the optional (which retains the plan).
+    let isFlat: Bool
     /// The resource's tables. `unowned(unsafe)`: the pass lives only inside `JSONTranscoder.run`,
     /// whose caller holds the plan, so it is never freed under the pass; reading it then costs no
     /// retain and release per item.
@@ -45,9 +47,11 @@ struct TranscodePass {
     let keyBytes: UnsafeMutablePointer<UInt8>
     /// See `fieldCount`.
     let itemBytes: Int
-    /// Items are tried with `streamItem` first (`TranscoderPlan.streams`, until one of the answer's items is not
-    /// in its shape).
+    /// Items are tried with `streamItem` first (`TranscoderPlan.streams`, until the second item of the answer that
+    /// is not in its shape).
     var streams: Bool
+    /// An item of the answer has left the stream: the next one that leaves it turns the stream off.
+    var leftStream = false
     /// One slot per mapped field, reused for every item.
     let slots: UnsafeMutablePointer<TranscoderSlot>
     /// The key tokens of the first `KeyPrediction.capacity` members of the last items.
@@ -69,6 +73,7 @@ struct TranscodePass {
         self.slots = slots
         self.predictions = predictions
         relations = plan.relations
+        isFlat = plan.relations == nil
         streams = plan.streams
         out = TranscoderOutput(capacity: count + 256)
     }
@@ -129,7 +134,7 @@ struct TranscodePass {
                         guard pos < end, p[pos] == UInt8(ascii: "{") else {
                             throw .upstreamError("item answer has no \"data\" object")
                         }
-                        if let relations { try relationalItem(relations) } else { try transcodeItem() }
+                        try dataItem()
                     }
                 } else if isMeta, pos < end, p[pos] == UInt8(ascii: "{") {
                     sawMeta = true
@@ -171,7 +176,7 @@ struct TranscodePass {
             guard pos < end else { throw fail("unexpected end of input") }
             guard p[pos] == UInt8(ascii: "{") else { throw .upstreamError("item is not an object") }
             if n > 0 { out.append(UInt8(ascii: ",")) }
-            if let relations { try relationalItem(relations) } else { try transcodeItem() }
+            try dataItem()
             n += 1
             if try nextMember(closer: UInt8(ascii: "]")) { break }
         }
@@ -199,71 +204,58 @@ struct TranscodePass {
         depth -= 1
     }
 
-    /// One Directus item: written as it is scanned when it can be (`streamItem`), else its mapped fields' first
-    /// values are located, then written in config order.
+    /// One Directus item at `pos`: through the relational plan, else written as it is scanned when it can be
+    /// (`streamItem`), else through the slots (`transcodeItem`).
+    @inline(__always)
+    private mutating func dataItem() throws(GatewayError) {
+        if isFlat {
+            if streams, try streamItem() { return }
+            try transcodeItem()
+        } else if let relations {
+            try relationalItem(relations)
+        }
+    }
+
+    /// One Directus item of a flat resource: its mapped fields' first values are located, then written in config
+    /// order.
     ///
     /// The cursor lives in a local (a register) and is stored to `pos` only around the calls that
     /// read it (the rare paths and errors): the common member (a predicted key, a plain ASCII string
     /// or a small integer) never touches `self.pos`.
     private mutating func transcodeItem() throws(GatewayError) {
-        if streams, try streamItem() { return }
         try enter()
-        let p = self.p
-        let end = self.end
         let slots = self.slots
         for k in 0..<fieldCount { slots[k].start = -1 }
         // Bytes of the mapped values found (the first of each field), for the output's reserve.
         var valueBytes = 0
         var member = 0
-        var i = Self.skipSpace(p, pos &+ 1, end)
-        if i < end, p[i] == UInt8(ascii: "}") {
-            i &+= 1
-        } else {
-            while true {
-                i = Self.skipSpace(p, i, end)
-                guard i < end, p[i] == UInt8(ascii: "\"") else {
-                    pos = i
-                    throw fail("expected a string key")
-                }
-                let name: Int
-                (name, i) = try memberKey(member, at: i)
-                member &+= 1
-                i = Self.skipSpace(p, i, end)
-                let start = i
-                let kind: JSONTokenKind
-                let flags: UInt8
-                (i, kind, flags) = try memberValue(at: i)
-                if name >= 0 {
-                    let slot = TranscoderSlot(start: start, end: i, kind: kind, flags: flags)
-                    let field = onlyField[name]
-                    if field >= 0 {
-                        if slots[field].start < 0 {
-                            slots[field] = slot
+        var i = pos
+        while true {
+            let name: Int
+            (name, i) = try nextKey(&member, at: i)
+            if name == KeyPrediction.closed { break }
+            let start = i
+            let kind: JSONTokenKind
+            let flags: UInt8
+            (i, kind, flags) = try memberValue(at: i)
+            if name >= 0 {
+                let slot = TranscoderSlot(start: start, end: i, kind: kind, flags: flags)
+                let field = onlyField[name]
+                if field >= 0 {
+                    if slots[field].start < 0 {
+                        slots[field] = slot
+                        valueBytes &+= i &- start
+                    }
+                } else {
+                    let entry = names[name]
+                    for k in entry.firstIndex..<(entry.firstIndex &+ entry.indexCount) {
+                        let index = fieldIndices[k]
+                        if slots[index].start < 0 {
+                            slots[index] = slot
                             valueBytes &+= i &- start
-                        }
-                    } else {
-                        let entry = names[name]
-                        for k in entry.firstIndex..<(entry.firstIndex &+ entry.indexCount) {
-                            let index = fieldIndices[k]
-                            if slots[index].start < 0 {
-                                slots[index] = slot
-                                valueBytes &+= i &- start
-                            }
                         }
                     }
                 }
-                // `,` or `}` after the member.
-                i = Self.skipSpace(p, i, end)
-                guard i < end else {
-                    pos = i
-                    throw fail("unexpected end of input")
-                }
-                let c = p[i]
-                i &+= 1
-                if c == UInt8(ascii: ",") { continue }
-                if c == UInt8(ascii: "}") { break }
-                pos = i &- 1
-                throw fail("expected ',' or '}'")
             }
         }
         pos = i
@@ -284,21 +276,90 @@ struct TranscodePass {
         return i
     }
 
-    /// The key of member `member` of an item, whose opening quote is at `i`, and the `:` after it: its index in
-    /// `plan.names` (or -1), and the offset past the `:`. The `"key":` token seen at the same member of the earlier
-    /// items is compared first, as two masked words (see `KeyPrediction`); the key is scanned and looked up when it
-    /// differs.
+    /// The offset after the `{` at `at` and the whitespace after it, and false; or the offset past the `}` of an
+    /// empty object, and true.
     @inline(__always)
-    mutating func memberKey(_ member: Int, at i: Int) throws(GatewayError) -> (Int, Int) {
-        if member < KeyPrediction.capacity, i &+ 16 <= end,
-           case let guess = predictions[member],
-           (JSONWord.load(p + i) ^ guess.first) & guess.firstMask
-            | (JSONWord.load(p + i + 8) ^ guess.second) & guess.secondMask == 0 {
-            return (guess.name, i &+ guess.length)
+    static func openObject(_ p: UnsafePointer<UInt8>, _ at: Int, _ end: Int) -> (Int, Bool) {
+        let i = skipSpace(p, at &+ 1, end)
+        if i < end, p[i] == UInt8(ascii: "}") { return (i &+ 1, true) }
+        return (i, false)
+    }
+
+    /// The next member of an item from `from` (the item's `{` for member 0, else the end of the previous member's
+    /// value), counted on in `member`: its key's index in `plan.names` (or -1) and the offset of its value, past the
+    /// `:` and the whitespace after it; or `KeyPrediction.closed` and the offset past the item's `}`.
+    ///
+    /// What the same member of the earlier items started with is compared first, as two masked words (see
+    /// `KeyPrediction`): its `,` (or `{`) and `"key":` with nothing between them, or the item's `}`. When the bytes
+    /// differ, they are read one by one (`nextKeyMiss`).
+    @inline(__always)
+    mutating func nextKey(_ member: inout Int, at from: Int) throws(GatewayError) -> (Int, Int) {
+        let p = self.p
+        let end = self.end
+        if member < KeyPrediction.capacity, from &+ 16 <= end, case let guess = predictions[member],
+           (JSONWord.load(p + from) ^ guess.first) & guess.firstMask
+            | (JSONWord.load(p + from + 8) ^ guess.second) & guess.secondMask == 0 {
+            if guess.name >= -1 {
+                member &+= 1
+                return (guess.name, Self.skipSpace(p, from &+ guess.length, end))
+            }
+            if guess.name == KeyPrediction.closed { return (KeyPrediction.closed, from &+ 1) }
         }
-        pos = i
+        return try nextKeyMiss(&member, at: from)
+    }
+
+    /// `nextKey` when the guess does not match: the `{`, `,` or `}`, whitespace, the key (scanned and looked up) and
+    /// the `:`, read byte by byte; what was read is remembered for the next items (`memberKeyMiss`).
+    @inline(never)
+    private mutating func nextKeyMiss(_ member: inout Int, at from: Int) throws(GatewayError) -> (Int, Int) {
+        let i: Int
+        let closed: Bool
+        if member == 0 {
+            (i, closed) = Self.openObject(p, from, end)
+        } else {
+            (i, closed) = try memberEnd(at: from)
+            if closed, member < KeyPrediction.capacity {
+                predictions[member] = i == from &+ 1 ? .closing : .none
+            }
+        }
+        if closed { return (KeyPrediction.closed, i) }
+        let k = Self.skipSpace(p, i, end)
+        guard k < end, p[k] == UInt8(ascii: "\"") else {
+            pos = k
+            throw fail("expected a string key")
+        }
+        pos = k
         let name = try memberKeyMiss(member)
+        member &+= 1
         return (name, pos)
+    }
+
+    /// The `,` or `}` after an item's member, whitespace first from `from`: the offset past it, and true at the `}`.
+    @inline(__always)
+    mutating func memberEnd(at from: Int) throws(GatewayError) -> (Int, Bool) {
+        let i = Self.skipSpace(p, from, end)
+        guard i < end else {
+            pos = i
+            throw fail("unexpected end of input")
+        }
+        let c = p[i]
+        if c == UInt8(ascii: ",") { return (i &+ 1, false) }
+        if c == UInt8(ascii: "}") { return (i &+ 1, true) }
+        pos = i
+        throw fail("expected ',' or '}'")
+    }
+
+    /// The offset past the positive integer whose first digit (1 to 9) is at `i`, when it has at most 18 digits
+    /// and a byte other than a digit, `.`, `e` or `E` follows it before `end`: a plain integer, its text its
+    /// rendering. Nil otherwise (the number scanner then reads it).
+    @inline(__always)
+    static func plainIntegerEnd(_ p: UnsafePointer<UInt8>, _ i: Int, _ end: Int) -> Int? {
+        var j = i &+ 1
+        while j < end, p[j] &- 0x30 < 10 { j &+= 1 }
+        guard j &- i <= 18, j < end else { return nil }
+        let c = p[j]
+        guard c != UInt8(ascii: "."), c != UInt8(ascii: "e"), c != UInt8(ascii: "E") else { return nil }
+        return j
     }
 
     /// Validates the value at `i`: the offset past it, its kind and its `JSONTokenFlags`. A plain ASCII string and
@@ -310,7 +371,8 @@ struct TranscodePass {
         let b = i < end ? p[i] : 0
         if b == UInt8(ascii: "\"") {
             var j = i &+ 1
-            while j &+ 16 <= end {
+            let last = end &- 16
+            while j <= last {
                 let specials = JSONWord.specials16(p + j)
                 if specials == 0 {
                     // A constant step: the next load does not wait for this block's test.
@@ -326,12 +388,7 @@ struct TranscodePass {
             return (pos, .string, flags)
         }
         if b &- 0x31 < 9 {
-            var j = i &+ 1
-            while j < end, p[j] &- 0x30 < 10 { j &+= 1 }
-            let c = j < end ? p[j] : 0
-            if j &- i <= 18, j < end, c != UInt8(ascii: "."), c != UInt8(ascii: "e"), c != UInt8(ascii: "E") {
-                return (j, .number, JSONTokenFlags.plainInteger)
-            }
+            if let j = Self.plainIntegerEnd(p, i, end) { return (j, .number, JSONTokenFlags.plainInteger) }
             pos = i
             let flags = try scanNumber()
             return (pos, .number, flags)
@@ -341,10 +398,10 @@ struct TranscodePass {
         return (pos, kind, flags)
     }
 
-    /// The key of member `member` of an item at `pos` (its opening quote) when its prediction fails,
-    /// and the `:` after it: its index in `plan.names`, or -1. The key is scanned and looked up, and remembered for
-    /// the next items when it is plain ASCII and its `"key":` fits sixteen bytes.
-    @inline(never)
+    /// The key of member `member` of an item at `pos` (its opening quote) and the `:` after it: its index in
+    /// `plan.names`, or -1. The key is scanned and looked up, and remembered for the next items with the `{` (member
+    /// 0) or `,` before it when that byte is just before it, the key is plain ASCII, the `:` follows it at once and
+    /// the whole fits sixteen bytes.
     private mutating func memberKeyMiss(_ member: Int) throws(GatewayError) -> Int {
         let keyStart = pos
         let keyFlags = try scanString()
@@ -352,11 +409,16 @@ struct TranscodePass {
         let keyEnd = pos
         try colon()
         if member < KeyPrediction.capacity {
-            let length = keyEnd &+ 1 &- keyStart
-            if keyFlags == 0, length <= 16, keyStart &+ 16 <= end, p[keyEnd] == UInt8(ascii: ":") {
+            // From the separator the caller read: the byte before the key when it is that `{` or `,` (whitespace
+            // alone can stand between them).
+            let start = keyStart &- 1
+            let length = keyEnd &+ 1 &- start
+            let separator = member == 0 ? UInt8(ascii: "{") : UInt8(ascii: ",")
+            if p[start] == separator, keyFlags == 0, length <= 16, start &+ 16 <= end,
+               p[keyEnd] == UInt8(ascii: ":") {
                 predictions[member] = KeyPrediction(
-                    first: JSONWord.prefix(JSONWord.load(p + keyStart), length),
-                    second: JSONWord.prefix(JSONWord.load(p + keyStart + 8), length &- 8),
+                    first: JSONWord.prefix(JSONWord.load(p + start), length),
+                    second: JSONWord.prefix(JSONWord.load(p + start + 8), length &- 8),
                     firstMask: JSONWord.prefix(~0, length), secondMask: JSONWord.prefix(~0, length &- 8),
                     length: length, name: name)
             } else {

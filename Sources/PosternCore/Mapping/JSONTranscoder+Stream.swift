@@ -12,7 +12,8 @@ extension TranscodePass {
     /// scan would throw it: both read the item with the same scanners.
     ///
     /// Only for a plan whose Directus names each feed one field (`TranscoderPlan.streams`), so that name `k` is
-    /// field `k`. Room is reserved once for the item: its values are no longer than the input left.
+    /// field `k`. Room is reserved once for the item: its values are no longer than the input left. Every field is
+    /// written behind a comma; the first one's becomes the item's `{`.
     mutating func streamItem() throws(GatewayError) -> Bool {
         let p = self.p
         let end = self.end
@@ -20,94 +21,64 @@ extension TranscodePass {
         let itemStart = pos
         try enter()
         out.reserve(itemBytes &+ (end &- itemStart))
-        var o = out.store(UInt8(ascii: "{"), at: out.count)
+        let open = out.count
+        var o = open
         // The next field to write; fields before it are written (or left out).
         var next = 0
-        var comma = 0
         var member = 0
-        var i = Self.skipSpace(p, itemStart &+ 1, end)
-        if i < end, p[i] == UInt8(ascii: "}") {
-            i &+= 1
-        } else {
-            var closed = false
-            while true {
-                i = Self.skipSpace(p, i, end)
-                guard i < end, p[i] == UInt8(ascii: "\"") else {
-                    pos = i
-                    throw fail("expected a string key")
-                }
-                let name: Int
-                (name, i) = try memberKey(member, at: i)
-                member &+= 1
-                i = Self.skipSpace(p, i, end)
-                if name == next {
-                    let field = fields[next]
-                    let key = keyBytes + (field.keyStart &- comma)
-                    let keyCount = field.keyCount &+ comma
-                    if i < end, p[i] == UInt8(ascii: "\"") {
-                        let at = out.storeBlocks(key, keyCount, at: o)
-                        let (stop, flags) = try copyString(at: i, to: at)
-                        guard flags & JSONTokenFlags.reencoded == 0, !field.isID || stop &- i > 2 else { break }
-                        o = at &+ (stop &- i)
-                        i = stop
-                        comma = 1
-                    } else {
-                        let start = i
-                        let kind: JSONTokenKind
-                        let flags: UInt8
-                        (i, kind, flags) = try memberValue(at: i)
-                        if kind == .number, flags & JSONTokenFlags.plainInteger != 0, p[start] != UInt8(ascii: "-") {
-                            o = out.storeBlocks(key, keyCount, at: o)
-                            let quoted = field.isID || field.isRequired
-                            if quoted { o = out.store(UInt8(ascii: "\""), at: o) }
-                            o = storeToken(start, i, at: o)
-                            if quoted { o = out.store(UInt8(ascii: "\""), at: o) }
-                            comma = 1
-                        } else if kind == .null, !field.isID {
-                            if field.isRequired {
-                                o = storeEmptyString(key, keyCount, at: o)
-                                comma = 1
-                            }
-                        } else {
-                            break
-                        }
+        var i = itemStart
+        while true {
+            let name: Int
+            (name, i) = try nextKey(&member, at: i)
+            if name == next {
+                let field = fields[next]
+                let key = keyBytes + (field.keyStart &- 1)
+                let keyCount = field.keyCount &+ 1
+                let b = i < end ? p[i] : 0
+                if b == UInt8(ascii: "\"") {
+                    let at = out.storeBlocks(key, keyCount, at: o)
+                    let (stop, flags) = try copyString(at: i, to: at)
+                    guard flags & JSONTokenFlags.reencoded == 0, !field.isID || stop &- i > 2 else {
+                        return giveUp(itemStart)
                     }
-                    next &+= 1
-                } else if name > next {
-                    break
+                    o = at &+ (stop &- i)
+                    i = stop
+                } else if b &- 0x31 < 9, let stop = Self.plainIntegerEnd(p, i, end) {
+                    o = storeInteger(field, key, keyCount, i, stop, at: o)
+                    i = stop
                 } else {
-                    (i, _, _) = try memberValue(at: i)
+                    let start = i
+                    let kind: JSONTokenKind
+                    let flags: UInt8
+                    (i, kind, flags) = try memberValue(at: i)
+                    if kind == .number, flags & JSONTokenFlags.plainInteger != 0, p[start] != UInt8(ascii: "-") {
+                        o = storeInteger(field, key, keyCount, start, i, at: o)
+                    } else if kind == .null, !field.isID {
+                        if field.isRequired { o = storeEmptyString(key, keyCount, at: o) }
+                    } else {
+                        return giveUp(itemStart)
+                    }
                 }
-                // `,` or `}` after the member.
-                i = Self.skipSpace(p, i, end)
-                guard i < end else {
-                    pos = i
-                    throw fail("unexpected end of input")
-                }
-                let c = p[i]
-                i &+= 1
-                if c == UInt8(ascii: ",") { continue }
-                if c == UInt8(ascii: "}") {
-                    closed = true
-                    break
-                }
-                pos = i &- 1
-                throw fail("expected ',' or '}'")
+                next &+= 1
+            } else if name > next {
+                return giveUp(itemStart)
+            } else if name == KeyPrediction.closed {
+                break
+            } else {
+                (i, _, _) = try memberValue(at: i)
             }
-            // Left before the item's end: a member needs the slots.
-            guard closed else { return giveUp(itemStart) }
         }
         // The fields the item does not have: a required one is `""`, an optional one left out, a missing id
         // refused (by the slots' path, which says so).
         while next < fieldCount {
             let field = fields[next]
             if field.isID { return giveUp(itemStart) }
-            if field.isRequired {
-                o = storeEmptyString(keyBytes + (field.keyStart &- comma), field.keyCount &+ comma, at: o)
-                comma = 1
-            }
+            if field.isRequired { o = storeEmptyString(keyBytes + (field.keyStart &- 1), field.keyCount &+ 1, at: o) }
             next &+= 1
         }
+        // The first field's comma is the `{`; with no field, `{}`.
+        if o == open { o &+= 1 }
+        _ = out.store(UInt8(ascii: "{"), at: open)
         o = out.store(UInt8(ascii: "}"), at: o)
         out.commit(o)
         pos = i
@@ -115,13 +86,29 @@ extension TranscodePass {
         return true
     }
 
-    /// Hands the item that starts at `itemStart` back to `transcodeItem` (false), and the rest of the answer too: its
-    /// items are likely to have the same shape.
+    /// Hands the item that starts at `itemStart` back to `transcodeItem` (false). The stream stays on after the
+    /// answer's first odd item and goes off at its second: at most two partial scans are wasted per answer.
+    @inline(never)
     private mutating func giveUp(_ itemStart: Int) -> Bool {
         pos = itemStart
         depth -= 1
-        streams = false
+        if leftStream { streams = false }
+        leftStream = true
         return false
+    }
+
+    /// `,"<resourceName>":` (the `keyCount` bytes at `key`) and the plain non-negative integer `start..<stop` of
+    /// the input, quoted for the id and a required field, at output offset `at` inside room reserved already;
+    /// returns the offset past it.
+    @inline(__always)
+    private func storeInteger(_ field: TranscoderField, _ key: UnsafePointer<UInt8>, _ keyCount: Int,
+                              _ start: Int, _ stop: Int, at: Int) -> Int {
+        var o = out.storeBlocks(key, keyCount, at: at)
+        let quoted = field.isID || field.isRequired
+        if quoted { o = out.store(UInt8(ascii: "\""), at: o) }
+        o = storeToken(start, stop, at: o)
+        if quoted { o = out.store(UInt8(ascii: "\""), at: o) }
+        return o
     }
 
     /// `,"<resourceName>":""` (the `keyCount` bytes at `key`, then an empty string) at output offset `at`, inside
@@ -139,23 +126,25 @@ extension TranscodePass {
     @inline(__always)
     private mutating func copyString(at i: Int, to: Int) throws(GatewayError) -> (Int, UInt8) {
         let p = self.p
-        let end = self.end
-        var j = i &+ 1
-        let shift = to &- i
+        // The input and output cursors, and the start of the input's last whole block.
+        var s = p + (i &+ 1)
+        var d = out.base + (to &+ 1)
+        let last = p + (end &- 16)
         _ = out.store(UInt8(ascii: "\""), at: to)
-        while j &+ 16 <= end {
-            let specials = JSONWord.specials16(p + j)
-            _ = out.storeBlocks(p + j, 16, at: j &+ shift)
+        while s <= last {
+            let specials = JSONWord.specials16(s)
+            TranscoderOutput.copyBlock(s, to: d)
             if specials == 0 {
-                j &+= 16
+                s += 16
+                d += 16
                 continue
             }
-            j &+= JSONWord.firstFlagged16(specials)
-            if p[j] == UInt8(ascii: "\"") { return (j &+ 1, 0) }
+            s += JSONWord.firstFlagged16(specials)
+            if s.pointee == UInt8(ascii: "\"") { return ((s - p) &+ 1, 0) }
             break
         }
         pos = i
-        let flags = try scanStringRest(j, flags: 0)
+        let flags = try scanStringRest(s - p, flags: 0)
         _ = storeToken(i, pos, at: to)
         return (pos, flags)
     }

@@ -150,8 +150,8 @@ final class TranscoderPlan: @unchecked Sendable {
     /// two quotes per field and sixteen bytes for block stores.
     let itemBytes: Int
     /// The key predictions each render starts from: member `m` of the first item is guessed to be
-    /// the `m`-th distinct Directus name, in config order (`.none` past them, and for a name whose
-    /// `"name":` token is not its plain bytes or does not fit sixteen bytes). A wrong guess costs
+    /// the `m`-th distinct Directus name, in config order, behind a `{` (the first) or `,` (`.none` past them, and
+    /// for a name whose `"name":` token is not its plain bytes or does not fit fifteen bytes). A wrong guess costs
     /// what no guess costs: the key is read and looked up.
     let seeds: UnsafeMutablePointer<KeyPrediction>
     /// `{"<name>":[` as UTF-8.
@@ -227,7 +227,8 @@ final class TranscoderPlan: @unchecked Sendable {
         seeds = .allocate(capacity: KeyPrediction.capacity)
         seeds.initialize(repeating: .none, count: KeyPrediction.capacity)
         for (i, name) in distinct.prefix(KeyPrediction.capacity).enumerated() {
-            let token = [UInt8(ascii: "\"")] + Array(name.utf8) + Array("\":".utf8)
+            let token = [i == 0 ? UInt8(ascii: "{") : UInt8(ascii: ",")] + [UInt8(ascii: "\"")] + Array(name.utf8)
+                + Array("\":".utf8)
             // Only bytes that stand for themselves in a JSON string, and a token of at most 16 bytes.
             guard token.count <= 16, name.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != 0x22 && $0 != 0x5C }) else {
                 continue

@@ -35,12 +35,18 @@ extension TranscoderPlan {
     }
 }
 
-/// A `"key":` token seen at one member position of an item, remembered for the next items.
+/// How one member of an item began in the last items, remembered for the next: the `{` (first member) or `,` before
+/// it and its `"key":` token with nothing between them, or the `}` that closed the item at that position.
 struct KeyPrediction {
     /// Member positions remembered per item.
     static let capacity = 16
-    /// Nothing remembered: a first byte of 0 is expected, and a key token starts with `"`.
-    static let none = KeyPrediction(first: 0, second: 0, firstMask: 0xFF, secondMask: 0, length: 0, name: -1)
+    /// `name` of the guess that the item closes here.
+    static let closed = -2
+    /// Nothing remembered: any bytes may match (a NUL byte), and `name` sends them to be read one by one.
+    static let none = KeyPrediction(first: 0, second: 0, firstMask: 0xFF, secondMask: 0, length: 0, name: Int.min)
+    /// The item's `}`.
+    static let closing = KeyPrediction(first: UInt64(UInt8(ascii: "}")), second: 0, firstMask: 0xFF, secondMask: 0,
+                                       length: 1, name: closed)
 
     /// The token's first eight bytes (zero-padded).
     var first: UInt64
@@ -50,8 +56,9 @@ struct KeyPrediction {
     var firstMask: UInt64
     /// The bytes of `second` that belong to the token.
     var secondMask: UInt64
-    /// The token's length, quotes and colon included (at most 16).
+    /// The token's length: the separator, the quotes and the colon included (at most 16); 1 for `closing`.
     var length: Int
-    /// What the key resolved to: its index in `TranscoderPlan.names`, or -1.
+    /// What the key resolved to: its index in `TranscoderPlan.names`, or -1 for a key no field reads; `closed` for
+    /// the item's end; below -2 for nothing.
     var name: Int
 }

@@ -249,6 +249,15 @@ import PosternHTTP
         #"{"id":null,"title":"T"}"#,                                 // a null id
         #"{"id":"","title":"T"}"#,                                   // an empty id
         #"{"id":-7,"title":0,"content":-0,"user_created":1.5}"#,     // numbers the inline path leaves
+        #"{"id":123456789012345678,"title":9,"content":10,"user_created":99}"#, // plain integers: 18 digits
+        #"{"id":1234567890123456789,"title":"T"}"#,                   // 19 digits: the number scanner's
+        #"{"id":12.5,"title":"T"}"#,                                 // a fraction after the digits
+        #"{"id":12e3,"title":"T"}"#,                                 // an exponent after the digits
+        #"{"id":12E3,"title":"T"}"#,
+        #"{"id":1,"title":2,"content":3.0}"#,                        // a plain integer, then a fraction
+        #"{"id":1 ,"title":22 ,"content":333 }"#,                    // spaces after plain integers
+        #"{"id":1,"title":1x}"#,                                     // a plain integer, then junk
+        #"{"id":01,"title":"T"}"#,                                   // a leading zero
         #"{"id":8,"title":"a\/b","content":"\u00e9\n","user_created":"é"}"#, // escapes and UTF-8
         #"{"id":9,"title":"T","title":"again","id":10,"content":"C","content":"D"}"#, // first occurrence wins
         #"{"x":[1,{"y":"}"}],"id":11,"z":null,"title":"T","content":true}"#, // unmapped members between
@@ -269,6 +278,71 @@ import PosternHTTP
                 }
                 #expect(fast == slow, "\(body)")
             }
+        }
+    }
+
+    /// Two items that leave the stream, at every pair of positions of an answer: the first leaves it for itself
+    /// only, the second for the rest of the answer.
+    @Test(arguments: [
+        (#"{"title":"T","id":2}"#, #"{"id":3,"title":true}"#),
+        (#"{"id":4,"title":"\u0041"}"#, #"{"id":"","title":"T"}"#),
+        (#"{"id":5,"content":"C","title":"T"}"#, #"{"id":5,"content":"C","title":"T"}"#),
+    ])
+    func agreesWithTheReferenceAroundTwoItemsThatLeaveTheStream(_ odd: (String, String)) throws {
+        for first in 0..<5 {
+            for second in (first + 1)..<5 {
+                var items = Array(repeating: Self.inOrder, count: 5)
+                items[first] = odd.0
+                items[second] = odd.1
+                Self.expectAgrees(items, cutAt: second, through: 2)
+            }
+        }
+    }
+
+    /// Each member is guessed from how the same member of the earlier items began: its `{` or `,` and `"key":`, or
+    /// the item's `}`. Items that begin a member otherwise, after items that set the guesses, at each position of
+    /// the answer and cut at every byte.
+    @Test(arguments: [
+        #"{"id":1, "title":"T","content":"C","user_created":"u","date_created":"d"}"#,  // space after a comma
+        #"{"id":1 ,"title":"T","content":"C","user_created":"u","date_created":"d"}"#,  // space before a comma
+        #"{ "id":1,"title":"T","content":"C","user_created":"u","date_created":"d"}"#,  // space after the brace
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_created":"d" }"#,  // space before the end
+        #"{"id":1,"title":"T","content":"C","user_created":"u"}"#,                      // ends a member early
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_created":"d","x":0}"#, // one member more
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_created":"d"{"id":2}"#, // a brace for a comma
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_created":"d","id":2"#, // no end
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_created":"d"]"#,   // a bracket for the brace
+        "{\"id\":1,\"title\":\"T\"\u{0},\"content\":\"C\"}",                          // a NUL byte for a comma
+        "{\"id\":1,\u{0}\"title\":\"T\"}",                                                // a NUL byte for a key
+        #"{"id":1,"ti\u0074le":"T","content":"C","user_created":"u","date_created":"d"}"#, // an escaped key
+        #"{"id":1,"title" :"T","content":"C","user_created":"u","date_created":"d"}"#,  // a space before a colon
+        #"{"id":1,"title": "T","content":"C","user_created":"u","date_created":"d"}"#,  // a space after a colon
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_creatdraw":"d"}"#, // a key of the same length
+        #"{"id":1,"title":"T","content":"C","user_created":"u","date_created":"d","a":1,"b":2,"c":3,"d":4,"e":5,"# +
+            #""f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13}"#,                   // more members than guesses
+        #"{}"#,
+    ])
+    func agreesWithTheReferenceWhereverAMemberBeginsOtherwise(_ odd: String) throws {
+        for at in 1..<4 {
+            var items = Array(repeating: Self.inOrder, count: 4)
+            items[at] = odd
+            // The same item twice: the second is read with the guesses the first left.
+            items.insert(odd, at: at)
+            Self.expectAgrees(items, cutAt: at, through: 3)
+        }
+    }
+
+    /// The list answer of `items` (with a `meta`) against the reference: whole, and cut at every byte of the
+    /// `count` items from item `at` on.
+    private static func expectAgrees(_ items: [String], cutAt at: Int, through count: Int,
+                                     sourceLocation: SourceLocation = #_sourceLocation) {
+        let body = #"{"data":["# + items.joined(separator: ",") + #"],"meta":{"filter_count":9}}"#
+        expectTranscoderAgrees(Data(body.utf8), sourceLocation: sourceLocation)
+        let prefix = #"{"data":["# + items.prefix(at).joined(separator: ",") + ","
+        let tail = items[at...].prefix(count).joined(separator: ",")
+        for n in 0...tail.utf8.count {
+            expectTranscoderAgrees(Data((prefix + String(decoding: tail.utf8.prefix(n), as: UTF8.self)).utf8),
+                                   sourceLocation: sourceLocation)
         }
     }
 
