@@ -1,15 +1,12 @@
 import Foundation
 @testable import PosternCore
 
-/// The transcoders under test: the shipped resources and one with awkward names (a resource name that
-/// needs escaping, non-ASCII and repeated Directus names, no `id` field), each with its reference.
-private let pairs: [(JSONTranscoder, JSONValueRenderer)] = {
-    var odd = ResourceConfig(name: "odd \"list\"", collection: "odd",
-                             fields: [("naïve", "café"), ("first", "title"), ("again", "title"), ("kelvin", "K"),
-                                      ("n", "n")])
-    odd.required = ["again", "n"]
-    return (ResourceConfig.shipped + [odd]).map { (JSONTranscoder($0), JSONValueRenderer($0)) }
-}()
+/// The transcoders under test, each with its reference: the resources of the transcoder's tests
+/// (`transcoderTestResources`: the shipped ones without their relations, which the reference does not render, and
+/// one with awkward names).
+private let pairs: [(JSONTranscoder, JSONValueRenderer)] = transcoderTestResources.map {
+    (JSONTranscoder($0), JSONValueRenderer($0))
+}
 
 /// Differential: for any input, `JSONTranscoder` and the reference `JSONValueRenderer` both refuse it
 /// (a 502), or both render it to the same bytes, which Foundation decodes to the same values.

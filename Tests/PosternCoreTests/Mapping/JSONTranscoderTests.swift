@@ -3,23 +3,6 @@ import Testing
 @testable import PosternCore
 import PosternTesting
 
-/// The resources the transcoder is checked with against the flat reference: the shipped two without their
-/// relations (RelationsTranscoderTests checks those), and one with awkward names (a resource name that needs
-/// escaping, non-ASCII and repeated Directus names, no `id` field).
-let transcoderTestResources: [ResourceConfig] = {
-    var odd = ResourceConfig(name: "odd \"list\"", collection: "odd",
-                             fields: [("naïve", "café"), ("first", "title"), ("again", "title"), ("kelvin", "K"),
-                                      ("n", "n")])
-    odd.required = ["again", "n"]
-    let flat = ResourceConfig.shipped.map { resource -> ResourceConfig in
-        var flat = resource
-        flat.fields = resource.fields.filter { !$0.1.isRelated }
-        flat.detailFields = []
-        return flat
-    }
-    return flat + [odd]
-}()
-
 /// What one renderer made of one answer: the body, or refused with a 502.
 enum RenderOutcome: Equatable, CustomStringConvertible {
     case body(Data)

@@ -105,3 +105,20 @@ struct JSONValueRenderer: Sendable {
         return nil
     }
 }
+
+/// The resources the transcoder is checked with against the flat reference: the shipped two without their
+/// relations (LiveRelationsTests and MappingTests check those), and one with awkward names (a resource name that needs
+/// escaping, non-ASCII and repeated Directus names, no `id` field).
+let transcoderTestResources: [ResourceConfig] = {
+    var odd = ResourceConfig(name: "odd \"list\"", collection: "odd",
+                             fields: [("naïve", "café"), ("first", "title"), ("again", "title"), ("kelvin", "K"),
+                                      ("n", "n")])
+    odd.required = ["again", "n"]
+    let flat = ResourceConfig.shipped.map { resource -> ResourceConfig in
+        var flat = resource
+        flat.fields = resource.fields.filter { !$0.1.isRelated }
+        flat.detailFields = []
+        return flat
+    }
+    return flat + [odd]
+}()
