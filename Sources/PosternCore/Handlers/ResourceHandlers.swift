@@ -2,8 +2,9 @@ import FoundationEssentials
 import PosternHTTP
 
 /// The resource routes' final stages: map the request to one Directus call and the answer back.
-/// Permissions were decided before these run (PolicyStage); handlers never check them.
-struct ResourceHandlers: Sendable {
+/// Permissions were decided before these run (PolicyStage); handlers never check them. A class: a route's read
+/// operation holds it with one reference (`Endpoint.Read`), not a copy of its parts.
+final class ResourceHandlers: Sendable {
     let mapper: ResourceMapper
     let items: DirectusItems<SessionManager>
     /// Learns from list answers whether the collection exists (for `/readyz`).
@@ -35,32 +36,43 @@ struct ResourceHandlers: Sendable {
     /// `GET /api/v1/R` on a miss: the upstream list `lookUpList` prepared, through the micro-cache (stored, or
     /// joined to an identical call in flight) when the resource is cached.
     func list(_ context: RequestContext, _ call: UpstreamRead) async throws(GatewayError) -> HTTPResponse {
-        let collection = mapper.resource.collection
-        return try await cache.respond(key: call.key) {
-            () async throws(GatewayError) -> HTTPResponse in
-            let body: Data
-            do throws(GatewayError) {
-                body = try await items.read(call.target, mapper: mapper, session: context.session, call: context.call,
-                                            forbidden: listForbidden)
-            } catch {
-                // A signed-in caller refused a whole collection: it is missing (or the app role cannot read it).
-                if error.status == 403, context.session != nil { schema?.listForbidden(collection: collection) }
-                throw error
-            }
-            schema?.succeeded(collection: collection)
-            return .apiJSON(200, try mapper.renderer.renderList(directusBody: body))
+        // Not cached: called directly (a call through the cache's closure keeps a hop of executor after it).
+        guard call.key != nil else { return try await listFromDirectus(context, call) }
+        return try await cache.respond(key: call.key) { () async throws(GatewayError) -> HTTPResponse in
+            try await listFromDirectus(context, call)
         }
+    }
+
+    /// `list`'s answer from Directus.
+    private func listFromDirectus(_ context: RequestContext, _ call: UpstreamRead) async throws(GatewayError) -> HTTPResponse {
+        let collection = mapper.resource.collection
+        let body: Data
+        do throws(GatewayError) {
+            body = try await items.read(call.target, mapper: mapper, session: context.session, call: context.call,
+                                        forbidden: listForbidden)
+        } catch {
+            // A signed-in caller refused a whole collection: it is missing (or the app role cannot read it).
+            if error.status == 403, context.session != nil { schema?.listForbidden(collection: collection) }
+            throw error
+        }
+        schema?.succeeded(collection: collection)
+        return .apiJSON(200, try mapper.renderer.renderList(directusBody: body))
     }
 
     /// `GET /api/v1/R/{id}` on a miss: the upstream read `lookUpRead` prepared, through the micro-cache when
     /// the resource is cached.
     func read(_ context: RequestContext, _ call: UpstreamRead) async throws(GatewayError) -> HTTPResponse {
-        try await cache.respond(key: call.key) {
-            () async throws(GatewayError) -> HTTPResponse in
-            let body = try await items.read(call.target, mapper: mapper, session: context.session, call: context.call,
-                                            forbidden: notFound)
-            return .apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: body))
+        guard call.key != nil else { return try await readFromDirectus(context, call) }
+        return try await cache.respond(key: call.key) { () async throws(GatewayError) -> HTTPResponse in
+            try await readFromDirectus(context, call)
         }
+    }
+
+    /// `read`'s answer from Directus.
+    private func readFromDirectus(_ context: RequestContext, _ call: UpstreamRead) async throws(GatewayError) -> HTTPResponse {
+        let body = try await items.read(call.target, mapper: mapper, session: context.session, call: context.call,
+                                        forbidden: notFound)
+        return .apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: body))
     }
 
     /// `POST /api/v1/R` without an `id`.
