@@ -44,6 +44,7 @@ final class ResourceHandlers: Sendable {
     }
 
     /// `list`'s answer from Directus.
+    @inline(__always)
     private func listFromDirectus(_ context: RequestContext, _ call: UpstreamRead) async throws(GatewayError) -> HTTPResponse {
         let collection = mapper.resource.collection
         let body: Data
@@ -69,6 +70,7 @@ final class ResourceHandlers: Sendable {
     }
 
     /// `read`'s answer from Directus.
+    @inline(__always)
     private func readFromDirectus(_ context: RequestContext, _ call: UpstreamRead) async throws(GatewayError) -> HTTPResponse {
         let body = try await items.read(call.target, mapper: mapper, session: context.session, call: context.call,
                                         forbidden: notFound)

@@ -30,6 +30,13 @@ package final class LoopTransport: UpstreamTransport, @unchecked Sendable {
         if let loop = EventLoop.currentID, let index = loopIDs.firstIndex(of: loop) {
             return try await clients[index].client.send(request, timeout: timeout)
         }
+        return try await sendFromElsewhere(request, timeout: timeout)
+    }
+
+    /// `send` off the loops: a task on the first loop sends it. Apart, so that `send`'s own frame stays small (the
+    /// task's closure and its result are not allocated on the loops' path).
+    @inline(never)
+    private func sendFromElsewhere(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
         let (loop, client) = fallback
         let result = await Task(executorPreference: loop) { () -> Result<UpstreamResponse, UpstreamFailure> in
             do throws(UpstreamFailure) {
