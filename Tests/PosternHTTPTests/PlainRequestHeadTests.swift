@@ -214,6 +214,27 @@ import Testing
         }
     }
 
+    /// `spells` (eight bytes a step from eight bytes on) says what a byte-by-byte `| 0x20` compare says: each name
+    /// the heads are checked for, as sent in either case, and with every byte at every place changed to every value.
+    @Test func spellsComparesAsAByteByByteLookDoes() {
+        let names: [StaticString] = ["host", "close", "upgrade", "keep-alive", "connection", "content-length",
+                                     "proxy-connection", "transfer-encoding"]
+        for name in names {
+            let expected = Array(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            let spelt = { (bytes: [UInt8]) in bytes.withUnsafeBufferPointer { PlainBytes.spells($0.baseAddress!, $0.count, name) } }
+            #expect(spelt(expected))
+            #expect(spelt(expected.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }), "\(name) in capitals")
+            #expect(!spelt(expected + [0x61]) && !spelt(Array(expected.dropLast())), "\(name) one byte longer or shorter")
+            for at in expected.indices {
+                for byte in 0...255 {
+                    var bytes = expected
+                    bytes[at] = UInt8(byte)
+                    #expect(spelt(bytes) == (UInt8(byte) | 0x20 == expected[at]), "\(name) with \(byte) at \(at)")
+                }
+            }
+        }
+    }
+
     /// Which of the requests above are the shape (the others go to llhttp), under the default head limit, whole.
     @Test func theShapeIsNarrow() {
         let plain = Self.requests.filter { request in

@@ -28,7 +28,7 @@ enum PlainBytes {
     private static func rangeEnd(_ p: UnsafePointer<UInt8>, from start: Int, to n: Int, lowest: UInt8) -> Int {
         var i = start
         while n &- i >= 8 {
-            let word = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
+            let word = load(p + i)
             // Under `lowest`: the lane borrows and had its high bit clear. Over 0x7E: adding one sets the high bit.
             let under = (word &- ones &* UInt64(lowest)) & ~word
             let over = (word &+ ones) | word
@@ -46,7 +46,7 @@ enum PlainBytes {
     static func wordEnd(_ p: UnsafePointer<UInt8>, from start: Int, to n: Int, dot: Bool) -> Int {
         var i = start
         while n &- i >= 8 {
-            let word = UInt64(littleEndian: UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
+            let word = load(p + i)
             // With the high bits cleared no lane carries into the next below; bytes with it set are outside.
             let low = word & ~highs
             let folded = low | ones &* 0x20
@@ -89,7 +89,23 @@ enum PlainBytes {
     static func spells(_ p: UnsafePointer<UInt8>, _ count: Int, _ lowercase: StaticString) -> Bool {
         guard count == lowercase.utf8CodeUnitCount else { return false }
         let expected = lowercase.utf8Start
-        for index in 0..<count where p[index] | 0x20 != expected[index] { return false }
-        return true
+        guard count >= 8 else {
+            for index in 0..<count where p[index] | 0x20 != expected[index] { return false }
+            return true
+        }
+        // Eight bytes a step, the last step ending at the last byte (it overlaps the one before when `count` is not
+        // a multiple of eight): the same `| 0x20` on each byte.
+        var i = 0
+        while count &- i > 8 {
+            guard load(p + i) | ones &* 0x20 == load(expected + i) else { return false }
+            i &+= 8
+        }
+        return load(p + (count &- 8)) | ones &* 0x20 == load(expected + (count &- 8))
+    }
+
+    /// The eight bytes at `p` as a little-endian word.
+    @inline(__always)
+    private static func load(_ p: UnsafePointer<UInt8>) -> UInt64 {
+        UInt64(littleEndian: UnsafeRawPointer(p).loadUnaligned(as: UInt64.self))
     }
 }
