@@ -57,11 +57,11 @@ extension ResourceHandlers {
 
     /// The list operation of `GET /api/v1/R`.
     var listOperation: Endpoint.Read {
-        Endpoint.Read(self, list: true)
+        Endpoint.Read(lookUp: lookUpList, fetch: list)
     }
 
     /// The read operation of `GET /api/v1/R/{id}`.
     var readOperation: Endpoint.Read {
-        Endpoint.Read(self, list: false)
+        Endpoint.Read(lookUp: lookUpRead, fetch: read)
     }
 }

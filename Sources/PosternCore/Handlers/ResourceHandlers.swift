@@ -2,9 +2,8 @@ import FoundationEssentials
 import PosternHTTP
 
 /// The resource routes' final stages: map the request to one Directus call and the answer back.
-/// Permissions were decided before these run (PolicyStage); handlers never check them. A class: a route's read
-/// operation holds it with one reference (`Endpoint.Read`), not a copy of its parts.
-final class ResourceHandlers: Sendable {
+/// Permissions were decided before these run (PolicyStage); handlers never check them.
+struct ResourceHandlers: Sendable {
     let mapper: ResourceMapper
     let items: DirectusItems<SessionManager>
     /// Learns from list answers whether the collection exists (for `/readyz`).

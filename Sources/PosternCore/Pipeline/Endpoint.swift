@@ -16,28 +16,12 @@ final class Endpoint: Sendable {
     typealias Handler = @Sendable (HTTPRequest, RequestContext) async throws(GatewayError) -> HTTPResponse
 
     /// A list or read of a resource: the operation the immediate path can answer, and a composite's part runs.
-    /// Its handlers are called directly, not through closures: after an `await` on a closure the compiler keeps a
-    /// hop of executor, which takes the task's status-record lock (docs/performance.md).
     struct Read: Sendable {
-        private let resource: ResourceHandlers
-        /// The list (`GET /api/v1/R`), else the read of one item (`GET /api/v1/R/{id}`).
-        private let list: Bool
-
-        init(_ resource: ResourceHandlers, list: Bool) {
-            self.resource = resource
-            self.list = list
-        }
-
         /// The part that needs no `await`: the answer when it is ready (a fresh micro-cache answer, an item the
         /// policy stage read), else the upstream read to make (`.fetch`).
-        func lookUp(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> RequestStep.Next {
-            list ? try resource.lookUpList(request, context) : try resource.lookUpRead(request, context)
-        }
-
+        let lookUp: @Sendable (HTTPRequest, RequestContext) throws(GatewayError) -> RequestStep.Next
         /// The rest: the upstream read `lookUp` prepared.
-        func fetch(_ context: RequestContext, _ read: UpstreamRead) async throws(GatewayError) -> HTTPResponse {
-            list ? try await resource.list(context, read) : try await resource.read(context, read)
-        }
+        let fetch: @Sendable (RequestContext, UpstreamRead) async throws(GatewayError) -> HTTPResponse
     }
 
     /// What the endpoint does once every stage passed.
