@@ -4,10 +4,11 @@ extension SessionManager {
     /// The live session of a token (its UTF-8 bytes, read where they were received) when the in-process cache
     /// holds it, found without an `await` (and marked used, as `authenticate(token:)` does); nil when the token
     /// is malformed, not cached or its session has expired: `authenticate(token:)` then decides, with a store
-    /// read or the 401. The prefix is compared bytewise and the token digested without a copy.
+    /// read or the 401. The prefix is compared bytewise; the token's digest comes from the loop's memo of recent
+    /// tokens (`TokenDigestMemo`) or is computed without a copy.
     func cachedLiveSession(tokenBytes bytes: UnsafeBufferPointer<UInt8>) -> Session? {
         guard bytes.count < 200, SessionManager.hasAccessTokenPrefix(bytes) else { return nil }
-        let key = TokenKey(bytes: UnsafeRawBufferPointer(bytes))
+        let key = TokenDigestMemo.key(of: UnsafeRawBufferPointer(bytes))
         let now = clock()
         guard let session = cache.hit(key, now: now, idleTTL: idleTTL, touchInterval: SessionManager.touchInterval),
               !session.isExpired(now: now, idleTTL: idleTTL) else { return nil }
