@@ -1,8 +1,9 @@
-/// A value carried across threads where the code guarantees ordering itself (semaphores).
-struct UncheckedSendable<T>: @unchecked Sendable {
+/// A value carried across threads where the code guarantees ordering itself (semaphores, a task that runs on the
+/// loop the value belongs to).
+package struct UncheckedSendable<T>: @unchecked Sendable {
     /// The value.
-    let value: T
+    package let value: T
 
     /// Wraps `value`.
-    init(_ value: T) { self.value = value }
+    package init(_ value: T) { self.value = value }
 }

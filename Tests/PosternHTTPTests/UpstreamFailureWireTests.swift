@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import PosternHTTP
 import PosternIO
@@ -11,8 +12,9 @@ import PosternTesting
 @Suite(.serialized) struct UpstreamFailureWireTests {
     /// Sends `requests` one after another through a one-connection pool to `peer` (so a kept connection is reused
     /// at once), each with `timeout` (or request `i` with `timeouts[i]`); the results in order.
+    /// With `viaStart`, through `start` on the loop thread (a completion, no task) instead of `send`.
     static func send(_ peer: ScriptedUpstream, _ requests: [UpstreamRequest], timeout: Double = 5, timeouts: [Double] = [],
-                     maxResponseBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes)
+                     maxResponseBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes, viaStart: Bool = false)
         async -> [Result<UpstreamResponse, UpstreamFailure>] {
         let group = EventLoopGroup(count: 1)
         defer { group.shutdown() }
@@ -22,6 +24,10 @@ import PosternTesting
         var results: [Result<UpstreamResponse, UpstreamFailure>] = []
         for (index, request) in requests.enumerated() {
             let timeout = index < timeouts.count ? timeouts[index] : timeout
+            if viaStart {
+                results.append(await Self.start(request, on: client, timeout: timeout))
+                continue
+            }
             let result = await Task(executorPreference: loop) { () -> Result<UpstreamResponse, UpstreamFailure> in
                 do throws(UpstreamFailure) {
                     return .success(try await client.send(request, timeout: timeout))
@@ -34,6 +40,19 @@ import PosternTesting
         return results
     }
 
+    /// `request` through `client.start`, called on the client's loop; the outcome its completion got there.
+    static func start(_ request: UpstreamRequest, on client: UpstreamHTTPClient,
+                      timeout: Double) async -> Result<UpstreamResponse, UpstreamFailure> {
+        await withCheckedContinuation { done in
+            client.loop.execute {
+                client.start(request, timeout: timeout) { result in
+                    #expect(client.loop.inLoop, "completed on the loop thread")
+                    done.resume(returning: result)
+                }
+            }
+        }
+    }
+
     static let get = UpstreamRequest(method: .get, target: "/items/posts")
     static let post = UpstreamRequest(method: .post, target: "/auth/login", body: Data(#"{"a":1}"#.utf8))
     static let pong = ScriptedUpstream.answer(#"{"data":"pong"}"#)
@@ -44,19 +63,21 @@ import PosternTesting
         try ScriptedUpstream { $0.onConnection == 0 ? [.send(Self.pong)] : [.close] }
     }
 
-    @Test func aGetOnAKeptConnectionClosedUnderItIsRetriedOnceOnAFreshOne() async throws {
+    @Test(arguments: [false, true])
+    func aGetOnAKeptConnectionClosedUnderItIsRetriedOnceOnAFreshOne(viaStart: Bool) async throws {
         let peer = try Self.closingOnTheSecondRequest()
         defer { peer.stop() }
-        let results = await Self.send(peer, [Self.get, Self.get])
+        let results = await Self.send(peer, [Self.get, Self.get], viaStart: viaStart)
         #expect(results.map { try? $0.get().status } == [200, 200], "\(results)")
         #expect(peer.requests.count == 3, "first call, the call the peer closed under, the retry")
         #expect(peer.connections == 2)
     }
 
-    @Test func aPostOnAKeptConnectionClosedUnderItFailsAsClosedAndIsNotSentAgain() async throws {
+    @Test(arguments: [false, true])
+    func aPostOnAKeptConnectionClosedUnderItFailsAsClosedAndIsNotSentAgain(viaStart: Bool) async throws {
         let peer = try Self.closingOnTheSecondRequest()
         defer { peer.stop() }
-        let results = await Self.send(peer, [Self.post, Self.post])
+        let results = await Self.send(peer, [Self.post, Self.post], viaStart: viaStart)
         #expect((try? results[0].get().status) == 200, "\(results[0])")
         guard case .failure(.closed) = results[1] else {
             Issue.record("expected closed, got \(results[1])")
@@ -77,10 +98,11 @@ import PosternTesting
         #expect(peer.requests.count == 1, "only a kept connection's close is worth a retry")
     }
 
-    @Test func aSilentPeerTimesOutAndItsStuckConnectionIsNotReused() async throws {
+    @Test(arguments: [false, true])
+    func aSilentPeerTimesOutAndItsStuckConnectionIsNotReused(viaStart: Bool) async throws {
         let peer = try ScriptedUpstream(every: [.silent])
         defer { peer.stop() }
-        let results = await Self.send(peer, [Self.get, Self.get], timeout: 0.3)
+        let results = await Self.send(peer, [Self.get, Self.get], timeout: 0.3, viaStart: viaStart)
         for result in results {
             guard case .failure(.timeout) = result else {
                 Issue.record("expected timeout, got \(result)")
@@ -159,4 +181,43 @@ import PosternTesting
         #expect((try? results[1].get().status) == 200, "\(results[1])")
         #expect(peer.connections == 2)
     }
+
+    /// Calls started without a task while every pooled connection is busy wait for one, first come first served,
+    /// and are answered in turn; a call whose deadline passes while it waits fails as a timeout, nothing sent.
+    @Test func callsStartedOnAFullPoolWaitForAConnectionAndAreAnswered() async throws {
+        let peer = try ScriptedUpstream { request in
+            request.onConnection == 0 ? [.wait(0.3), .send(Self.pong)] : [.send(Self.pong)]
+        }
+        defer { peer.stop() }
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let client = UpstreamHTTPClient(loop: loop, endpoint: UpstreamEndpoint(url: peer.url)!, maxConnections: 1,
+                                        keepaliveIdle: 3600)
+        let results = Mutex<[Int: Result<UpstreamResponse, UpstreamFailure>]>([:])
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                // Three POSTs in one turn on a one-connection pool: the first takes it, the other two wait; the
+                // third's deadline (0.1 s) passes while the first is answered (0.3 s).
+                for (index, timeout) in [5.0, 5.0, 0.1].enumerated() {
+                    client.start(Self.post, timeout: timeout) { result in
+                        #expect(loop.inLoop)
+                        let count = results.withLock { all in
+                            all[index] = result
+                            return all.count
+                        }
+                        if count == 3 { done.resume() }
+                    }
+                }
+            }
+        }
+        let all = results.withLock { $0 }
+        #expect((try? all[0]?.get().status) == 200 && (try? all[1]?.get().status) == 200, "\(all)")
+        guard case .failure(.timeout)? = all[2] else {
+            Issue.record("expected the third call to time out waiting, got \(String(describing: all[2]))")
+            return
+        }
+        #expect(peer.requests.count == 2, "the call that timed out waiting was never sent")
+    }
+
 }

@@ -17,8 +17,6 @@ final class GatewayGeneration: Sendable {
     let clientAddress: ClientAddress
     /// `limits.max_body_bytes` (named in the 413 the server gives for a body above its ceiling).
     let maxBodyBytes: Int
-    /// Whether `handleImmediately` can answer (some resource is cached).
-    let answersImmediately: Bool
     /// The Directus client the routes call (its pool is kept by the next generation unless the pool's keys change).
     let directus: DirectusClient
     /// The rate limits (kept, with their buckets, by the next generation unless `rate_limits` changes).
@@ -35,7 +33,6 @@ final class GatewayGeneration: Sendable {
         self.rateLimits = rateLimits
         self.breaker = breaker
         maxBodyBytes = config.limits.maxBodyBytes
-        answersImmediately = config.resources.contains { $0.cache.ttlMs > 0 }
         clientAddress = ClientAddress(trustedProxies: Set(config.rateLimits.trustedProxies))
         routes = RouteTable(config: config, generation: number, directus: directus, shared: shared, rateLimits: rateLimits,
                             breaker: breaker)

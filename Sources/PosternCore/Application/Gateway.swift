@@ -23,8 +23,6 @@ final class Gateway: HTTPRequestHandler {
     var cache: MicroCache { shared.cache }
     /// The operator console's sampler of the metrics (docs/api.md, Operator console); `Application` runs it.
     var statsSampler: StatsSampler { shared.sampler }
-    /// Whether `handleImmediately` can answer now (some resource of the current generation is cached).
-    var answersImmediately: Bool { slots.current.answersImmediately }
     /// The generation serving now (the newest published).
     var generation: GatewayGeneration { slots.newest }
 
@@ -92,17 +90,36 @@ final class Gateway: HTTPRequestHandler {
     /// session: docs/api.md, Micro-cache), with the same stages, headers, metrics and access log. Else nil, and
     /// `rest` goes on from how far the request got (its `RequestStep`: route, context, the stages that passed, the
     /// micro-cache key looked up and the upstream read), answered by the generation it was routed with, so that
-    /// no stage runs twice. Tried first on every request of the public listener, on its loop thread.
+    /// no stage runs twice: for a list or read of a resource that is not cached, without a task (`startFetch`),
+    /// else in a runner task. Tried first on every request of the public listener, on its loop thread.
     func handleImmediately(_ request: HTTPRequest, rest: inout PreparedAnswer?) -> HTTPResponse? {
         let generation = slots.current
-        guard generation.answersImmediately else { return nil }
         let step = prepare(request, generation)
         guard case .answered(var response) = step.next else {
-            rest = { await generation.routes.edge.respond(to: request, step) }
+            let edge = generation.routes.edge
+            if case .fetch(let read) = step.next, read.key == nil, step.endpoint.startFetch != nil {
+                rest = .callback { answer in Gateway.startFetch(request, step, edge, answer) }
+            } else {
+                rest = .task { await edge.respond(to: request, step) }
+            }
             return nil
         }
         generation.routes.edge.finish(&response, request, step.context)
         return response
+    }
+
+    /// The rest of an uncached list or read (`step`, at its upstream read), without a task: the upstream read
+    /// starts now and its completion transcodes, renders and records the answer (`EdgeStages.finished`) and hands
+    /// it to `answer`, on the loop thread. When the read cannot start here (`Endpoint.Read.start`), the rest runs
+    /// in a task of the loop, as `handle` runs it.
+    private static func startFetch(_ request: HTTPRequest, _ step: RequestStep, _ edge: EdgeStages,
+                                   _ answer: @escaping @Sendable (HTTPResponse) -> Void) {
+        let context = step.context
+        if case .fetch(let read) = step.next, let start = step.endpoint.startFetch,
+           start(context, read, { outcome in answer(edge.finished(outcome, request, context)) }) {
+            return
+        }
+        Task(executorPreference: EventLoop.current) { answer(await edge.respond(to: request, step)) }
     }
 
     /// The public listener's first step of `request`: its route, context and endpoint (the 404 one when no route

@@ -147,11 +147,7 @@ package struct DirectusClient: Sendable {
     /// Sends `request` through the circuit breaker (an open circuit fails it at once, as unreachable), and
     /// records the outcome in the breaker, the upstream metrics and the request's trace.
     private func send(_ request: UpstreamRequest, trace: RequestTrace?) async throws(UpstreamFailure) -> UpstreamResponse {
-        let breaker = upstream.breaker, metrics = upstream.metrics
-        guard breaker.allow() else {
-            metrics.upstreamError("circuit_open")
-            throw .unreachable("circuit open")
-        }
+        try admit()
         let start = MonotonicInstant.now
         do {
             let response: UpstreamResponse
@@ -160,33 +156,83 @@ package struct DirectusClient: Sendable {
             } else {
                 response = try await upstream.transport.send(request, timeout: timeout)
             }
-            breaker.succeeded()
-            // One clock read for the metric and the request's trace.
-            let seconds = start.secondsElapsed
-            metrics.upstream(method: request.method.description, seconds: seconds)
-            trace?.addUpstream(seconds)
+            succeeded(request.method, since: start, trace: trace)
             return response
         } catch {
-            trace?.addUpstream(start.secondsElapsed)
-            switch error {
-            case .unreachable(UpstreamFailure.poolQueueFull):
-                // Our own queue is full: says nothing about Directus being reachable.
-                breaker.inconclusive()
-                metrics.upstreamError("queue_full")
-            case .unreachable:
-                breaker.failed()
-                metrics.upstreamError("unreachable")
-            case .timeout:
-                breaker.failed()
-                metrics.upstreamError("timeout")
-            case .closed:
-                breaker.inconclusive()
-                metrics.upstreamError("closed")
-            case .badResponse:
-                breaker.succeeded()
-                metrics.upstreamError("bad_response")
-            }
+            failed(error, since: start, trace: trace)
             throw error
+        }
+    }
+
+    /// True when `startRead` can send from here: on one of the event loops, through their transport.
+    var canStart: Bool { upstream.loops?.onALoop ?? false }
+
+    /// `read` without a task, for a caller on one of the event loops (`canStart`): `completion` gets the body of a
+    /// 2xx answer, or the error `read` throws, exactly once, on the loop thread (before this returns when the
+    /// circuit breaker refuses the call). The same breaker, metrics and trace as `read`.
+    func startRead(_ target: UpstreamTarget, token: String?, context: CallFields,
+                   completion: @escaping (Result<Data, DirectusError>) -> Void) {
+        let request = UpstreamRequest(method: .get, target: target.text, fields: CallHead(context, bearer: token, jsonBody: false),
+                                      body: Data())
+        do throws(UpstreamFailure) {
+            try admit()
+        } catch {
+            return completion(.failure(.transport(error)))
+        }
+        guard let loops = upstream.loops else { return completion(.failure(.transport(.unreachable("no event loops")))) }
+        let start = MonotonicInstant.now
+        let trace = context.accessTrace
+        loops.start(request, timeout: timeout) { [self] outcome in
+            switch outcome {
+            case .success(let response):
+                succeeded(.get, since: start, trace: trace)
+                guard (200..<300).contains(response.status) else { return completion(.failure(DirectusError.from(response))) }
+                completion(.success(response.body))
+            case .failure(let error):
+                failed(error, since: start, trace: trace)
+                completion(.failure(.transport(error)))
+            }
+        }
+    }
+
+    /// The circuit breaker's leave for one call (refused, and counted, while it is open).
+    private func admit() throws(UpstreamFailure) {
+        guard upstream.breaker.allow() else {
+            upstream.metrics.upstreamError("circuit_open")
+            throw .unreachable("circuit open")
+        }
+    }
+
+    /// A call started at `start` was answered: the breaker, the metrics and the request's trace learn it (one clock
+    /// read for the metric and the trace).
+    private func succeeded(_ method: HTTPMethod, since start: MonotonicInstant, trace: RequestTrace?) {
+        upstream.breaker.succeeded()
+        let seconds = start.secondsElapsed
+        upstream.metrics.upstream(method: method.description, seconds: seconds)
+        trace?.addUpstream(seconds)
+    }
+
+    /// A call started at `start` failed with `error`: the breaker, the metrics and the request's trace learn it.
+    private func failed(_ error: UpstreamFailure, since start: MonotonicInstant, trace: RequestTrace?) {
+        let breaker = upstream.breaker, metrics = upstream.metrics
+        trace?.addUpstream(start.secondsElapsed)
+        switch error {
+        case .unreachable(UpstreamFailure.poolQueueFull):
+            // Our own queue is full: says nothing about Directus being reachable.
+            breaker.inconclusive()
+            metrics.upstreamError("queue_full")
+        case .unreachable:
+            breaker.failed()
+            metrics.upstreamError("unreachable")
+        case .timeout:
+            breaker.failed()
+            metrics.upstreamError("timeout")
+        case .closed:
+            breaker.inconclusive()
+            metrics.upstreamError("closed")
+        case .badResponse:
+            breaker.succeeded()
+            metrics.upstreamError("bad_response")
         }
     }
 

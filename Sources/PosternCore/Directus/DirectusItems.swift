@@ -57,4 +57,38 @@ struct DirectusItems<Tokens: DirectusTokenSource>: Sendable {
             try await directus.read(target, token: token, context: call)
         }
     }
+
+    /// The caller's Directus token for `startRead`: `.some(nil)` for an anonymous call, nil when it cannot start
+    /// here (off the loops, or the token is about to expire and must be refreshed first: `read` then).
+    func startToken(_ session: Tokens.Caller?) -> String?? {
+        guard directus.canStart else { return nil }
+        guard let session else { return .some(nil) }
+        guard let token = sessions.freshDirectusToken(session) else { return nil }
+        return .some(token)
+    }
+
+    /// `read`'s upstream call without a task, with the token `startToken` gave: `completion` gets the body of a 2xx
+    /// answer or Directus's error, untranslated, exactly once, on the loop thread (`DirectusClient.startRead`). The
+    /// caller finishes as `read` would: `translated`, or `retriedWithFreshToken` when the error calls the token
+    /// stale (`DirectusError.isStaleToken`) and there is a session.
+    func startRead(_ target: UpstreamTarget, token: String?, call: CallFields,
+                   completion: @escaping (Result<Data, DirectusError>) -> Void) {
+        directus.startRead(target, token: token, context: call, completion: completion)
+    }
+
+    /// A Directus error of a read as `read` throws it: a 403 is `forbidden`, validation errors name the resource's
+    /// field.
+    func translated(_ error: DirectusError, mapper: ResourceMapper, forbidden: GatewayError) -> GatewayError {
+        error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
+    }
+
+    /// `read` once more after Directus called `session`'s token stale: refreshed first, as `read` does.
+    func retriedWithFreshToken(_ target: UpstreamTarget, mapper: ResourceMapper, session: Tokens.Caller, call: CallFields,
+                               forbidden: GatewayError) async throws(GatewayError) -> Data {
+        try await sessions.retryWithFreshDirectusToken(session, context: call, translate: { error in
+            error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
+        }) { (token) async throws(DirectusError) -> Data in
+            try await directus.read(target, token: token, context: call)
+        }
+    }
 }

@@ -57,11 +57,11 @@ extension ResourceHandlers {
 
     /// The list operation of `GET /api/v1/R`.
     var listOperation: Endpoint.Read {
-        Endpoint.Read(lookUp: lookUpList, fetch: list)
+        Endpoint.Read(lookUp: lookUpList, fetch: list, start: startList)
     }
 
     /// The read operation of `GET /api/v1/R/{id}`.
     var readOperation: Endpoint.Read {
-        Endpoint.Read(lookUp: lookUpRead, fetch: read)
+        Endpoint.Read(lookUp: lookUpRead, fetch: read, start: startRead)
     }
 }

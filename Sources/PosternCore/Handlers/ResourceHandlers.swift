@@ -1,9 +1,10 @@
 import FoundationEssentials
 import PosternHTTP
+import PosternIO
 
 /// The resource routes' final stages: map the request to one Directus call and the answer back.
 /// Permissions were decided before these run (PolicyStage); handlers never check them.
-struct ResourceHandlers: Sendable {
+final class ResourceHandlers: Sendable {
     let mapper: ResourceMapper
     let items: DirectusItems<SessionManager>
     /// Learns from list answers whether the collection exists (for `/readyz`).
@@ -45,18 +46,86 @@ struct ResourceHandlers: Sendable {
     /// `list`'s answer from Directus.
     @inline(__always)
     private func listFromDirectus(_ context: RequestContext, _ call: UpstreamRead) async throws(GatewayError) -> HTTPResponse {
-        let collection = mapper.resource.collection
-        let body: Data
+        let body: Result<Data, GatewayError>
         do throws(GatewayError) {
-            body = try await items.read(call.target, mapper: mapper, session: context.session, call: context.call,
-                                        forbidden: listForbidden)
+            body = .success(try await items.read(call.target, mapper: mapper, session: context.session, call: context.call,
+                                                 forbidden: listForbidden))
         } catch {
+            body = .failure(error)
+        }
+        return try listAnswer(body, context)
+    }
+
+    /// The client's answer to a list from Directus's (its body, or the error reading it), and what it says of the
+    /// collection (`schema`).
+    private func listAnswer(_ body: Result<Data, GatewayError>, _ context: RequestContext) throws(GatewayError) -> HTTPResponse {
+        let collection = mapper.resource.collection
+        switch body {
+        case .success(let data):
+            schema?.succeeded(collection: collection)
+            return .apiJSON(200, try mapper.renderer.renderList(directusBody: data))
+        case .failure(let error):
             // A signed-in caller refused a whole collection: it is missing (or the app role cannot read it).
             if error.status == 403, context.session != nil { schema?.listForbidden(collection: collection) }
             throw error
         }
-        schema?.succeeded(collection: collection)
-        return .apiJSON(200, try mapper.renderer.renderList(directusBody: body))
+    }
+
+    /// `list` without a task, for a resource that is not cached: false, with nothing done, when it cannot start here
+    /// (`DirectusItems.startToken`: `list` then); else `completion` gets `list`'s answer or error, once, on the loop
+    /// thread.
+    func startList(_ context: RequestContext, _ call: UpstreamRead,
+                   _ completion: @escaping (Result<HTTPResponse, GatewayError>) -> Void) -> Bool {
+        guard call.key == nil, let token = items.startToken(context.session) else { return false }
+        let target = call.target
+        items.startRead(target, token: token, call: context.call) { [self] outcome in
+            switch outcome {
+            case .success(let body):
+                completion(Result { () throws(GatewayError) in try listAnswer(.success(body), context) })
+            case .failure(let error):
+                failed(error, target, forbidden: listForbidden, context) { [self] body in
+                    completion(Result { () throws(GatewayError) in try listAnswer(body, context) })
+                }
+            }
+        }
+        return true
+    }
+
+    /// `read` without a task, as `startList`.
+    func startRead(_ context: RequestContext, _ call: UpstreamRead,
+                   _ completion: @escaping (Result<HTTPResponse, GatewayError>) -> Void) -> Bool {
+        guard call.key == nil, let token = items.startToken(context.session) else { return false }
+        let target = call.target
+        items.startRead(target, token: token, call: context.call) { [self] outcome in
+            switch outcome {
+            case .success(let body):
+                completion(Result { () throws(GatewayError) in try readAnswer(.success(body)) })
+            case .failure(let error):
+                failed(error, target, forbidden: notFound, context) { [self] body in
+                    completion(Result { () throws(GatewayError) in try readAnswer(body) })
+                }
+            }
+        }
+        return true
+    }
+
+    /// A read started without a task failed with Directus's `error`: translated as `DirectusItems.read` translates it,
+    /// or, when Directus called the caller's token stale, read once more with a fresh one in a task of the loop
+    /// (rare: the refresh needs `await`s). `finish` gets the outcome on the loop thread.
+    private func failed(_ error: DirectusError, _ target: UpstreamTarget, forbidden: GatewayError, _ context: RequestContext,
+                        _ finish: @escaping (Result<Data, GatewayError>) -> Void) {
+        guard error.isStaleToken, let session = context.session else {
+            return finish(.failure(items.translated(error, mapper: mapper, forbidden: forbidden)))
+        }
+        let done = UncheckedSendable(finish)
+        Task(executorPreference: EventLoop.current) { [self] in
+            do throws(GatewayError) {
+                done.value(.success(try await items.retriedWithFreshToken(target, mapper: mapper, session: session,
+                                                                           call: context.call, forbidden: forbidden)))
+            } catch {
+                done.value(.failure(error))
+            }
+        }
     }
 
     /// `GET /api/v1/R/{id}` on a miss: the upstream read `lookUpRead` prepared, through the micro-cache when
@@ -73,7 +142,12 @@ struct ResourceHandlers: Sendable {
     private func readFromDirectus(_ context: RequestContext, _ call: UpstreamRead) async throws(GatewayError) -> HTTPResponse {
         let body = try await items.read(call.target, mapper: mapper, session: context.session, call: context.call,
                                         forbidden: notFound)
-        return .apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: body))
+        return try readAnswer(.success(body))
+    }
+
+    /// The client's answer to a read from Directus's (its body, or the error reading it).
+    private func readAnswer(_ body: Result<Data, GatewayError>) throws(GatewayError) -> HTTPResponse {
+        .apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: try body.get()))
     }
 
     /// `POST /api/v1/R` without an `id`.

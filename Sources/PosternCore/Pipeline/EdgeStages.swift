@@ -62,6 +62,21 @@ final class EdgeStages: Sendable {
         return response
     }
 
+    /// The answer of a request whose endpoint ran without a task (`Endpoint.Read.start`): `outcome`'s answer, or its
+    /// error rendered (and logged), behind the edge stages (`finish`), as `respond` gives it.
+    func finished(_ outcome: Result<HTTPResponse, GatewayError>, _ request: HTTPRequest,
+                  _ context: RequestContext) -> HTTPResponse {
+        var response: HTTPResponse
+        switch outcome {
+        case .success(let answer):
+            response = answer
+        case .failure(let error):
+            response = rendered(error, context)
+        }
+        finish(&response, request, context)
+        return response
+    }
+
     /// The answer of a request the edge answers itself: 414 for a request target over `maxTargetBytes`, and
     /// CORS preflights. (Synchronous and not inlined, like `finish`: what they build stays off the async frame.)
     @inline(never)

@@ -22,6 +22,14 @@ final class Endpoint: Sendable {
         let lookUp: @Sendable (HTTPRequest, RequestContext) throws(GatewayError) -> RequestStep.Next
         /// The rest: the upstream read `lookUp` prepared.
         let fetch: @Sendable (RequestContext, UpstreamRead) async throws(GatewayError) -> HTTPResponse
+        /// `fetch` without a task, on an event loop's thread: false, with nothing done, when it cannot start there
+        /// (`fetch` then); else true, and the completion gets `fetch`'s answer or error, once, on the loop thread.
+        let start: Start
+
+        /// What `start` calls back with.
+        typealias Completion = (Result<HTTPResponse, GatewayError>) -> Void
+        /// See `start`.
+        typealias Start = @Sendable (RequestContext, UpstreamRead, @escaping Completion) -> Bool
     }
 
     /// What the endpoint does once every stage passed.
@@ -31,6 +39,10 @@ final class Endpoint: Sendable {
         /// A list or read, looked up without an `await` first.
         case read(Read)
     }
+
+    /// A list or read's `Read.start`, for the gateway's path without a task (nil for any other operation). Kept
+    /// apart from `operation`: reading it there copied the whole operation (a retain of each of its closures).
+    let startFetch: Read.Start?
 
     /// The body-size limit.
     let limit: BodyLimitStage?
@@ -70,6 +82,7 @@ final class Endpoint: Sendable {
             decide = nil
         }
         self.operation = operation
+        if case .read(let read) = operation { startFetch = read.start } else { startFetch = nil }
     }
 
     /// An endpoint that answers every request with `error`, rendered (not thrown: 404 and 405 are not

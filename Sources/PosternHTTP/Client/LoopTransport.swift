@@ -33,6 +33,25 @@ package final class LoopTransport: UpstreamTransport, @unchecked Sendable {
         return try await sendFromElsewhere(request, timeout: timeout)
     }
 
+    /// True when called on one of the loops: `start` can send from here.
+    package var onALoop: Bool {
+        guard let loop = EventLoop.currentID else { return false }
+        return loopIDs.contains(loop)
+    }
+
+    /// `send` with a completion instead of a suspension, on the current loop's pool (`UpstreamHTTPClient.start`):
+    /// `completion` gets the outcome on this loop's thread, exactly once, never before this returns. Call on one of
+    /// the loops only (`onALoop`); elsewhere the call fails with `.unreachable` (through the completion, on the
+    /// first loop).
+    package func start(_ request: UpstreamRequest, timeout: Double, completion: @escaping UpstreamCompletion) {
+        guard let loop = EventLoop.currentID, let index = loopIDs.firstIndex(of: loop) else {
+            let done = UncheckedSendable(completion)
+            fallback.0.execute { done.value(.failure(.unreachable("not called on an event loop"))) }
+            return
+        }
+        clients[index].client.start(request, timeout: timeout, completion: completion)
+    }
+
     /// `send` off the loops: a task on the first loop sends it. Apart, so that `send`'s own frame stays small (the
     /// task's closure and its result are not allocated on the loops' path).
     @inline(never)

@@ -113,13 +113,21 @@ final class UpstreamConnection: @unchecked Sendable {
     var onIdleClose: ((UpstreamConnection) -> Void)?
     /// Called when the last call in flight got its outcome (loop thread): the pool takes the connection back.
     var onDrained: ((UpstreamConnection) -> Void)?
+    /// Called with a completion's outcome (loop thread): the pool hands it over at the end of the turn.
+    var onDelivery: ((UpstreamDelivery) -> Void)?
 
     /// A call in flight: who waits for the answer, until when, and where its request starts in the bytes
     /// queued on the connection (`queuedBytes`).
     private struct Call {
-        let continuation: UnsafeContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>
+        let waiter: UpstreamWaiter
         let deadline: UInt64
         let start: UInt64
+        /// The connection itself, for a call whose waiter is a completion: a task waiting for its answer holds the
+        /// connection in its frame, a completion does not, so the call does, until the completion has run (a
+        /// cycle broken when the call leaves the queue; released at the end of the turn, off libevent's callbacks).
+        let owner: UpstreamConnection?
+        /// For a completion's GET on a reused connection: the request, retried once on `.closed` (`UpstreamDelivery`).
+        let retry: UpstreamRequest?
     }
 
     /// Calls in flight (sent, or queued to be sent at the end of the turn).
@@ -207,15 +215,20 @@ final class UpstreamConnection: @unchecked Sendable {
         HeadBytes.versionAndHost + Array(hostHeader.utf8) + HeadBytes.crlf
     }
 
-    /// Queues `request` behind the calls in flight and resumes `continuation` once, with its answer, a failure,
+    /// Queues `request` behind the calls in flight and gives `waiter` its outcome once: its answer, a failure,
     /// or `.timeout` at `deadline` (monotonic nanoseconds). The bytes go out when the pool calls `flush` at the
     /// end of the turn, or as soon as a connection still to be opened is connected.
-    func queue(_ request: UpstreamRequest, versionAndHost: [UInt8],
-               _ continuation: UnsafeContinuation<Result<UpstreamResponse, UpstreamFailure>, Never>, deadline: UInt64) {
+    ///
+    /// `retryable`: a completion's GET on a reused connection, whose `.closed` outcome goes to the pool with the
+    /// request, to be sent once more (`UpstreamDelivery.retry`).
+    func queue(_ request: UpstreamRequest, versionAndHost: [UInt8], _ waiter: UpstreamWaiter, deadline: UInt64,
+               retryable: Bool = false) {
         let idle = inFlight == 0
         let start = queuedBytes
         serialize(request, versionAndHost: versionAndHost)
-        calls.append(Call(continuation: continuation, deadline: deadline, start: start))
+        let owner: UpstreamConnection?
+        if case .completion = waiter { owner = self } else { owner = nil }
+        calls.append(Call(waiter: waiter, deadline: deadline, start: start, owner: owner, retry: retryable ? request : nil))
         if idle { parser.reset() }
         if deadline < earliestDeadline {
             earliestDeadline = deadline
@@ -641,23 +654,36 @@ final class UpstreamConnection: @unchecked Sendable {
         if pooled { onIdleClose?(self) }
     }
 
-    /// Resumes `call`, just taken off the front of the queue; when it was the last one, the pool takes the
-    /// connection back. The timeout event is left as it is (`armedFor`), armed for this call's deadline or earlier.
-    /// `result` is consumed: the continuation takes it without a copy (a copy of an answer goes through its
-    /// type's value witness, a retain of each of its parts).
+    /// Gives `call`, just taken off the front of the queue, its outcome; when it was the last one, the pool takes
+    /// the connection back. The timeout event is left as it is (`armedFor`), armed for this call's deadline or
+    /// earlier. `result` is consumed: the waiter takes it without a copy (a copy of an answer goes through its
+    /// type's value witness, a retain of each of its parts). Either kind of waiter runs after this returns (a
+    /// task when the loop runs its jobs, a completion at the end of the turn), never inside the connection's
+    /// callbacks.
     private func resumeFirst(_ call: Call, _ result: consuming Result<UpstreamResponse, UpstreamFailure>) {
         if first == calls.count {
             calls.removeAll(keepingCapacity: true)
             first = 0
             earliestDeadline = .max
-            call.continuation.resume(returning: result)
+            give(call, result)
             onDrained?(self)
             return
         }
         if call.deadline == earliestDeadline && !closedByPeer {
             earliestDeadline = calls[first...].lazy.map(\.deadline).min() ?? .max
         }
-        call.continuation.resume(returning: result)
+        give(call, result)
+    }
+
+    /// Hands `result` to `call`'s waiter: resumes its task, or passes it to the pool for its completion.
+    private func give(_ call: Call, _ result: consuming Result<UpstreamResponse, UpstreamFailure>) {
+        switch call.waiter {
+        case .task(let continuation):
+            continuation.resume(returning: result)
+        case .completion(let completion):
+            onDelivery?(UpstreamDelivery(completion: completion, outcome: result, connection: call.owner, retry: call.retry,
+                                         deadline: call.deadline))
+        }
     }
 
     /// Arms the timeout event for `earliestDeadline`.

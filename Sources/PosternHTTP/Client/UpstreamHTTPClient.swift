@@ -40,6 +40,11 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
     private var unflushed: [UpstreamConnection] = []
     /// The end-of-turn flush (made once: registering it allocates nothing).
     private lazy var flushAtEndOfTurn: () -> Void = { [unowned self] in self.flush() }
+    /// Completions' outcomes to hand over at the end of the turn, and the list being handed over (kept for its storage).
+    private var deliveries: [UpstreamDelivery] = []
+    private var delivering: [UpstreamDelivery] = []
+    /// The end-of-turn hook of `delivered` (made once).
+    private lazy var deliverAtEndOfTurn: () -> Void = { [unowned self] in self.deliver() }
     private let tlsContext: TLSClientContext?
     /// `" HTTP/1.1\r\nHost: <host>\r\n"`, built once: what follows the target in every request.
     private let versionAndHost: [UInt8]
@@ -91,18 +96,21 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
             retryable = connection.completed > 0
             outcome = await exchange(request, on: connection, deadline: deadline)
         } else {
-            let connection = try await waitForConnection(deadline: deadline)
-            retryable = connection.completed > 0
-            outcome = await perform(request, on: connection, deadline: deadline)
+            return try await sendAfterWaiting(request, deadline: deadline).get()
         }
-        switch outcome {
-        case .success(let response):
-            return response
-        case .failure(.closed) where retryable && request.method == .get:
+        return try await retryingClosed(outcome, request, retryable: retryable, deadline: deadline).get()
+    }
+
+    /// `outcome`; or, when a GET sent on a reused connection met its close (`retryable`), the outcome of the GET
+    /// sent once more on a fresh connection.
+    private func retryingClosed(_ outcome: Result<UpstreamResponse, UpstreamFailure>, _ request: UpstreamRequest,
+                                retryable: Bool, deadline: UInt64) async -> Result<UpstreamResponse, UpstreamFailure> {
+        guard case .failure(.closed) = outcome, retryable && request.method == .get else { return outcome }
+        do throws(UpstreamFailure) {
             let fresh = try await checkout(fresh: true, deadline: deadline)
-            return try await perform(request, on: fresh, deadline: deadline).get()
-        case .failure(let failure):
-            throw failure
+            return await perform(request, on: fresh, deadline: deadline)
+        } catch {
+            return .failure(error)
         }
     }
 
@@ -132,11 +140,93 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
         -> Result<UpstreamResponse, UpstreamFailure> {
         // The connection resumes the continuation exactly once (answer, failure or its deadline).
         await withUnsafeContinuation { continuation in
-            connection.queue(request, versionAndHost: versionAndHost, continuation, deadline: deadline)
-            if pipelineDepth > 1 && request.method == .get && !connection.closedByPeer { batch = connection }
-            if unflushed.isEmpty { loop.atEndOfTurn(flushAtEndOfTurn) }
-            if unflushed.last !== connection { unflushed.append(connection) }
+            enqueue(request, on: connection, .task(continuation), deadline: deadline)
         }
+    }
+
+    /// Queues `request` on `connection` for `waiter`, to be written at the end of the turn (`retryable`: see
+    /// `UpstreamConnection.queue`).
+    private func enqueue(_ request: UpstreamRequest, on connection: UpstreamConnection, _ waiter: UpstreamWaiter,
+                         deadline: UInt64, retryable: Bool = false) {
+        connection.queue(request, versionAndHost: versionAndHost, waiter, deadline: deadline, retryable: retryable)
+        if pipelineDepth > 1 && request.method == .get && !connection.closedByPeer { batch = connection }
+        if unflushed.isEmpty { loop.atEndOfTurn(flushAtEndOfTurn) }
+        if unflushed.last !== connection { unflushed.append(connection) }
+    }
+
+    /// `send` for a caller on the loop thread that has no task to suspend (the gateway's uncached reads):
+    /// `completion` gets the outcome exactly once, on the loop thread, at the end of a turn (never before this
+    /// returns). The same pool, deadline and retry as `send`: a GET that meets a closed reused connection is sent
+    /// once more on a fresh one, within the same time. A call that must wait for a pooled connection (every one busy)
+    /// waits in a task of the loop, as `send` does.
+    package func start(_ request: UpstreamRequest, timeout: Double, completion: @escaping UpstreamCompletion) {
+        let now = Self.now()
+        let deadline = now &+ UInt64(max(0, timeout) * 1_000_000_000)
+        let connection: UpstreamConnection
+        let retryable: Bool
+        if request.method == .get, let batch, batch.canPipeline(depth: pipelineDepth) {
+            connection = batch
+            retryable = true
+        } else {
+            let taken: UpstreamConnection?
+            do throws(UpstreamFailure) {
+                taken = try takeConnection(now: now, probeIdle: request.method != .get)
+            } catch {
+                delivered(UpstreamDelivery(completion: completion, outcome: .failure(error), connection: nil, retry: nil,
+                                           deadline: deadline))
+                return
+            }
+            guard let taken else {
+                // The task runs on this loop (its executor preference): the completion is called on the loop thread.
+                let done = UncheckedSendable(completion)
+                Task(executorPreference: loop) {
+                    done.value(await self.sendAfterWaiting(request, deadline: deadline))
+                }
+                return
+            }
+            connection = taken
+            retryable = taken.completed > 0
+        }
+        enqueue(request, on: connection, .completion(completion), deadline: deadline,
+                retryable: retryable && request.method == .get)
+    }
+
+    /// Hands a completion's outcome over at the end of the turn (`deliver`).
+    private func delivered(_ delivery: UpstreamDelivery) {
+        if deliveries.isEmpty { loop.atEndOfTurn(deliverAtEndOfTurn) }
+        deliveries.append(delivery)
+    }
+
+    /// The end-of-turn hook of `delivered`: each completion gets its outcome, or its GET is sent once more on a fresh
+    /// connection when a reused one closed under it (as `send` retries it, within the same deadline).
+    private func deliver() {
+        swap(&deliveries, &delivering)
+        for delivery in delivering {
+            guard let request = delivery.retry, case .failure(.closed) = delivery.outcome else {
+                delivery.completion(delivery.outcome)
+                continue
+            }
+            let now = Self.now()
+            guard now < delivery.deadline else {
+                delivery.completion(.failure(.timeout))
+                continue
+            }
+            enqueue(request, on: freshConnection(now: now), .completion(delivery.completion), deadline: delivery.deadline)
+        }
+        delivering.removeAll(keepingCapacity: true)
+    }
+
+    /// `start`'s call when the pool is busy: waits for a connection, then goes on as `send` does.
+    private func sendAfterWaiting(_ request: UpstreamRequest, deadline: UInt64) async -> Result<UpstreamResponse, UpstreamFailure> {
+        let connection: UpstreamConnection
+        do throws(UpstreamFailure) {
+            connection = try await waitForConnection(deadline: deadline)
+        } catch {
+            return .failure(error)
+        }
+        let retryable = connection.completed > 0
+        let outcome = await perform(request, on: connection, deadline: deadline)
+        return await retryingClosed(outcome, request, retryable: retryable, deadline: deadline)
     }
 
     /// The end of the turn: writes what the turn's calls queued, one `send` per connection; the next turn's GETs
@@ -184,6 +274,13 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
         return nil
     }
 
+    /// A new connection beyond the pool's size if need be (a retry's: `takeConnection(fresh: true)`), never waiting.
+    private func freshConnection(now: UInt64) -> UpstreamConnection {
+        closeStaleIdleConnections(now: now)
+        open += 1
+        return makeConnection()
+    }
+
     /// Waits (first come, first served) for a connection a call gives back, until `deadline`.
     private func waitForConnection(deadline: UInt64) async throws(UpstreamFailure) -> UpstreamConnection {
         // Queued before the first suspension: other calls may run before the continuation below exists, and
@@ -206,6 +303,7 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
         let connection = UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext, keptHeaders: keptHeaders,
                                             maxResponseBytes: maxResponseBytes)
         connection.onDrained = { [weak self] drained in self?.drained(drained) }
+        connection.onDelivery = { [weak self] delivery in self?.delivered(delivery) }
         connection.onIdleClose = { [weak self] closed in
             guard let self, let index = self.idle.firstIndex(where: { $0 === closed }) else { return }
             self.idle.remove(at: index)

@@ -11,8 +11,8 @@ package typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 ///
 /// A handler may answer a request at once, on the loop thread (`handleImmediately`); when it cannot, it may leave
 /// the rest of the answer, going on from what it did so far, as a `PreparedAnswer`: a closure over the handler's own
-/// typed values, which the server stores with the request and calls in a runner task instead of `handle` — typed
-/// at both ends, never looked into, never cast.
+/// typed values, which the server calls in a runner task instead of `handle`, or starts at once and is called back
+/// with the answer — typed at both ends, never looked into, never cast.
 package protocol HTTPRequestHandler: Sendable {
     /// The answer to `request`.
     func handle(_ request: HTTPRequest) async -> HTTPResponse
@@ -32,7 +32,15 @@ extension HTTPRequestHandler {
 /// A closure rather than an associated type carried through the server's queue: the server's generic code is not
 /// specialised for the gateway's types across the module boundary, and unspecialised, a generic prepared value
 /// cost every request its metadata look-ups (`make instructions` A: about 10,000 instructions per request more).
-package typealias PreparedAnswer = @Sendable () async -> HTTPResponse
+package enum PreparedAnswer: Sendable {
+    /// The rest, run in a runner task.
+    case task(@Sendable () async -> HTTPResponse)
+    /// The rest, started at once on the loop thread, without a task (while fewer than `ServerLimits.maxHandling`
+    /// requests are being handled; else in a runner task when one is free): it hands the answer to the closure it
+    /// is given exactly once, on the loop thread (before it returns, when it has the answer at once). A task's
+    /// switches, continuations and frames were a tenth of an uncached read's instructions.
+    case callback(@Sendable (_ answer: @escaping @Sendable (HTTPResponse) -> Void) -> Void)
+}
 
 /// An `HTTPHandler` closure as an `HTTPRequestHandler`, with an optional immediate answer (`ImmediateHTTPHandler`).
 struct ClosureRequestHandler: HTTPRequestHandler {

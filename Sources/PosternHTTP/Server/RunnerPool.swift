@@ -50,6 +50,11 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
             return
         }
         worker.began()
+        if case .callback(let start)? = rest, handling < worker.limits.maxHandling {
+            handling += 1
+            start { [self] response in self.answered(conn, response) }
+            return
+        }
         // With requests waiting already, every runner is busy (`dispatchPending` stops only at the cap) and the
         // next to answer takes the oldest: no hook needed.
         if pendingHead == pending.count { worker.loop.atEndOfTurn(dispatchPendingAtEndOfTurn) }
@@ -95,15 +100,31 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
         }
     }
 
+    /// Writes the answer of a request started without a task (`PreparedAnswer.callback`), on the loop thread; its
+    /// place goes to the oldest waiting request, if any.
+    private func answered(_ conn: HTTPConnection, _ response: HTTPResponse) {
+        guard worker.loop.inLoop else {
+            worker.loop.execute { self.answered(conn, response) }
+            return
+        }
+        worker.finish(conn, response)
+        handling -= 1
+        if !worker.freed && pendingHead < pending.count { dispatchPending() }
+    }
+
     /// One runner task: handles `first`, then each request it finds waiting when it has answered (`pending`) or
     /// is handed while it waits idle, until the worker is freed or enough runners are idle already.
     private func run(_ first: RunnerJob) async {
         var job: RunnerJob? = first
         while let current = job {
             let response: HTTPResponse
-            if let rest = current.rest {
+            switch current.rest {
+            case .task(let rest)?:
                 response = await rest()
-            } else {
+            case .callback(let start)?:
+                // Waited for a runner (too many requests at once): started here, answered through the continuation.
+                response = await withUnsafeContinuation { continuation in start { continuation.resume(returning: $0) } }
+            case nil:
                 response = await handler.handle(current.request)
             }
             guard worker.loop.inLoop else {
