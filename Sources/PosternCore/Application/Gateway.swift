@@ -113,7 +113,7 @@ final class Gateway: HTTPRequestHandler {
     /// it to `answer`, on the loop thread. When the read cannot start here (`Endpoint.Read.start`), the rest runs
     /// in a task of the loop, as `handle` runs it.
     private static func startFetch(_ request: HTTPRequest, _ step: RequestStep, _ edge: EdgeStages,
-                                   _ answer: @escaping @Sendable (HTTPResponse) -> Void) {
+                                   _ answer: LaterAnswer) {
         let context = step.context
         if case .fetch(let read) = step.next, let start = step.endpoint.startFetch,
            start(context, read, { outcome in answer(edge.finished(outcome, request, context)) }) {

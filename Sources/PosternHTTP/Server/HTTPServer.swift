@@ -39,7 +39,36 @@ package enum PreparedAnswer: Sendable {
     /// requests are being handled; else in a runner task when one is free): it hands the answer to the closure it
     /// is given exactly once, on the loop thread (before it returns, when it has the answer at once). A task's
     /// switches, continuations and frames were a tenth of an uncached read's instructions.
-    case callback(@Sendable (_ answer: @escaping @Sendable (HTTPResponse) -> Void) -> Void)
+    case callback(@Sendable (_ answer: LaterAnswer) -> Void)
+}
+
+/// Where the answer of a request started without a task goes (`PreparedAnswer.callback`): call it once, on the loop
+/// thread. A value, not a closure: the server's usual one names the connection, so starting a request this way
+/// allocates nothing for it.
+package struct LaterAnswer: @unchecked Sendable {  // loop thread only: the connection never leaves it
+    private enum Target {
+        /// The server's: the connection's answer, written by its worker.
+        case connection(ServerWorker, HTTPConnection)
+        /// A runner task's, waiting for the answer (the request waited for a runner).
+        case task(UnsafeContinuation<HTTPResponse, Never>)
+        /// Anyone else's.
+        case closure(@Sendable (HTTPResponse) -> Void)
+    }
+    private let target: Target
+
+    init(_ worker: ServerWorker, _ conn: HTTPConnection) { target = .connection(worker, conn) }
+    init(_ continuation: UnsafeContinuation<HTTPResponse, Never>) { target = .task(continuation) }
+    /// An answer given to `body`.
+    package init(_ body: @escaping @Sendable (HTTPResponse) -> Void) { target = .closure(body) }
+
+    /// Gives the answer.
+    package func callAsFunction(_ response: HTTPResponse) {
+        switch target {
+        case .connection(let worker, let conn): worker.answeredLater(conn, response)
+        case .task(let continuation): continuation.resume(returning: response)
+        case .closure(let body): body(response)
+        }
+    }
 }
 
 /// An `HTTPHandler` closure as an `HTTPRequestHandler`, with an optional immediate answer (`ImmediateHTTPHandler`).

@@ -32,7 +32,7 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
     /// code they call) are specialised for the handler's type.
     static func attach(_ handler: Handler, to worker: ServerWorker) {
         let pool = RunnerPool(handler, worker)
-        worker.attach(accept: { pool.accept($0, $1) }, stop: { pool.stop() })
+        worker.attach(accept: { pool.accept($0, $1) }, answered: { pool.answered($0, $1) }, stop: { pool.stop() })
     }
 
     /// Answers a whole request: at once when the handler's `handleImmediately` can (no task resumed, no job
@@ -52,7 +52,7 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
         worker.began()
         if case .callback(let start)? = rest, handling < worker.limits.maxHandling {
             handling += 1
-            start { [self] response in self.answered(conn, response) }
+            start(LaterAnswer(worker, conn))
             return
         }
         // With requests waiting already, every runner is busy (`dispatchPending` stops only at the cap) and the
@@ -100,13 +100,9 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
         }
     }
 
-    /// Writes the answer of a request started without a task (`PreparedAnswer.callback`), on the loop thread; its
-    /// place goes to the oldest waiting request, if any.
-    private func answered(_ conn: HTTPConnection, _ response: HTTPResponse) {
-        guard worker.loop.inLoop else {
-            worker.loop.execute { self.answered(conn, response) }
-            return
-        }
+    /// Writes the answer of a request started without a task (`PreparedAnswer.callback`, through `LaterAnswer` and
+    /// the worker), on the loop thread; its place goes to the oldest waiting request, if any.
+    func answered(_ conn: HTTPConnection, _ response: HTTPResponse) {
         worker.finish(conn, response)
         handling -= 1
         if !worker.freed && pendingHead < pending.count { dispatchPending() }
@@ -123,7 +119,7 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
                 response = await rest()
             case .callback(let start)?:
                 // Waited for a runner (too many requests at once): started here, answered through the continuation.
-                response = await withUnsafeContinuation { continuation in start { continuation.resume(returning: $0) } }
+                response = await withUnsafeContinuation { continuation in start(LaterAnswer(continuation)) }
             case nil:
                 response = await handler.handle(current.request)
             }

@@ -13,6 +13,8 @@ final class ServerWorker: @unchecked Sendable {
     private var accept: ((HTTPRequest, HTTPConnection) -> Void)?
     /// Drops the requests waiting for a runner and ends the idle runners (`RunnerPool.stop`), in `free`.
     private var stopRunners: (() -> Void)?
+    /// Writes the answer of a request started without a task (`RunnerPool.answered`), on the loop thread.
+    private var answeredByRunners: ((HTTPConnection, HTTPResponse) -> Void)?
     /// Renders the answers the server gives itself.
     let refuse: RefusalRenderer
     let limits: ServerLimits
@@ -41,9 +43,21 @@ final class ServerWorker: @unchecked Sendable {
     }
 
     /// Gives the worker its runners (`RunnerPool.attach`), before it binds.
-    func attach(accept: @escaping (HTTPRequest, HTTPConnection) -> Void, stop: @escaping () -> Void) {
+    func attach(accept: @escaping (HTTPRequest, HTTPConnection) -> Void, answered: @escaping (HTTPConnection, HTTPResponse) -> Void,
+                stop: @escaping () -> Void) {
         self.accept = accept
+        answeredByRunners = answered
         stopRunners = stop
+    }
+
+    /// The answer of a request started without a task (`LaterAnswer`): written through the runners (which count it
+    /// done), or, once the worker is freed, dropped.
+    func answeredLater(_ conn: HTTPConnection, _ response: HTTPResponse) {
+        guard loop.inLoop else {
+            loop.execute { self.answeredLater(conn, response) }
+            return
+        }
+        if let answeredByRunners { answeredByRunners(conn, response) } else { finish(conn, response) }
     }
 
     deinit {
@@ -301,6 +315,7 @@ final class ServerWorker: @unchecked Sendable {
             // holds the worker: letting go of it here breaks that cycle.
             self.stopRunners?()
             self.accept = nil
+            self.answeredByRunners = nil
             self.stopRunners = nil
             return true
         }

@@ -170,10 +170,10 @@ import PosternCoreTesting
                         Issue.record("an uncached read goes on without a task")
                         return done.resume(returning: HTTPResponse(status: 599))
                     }
-                    start { response in
+                    start(LaterAnswer { response in
                         #expect(loop.inLoop, "answered on the loop thread")
                         done.resume(returning: response)
-                    }
+                    })
                 }
             }
             answers.append(answer)
