@@ -121,8 +121,8 @@ extension TranscodePass {
 
     /// Validates the string whose opening quote is at `i` and copies it, quotes included, to output offset `to`
     /// (room reserved for it and sixteen bytes more): plain ASCII is tested and stored in the same sixteen-byte
-    /// blocks; from the first other byte on, the rest is scanned (`scanStringRest`) and the whole token copied.
-    /// Returns the offset past the closing quote and the string's `JSONTokenFlags`.
+    /// blocks; from the first other byte on, `copyStringRest` goes on. Returns the offset past the closing quote
+    /// and the string's `JSONTokenFlags`.
     @inline(__always)
     private mutating func copyString(at i: Int, to: Int) throws(GatewayError) -> (Int, UInt8) {
         let p = self.p
@@ -143,8 +143,50 @@ extension TranscodePass {
             if s.pointee == UInt8(ascii: "\"") { return ((s - p) &+ 1, 0) }
             break
         }
+        return try copyStringRest(at: i, from: s - p, to: to)
+    }
+
+    /// `copyString` from `from`, the first byte of the string at `i` that is not plain ASCII (or the start of the
+    /// input's last sixteen bytes), everything before it stored already. Still sixteen bytes at a time: a
+    /// well-formed UTF-8 character (`JSONScan.utf8SequenceLength`) or an escape the reference writes alike (`\"`,
+    /// `\\`, `\n`, `\r`, `\t`) is stored as part of the sixteen bytes at it and stepped over, and the blocks go on
+    /// after it. Anything else (another escape, a control byte, a bad sequence), and the input's last sixteen bytes,
+    /// go to the byte-wise scanner (`scanStringRest`), which refuses or reads to the closing quote; the whole token
+    /// is then copied. Out of line: the plain strings' loop stays small where it is inlined.
+    @inline(never)
+    private mutating func copyStringRest(at i: Int, from: Int, to: Int) throws(GatewayError) -> (Int, UInt8) {
+        let p = self.p
+        // As in `copyString`: every byte before `s` has been stored before `d`.
+        var s = p + from
+        var d = out.base + (to &+ (from &- i))
+        let last = p + (end &- 16)
+        var flags: UInt8 = 0
+        while s <= last {
+            let b = s.pointee
+            // The sixteen bytes at `s`: a plain run's block, or the bytes of the character or escape at `s`.
+            TranscoderOutput.copyBlock(s, to: d)
+            let n: Int
+            if b >= 0x80 {
+                n = JSONScan.utf8SequenceLength(s)
+                if n == 0 { break }
+                flags |= JSONTokenFlags.nonASCII
+            } else if b == UInt8(ascii: "\\") {
+                guard JSONScan.isCanonicalEscape(s[1]) else { break }
+                n = 2
+                flags |= JSONTokenFlags.escaped
+            } else if b == UInt8(ascii: "\"") {
+                return ((s - p) &+ 1, flags)
+            } else {
+                let specials = JSONWord.specials16(s)
+                // No special byte: the whole block; else up to the first one (a control byte is refused there).
+                n = specials == 0 ? 16 : JSONWord.firstFlagged16(specials)
+                if n == 0 { break }
+            }
+            s += n
+            d += n
+        }
         pos = i
-        let flags = try scanStringRest(s - p, flags: 0)
+        flags = try scanStringRest(s - p, flags: flags)
         _ = storeToken(i, pos, at: to)
         return (pos, flags)
     }

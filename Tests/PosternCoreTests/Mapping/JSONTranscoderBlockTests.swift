@@ -94,6 +94,39 @@ import PosternHTTP
         }
     }
 
+    @Test func copiesStringsThatMixCharactersAndEscapesAcrossBlocks() {
+        // The streamed copy steps over each well-formed character and each escape the reference writes alike and
+        // goes back to the sixteen-byte blocks after it: several of them, `gap` ASCII bytes apart, starting at
+        // every offset of the first blocks, so that characters and escapes straddle block boundaries. Then what
+        // ends the run: the closing quote, ASCII, a bad or cut sequence or a control byte right after a valid
+        // character, an escape the reference writes otherwise, or the end of the input. Each in the item's
+        // fields and as a title that ends in the input's last sixteen bytes.
+        let specials: [[UInt8]] = [Array("é".utf8), Array(#"\""#.utf8), Array("日".utf8), Array(#"\\"#.utf8),
+                                   Array("🚀".utf8), Array(#"\t"#.utf8), Array("ß".utf8), Array("—".utf8)]
+        let accepted: [[UInt8]] = [[], Array("abc".utf8), Array(#"\u00e9"#.utf8), Array(#"\/"#.utf8)]
+        let refused: [[UInt8]] = [[0x80], [0xC3], [0xE6, 0x97], [0xF0, 0x9F, 0x9A], [0xED, 0xA0, 0x80],
+                                  [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80], [0xC0, 0xAF], [0x01], Array(#"\x"#.utf8)]
+        for offset in 0...33 {
+            for gap in [0, 1, 3, 14, 15, 16, 17] {
+                var text = [UInt8](repeating: UInt8(ascii: "a"), count: offset)
+                for special in specials {
+                    text += special + [UInt8](repeating: UInt8(ascii: "b"), count: gap)
+                }
+                for tail in accepted + refused {
+                    let raw = text + tail
+                    let body = Array(#"{"data":[{"id":1,"title":""#.utf8) + raw + Array(#"","content":""#.utf8)
+                        + raw + Array(#"","user_created":""#.utf8) + raw + Array(#""},{"id":2,"title":""#.utf8)
+                        + raw + Array(#""}],"meta":{"filter_count":2}}"#.utf8)
+                    let outcome = agree(body)
+                    #expect((outcome == .refused) == refused.contains(tail),
+                            "offset \(offset), gap \(gap), tail \(tail)")
+                    agree(Array(#"{"data":[{"id":1,"title":""#.utf8) + raw + Array(#""}]}"#.utf8))
+                    agree(Array(#"{"data":[{"id":1,"title":""#.utf8) + raw)
+                }
+            }
+        }
+    }
+
     @Test func writesCommonFieldsAfterRareOnesWhileTheOutputGrows() {
         // The item's room is reserved once; a rare field (written through the general path, which
         // may grow the buffer) comes first, long common ones after it, in items far larger than the
