@@ -125,25 +125,25 @@ extension TranscodePass {
     /// and the string's `JSONTokenFlags`.
     @inline(__always)
     private mutating func copyString(at i: Int, to: Int) throws(GatewayError) -> (Int, UInt8) {
-        let p = self.p
-        // The input and output cursors, and the start of the input's last whole block.
-        var s = p + (i &+ 1)
-        var d = out.base + (to &+ 1)
-        let last = p + (end &- 16)
+        // The content's first byte in the input and in the output, and the offset from it of the input's last whole
+        // block (negative when there is none): one counter `k` runs the loop.
+        let s = p + (i &+ 1)
+        let d = out.base + (to &+ 1)
+        let last = end &- 16 &- (i &+ 1)
         _ = out.store(UInt8(ascii: "\""), at: to)
-        while s <= last {
-            let specials = JSONWord.specials16(s)
-            TranscoderOutput.copyBlock(s, to: d)
+        var k = 0
+        while k <= last {
+            let specials = JSONWord.specials16(s + k)
+            TranscoderOutput.copyBlock(s + k, to: d + k)
             if specials == 0 {
-                s += 16
-                d += 16
+                k &+= 16
                 continue
             }
-            s += JSONWord.firstFlagged16(specials)
-            if s.pointee == UInt8(ascii: "\"") { return ((s - p) &+ 1, 0) }
+            k &+= JSONWord.firstFlagged16(specials)
+            if s[k] == UInt8(ascii: "\"") { return (i &+ 2 &+ k, 0) }
             break
         }
-        return try copyStringRest(at: i, from: s - p, to: to)
+        return try copyStringRest(at: i, from: i &+ 1 &+ k, to: to)
     }
 
     /// `copyString` from `from`, the first byte of the string at `i` that is not plain ASCII (or the start of the
