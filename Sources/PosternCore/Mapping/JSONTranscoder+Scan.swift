@@ -352,9 +352,23 @@ struct TranscodePass {
     /// The offset past the positive integer whose first digit (1 to 9) is at `i`, when it has at most 18 digits
     /// and a byte other than a digit, `.`, `e` or `E` follows it before `end`: a plain integer, its text its
     /// rendering. Nil otherwise (the number scanner then reads it).
+    ///
+    /// With eight bytes of input at `i`, an integer shorter than eight digits (an id, a count) ends at the first
+    /// byte of the word that is not a digit (`JSONWord.nonDigits`); longer ones and the input's last bytes are read
+    /// byte by byte.
     @inline(__always)
     static func plainIntegerEnd(_ p: UnsafePointer<UInt8>, _ i: Int, _ end: Int) -> Int? {
         var j = i &+ 1
+        if i &+ 8 <= end {
+            let nonDigits = JSONWord.nonDigits(JSONWord.load(p + i))
+            if nonDigits != 0 {
+                j = i &+ (nonDigits.trailingZeroBitCount &>> 3)
+                let c = p[j]
+                guard c != UInt8(ascii: "."), c != UInt8(ascii: "e"), c != UInt8(ascii: "E") else { return nil }
+                return j
+            }
+            j = i &+ 8
+        }
         while j < end, p[j] &- 0x30 < 10 { j &+= 1 }
         guard j &- i <= 18, j < end else { return nil }
         let c = p[j]

@@ -127,6 +127,23 @@ import PosternHTTP
         }
     }
 
+    @Test func readsIntegersOfEveryLengthWhereverTheInputEnds() {
+        // Ids and required values of 1 to 20 digits, then what may follow a number (`.`, `e`, `E`, a separator,
+        // whitespace, a letter) or the end of the input, with 0 to 9 bytes of input after them: the word-wise end of
+        // a short integer and the byte-wise one agree with the reference wherever the input's last eight bytes fall.
+        for length in 1...20 {
+            let digits = String(String(repeating: "9876543210", count: 2).prefix(length))
+            for next in [",", "}", " ", ".5", "e3", "E3", "x", ""] {
+                for padding in 0...9 {
+                    let tail = String(repeating: " ", count: padding)
+                    agree(Array((#"{"data":[{"id":"# + digits + next + tail).utf8))
+                    agree(Array((#"{"data":[{"id":"# + digits + next + #","title":"# + digits + next + "}]}" + tail).utf8))
+                    agree(Array((#"{"data":[{"id":1,"title":"# + digits + next + tail).utf8))
+                }
+            }
+        }
+    }
+
     @Test func writesCommonFieldsAfterRareOnesWhileTheOutputGrows() {
         // The item's room is reserved once; a rare field (written through the general path, which
         // may grow the buffer) comes first, long common ones after it, in items far larger than the
