@@ -14,6 +14,10 @@ extension TranscodePass {
     /// Only for a plan whose Directus names each feed one field (`TranscoderPlan.streams`), so that name `k` is
     /// field `k`. Room is reserved once for the item: its values are no longer than the input left. Every field is
     /// written behind a comma; the first one's becomes the item's `{`.
+    ///
+    /// Inlined into `dataItem`, its one caller, which the optimiser keeps out of line: one call per item instead of
+    /// two (`make bench-json` under callgrind: renderList 20,310 -> 19,949 instructions).
+    @inline(__always)
     mutating func streamItem() throws(GatewayError) -> Bool {
         let p = self.p
         let end = self.end
