@@ -47,8 +47,8 @@ struct TranscodePass {
     let keyBytes: UnsafeMutablePointer<UInt8>
     /// See `fieldCount`.
     let itemBytes: Int
-    /// Items are tried with `streamItem` first (`TranscoderPlan.streams`, until the second item of the answer that
-    /// is not in its shape).
+    /// Items are tried with `streamItems` (a list) or `streamItem` (an item answer) first (`TranscoderPlan.streams`,
+    /// until the second item of the answer that is not in its shape).
     var streams: Bool
     /// An item of the answer has left the stream: the next one that leaves it turns the stream off.
     var leftStream = false
@@ -167,7 +167,8 @@ struct TranscodePass {
     /// `],"total":1}`.
     static let itemTail: [UInt8] = Array("],\"total\":1}".utf8)
 
-    /// The `data` array of a list answer: each element must be an object; returns how many.
+    /// The `data` array of a list answer: each element must be an object; returns how many. A flat resource whose
+    /// items can be streamed has them written by `streamItems`, in one loop.
     private mutating func items() throws(GatewayError) -> Int {
         if try openIsEmpty(closing: UInt8(ascii: "]")) { return 0 }
         var n = 0
@@ -175,6 +176,10 @@ struct TranscodePass {
             skipSpace()
             guard pos < end else { throw fail("unexpected end of input") }
             guard p[pos] == UInt8(ascii: "{") else { throw .upstreamError("item is not an object") }
+            if isFlat, streams {
+                n = try streamItems()
+                break
+            }
             if n > 0 { out.append(UInt8(ascii: ",")) }
             try dataItem()
             n += 1
@@ -222,7 +227,7 @@ struct TranscodePass {
     /// The cursor lives in a local (a register) and is stored to `pos` only around the calls that
     /// read it (the rare paths and errors): the common member (a predicted key, a plain ASCII string
     /// or a small integer) never touches `self.pos`.
-    private mutating func transcodeItem() throws(GatewayError) {
+    mutating func transcodeItem() throws(GatewayError) {
         try enter()
         let slots = self.slots
         for k in 0..<fieldCount { slots[k].start = -1 }

@@ -144,6 +144,20 @@ import PosternHTTP
         }
     }
 
+    @Test(arguments: [",", " , ", "\n,\t", ",]", ",,", ", 1", #","x""#, ",[]", "", " ", "}", ",{}", ", {\"id\":true}",
+                      " ]", "] ", "]x"])
+    func readsWhatStandsBetweenStreamedItemsAsTheReference(_ between: String) {
+        // The list's items are streamed in one loop, which reads the separators itself: what may stand between two
+        // items (or after the last one, at the end of the input) is accepted or refused as the reference does.
+        let item = #"{"id":1,"title":"t","content":"c","user_created":"u"}"#
+        for count in 1...3 {
+            let items = Array(repeating: item, count: count).joined(separator: between)
+            agree(Array((#"{"data":["# + items + between + #"{"id":9,"title":"last"}]}"#).utf8))
+            agree(Array((#"{"data":["# + items + between).utf8))
+            agree(Array((#"{"data":["# + items + between + "]}").utf8))
+        }
+    }
+
     @Test func writesCommonFieldsAfterRareOnesWhileTheOutputGrows() {
         // The item's room is reserved once; a rare field (written through the general path, which
         // may grow the buffer) comes first, long common ones after it, in items far larger than the
