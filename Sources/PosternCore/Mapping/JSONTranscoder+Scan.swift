@@ -593,8 +593,22 @@ struct TranscodePass {
     /// eight (`JSONWord.special`) in the last
     /// sixteen bytes of the input; escapes and UTF-8 sequences are checked byte by byte, and the last
     /// bytes of the input (fewer than eight) one at a time, so that no read passes `end`.
+    ///
+    /// A plain string that closes within its first sixteen bytes (a key: `data`, `meta`, `filter_count`, a member's
+    /// name read afresh) ends here, after one block test, without the call to the shared scanner.
     mutating func scanString() throws(GatewayError) -> UInt8 {
-        try scanStringRest(pos &+ 1, flags: 0)
+        let from = pos &+ 1
+        if from &+ 16 <= end {
+            let specials = JSONWord.specials16(p + from)
+            if specials != 0 {
+                let k = from &+ JSONWord.firstFlagged16(specials)
+                if p[k] == UInt8(ascii: "\"") {
+                    pos = k &+ 1
+                    return 0
+                }
+            }
+        }
+        return try scanStringRest(from, flags: 0)
     }
 
     /// The rest of a string whose content before `from` was scanned already with `flags` (`scanJSONStringRest`).
