@@ -20,8 +20,8 @@ extension TranscodePass {
     /// The items of a list's `data` array from the first one's `{` at `pos` (checked by `items`) on: each written as
     /// it is scanned (`streamMembers`) while the stream is on, else (and for an item that leaves the stream) by
     /// `transcodeItem`, with a `,` between them. Returns how many, with `pos` past the array's `]`; a syntax error
-    /// between the items is thrown as `items` throws it, at the same byte. One loop for the whole array: the item
-    /// loop's locals stay in registers from one item to the next, with no call per item.
+    /// between the items is thrown as `items` throws it, at the same byte. One loop for the whole array: no call and
+    /// no frame per item.
     mutating func streamItems() throws(GatewayError) -> Int {
         let p = self.p
         let end = self.end
@@ -221,7 +221,7 @@ extension TranscodePass {
     @inline(never)
     private mutating func copyStringRest(at i: Int, from: Int, to: Int) throws(GatewayError) -> (Int, UInt8) {
         let p = self.p
-        // As in `copyString`: every byte before `s` has been stored before `d`.
+        // The input and output cursors: every byte of the string before `s` has been stored before `d`.
         var s = p + from
         var d = out.base + (to &+ (from &- i))
         let last = p + (end &- 16)
