@@ -25,13 +25,13 @@
 static inline uint64_t postern_json_specials16(const uint8_t *p) {
 #if defined(__SSE2__)
     __m128i v = _mm_loadu_si128((const __m128i *)p);
-    __m128i quote = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
     __m128i backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
-    /* Signed compare: bytes 0x00-0x1F are below 0x20, and bytes 0x80-0xFF are negative, so one
-       compare flags both control bytes and non-ASCII bytes. */
-    __m128i low = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
+    /* One signed compare for the rest: flipping bit 1 maps 0x00-0x1F onto themselves, '"' (0x22) to
+       0x20 and every other byte from 0x20 to 0x7F to 0x21 or above, so below 0x21 are exactly the
+       control bytes and '"'; bytes 0x80-0xFF stay negative, so below too. */
+    __m128i low = _mm_cmplt_epi8(_mm_xor_si128(v, _mm_set1_epi8(0x02)), _mm_set1_epi8(0x21));
     /* One bit per byte. */
-    return (uint64_t)(unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), low));
+    return (uint64_t)(unsigned)_mm_movemask_epi8(_mm_or_si128(backslash, low));
 #elif defined(__ARM_NEON)
     uint8x16_t v = vld1q_u8(p);
     uint8x16_t quote = vceqq_u8(v, vdupq_n_u8('"'));

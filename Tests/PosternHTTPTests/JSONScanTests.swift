@@ -66,6 +66,58 @@ import Testing
         }
     }
 
+    /// `JSONScan.utf8SequenceLength` (four readable bytes, no end) says what `utf8SequenceEnd` says with the end four
+    /// bytes away: every lead byte above 0x7F against every second byte, and third and fourth bytes at the edges of
+    /// the continuation range and outside it.
+    @Test func sequenceLengthAgreesWithTheBoundedCheck() {
+        let edges: [UInt8] = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xFF]
+        var bytes = [UInt8](repeating: 0, count: 4)
+        var disagreements: [[UInt8]] = []
+        var wellFormed = 0
+        for lead in 0x80...0xFF {
+            for second in 0...0xFF {
+                for third in edges {
+                    for fourth in edges {
+                        bytes = [UInt8(lead), UInt8(second), third, fourth]
+                        let (bounded, length) = bytes.withUnsafeBufferPointer { buffer in
+                            // A non-empty array always has a base address.
+                            (JSONScan.utf8SequenceEnd(buffer.baseAddress!, 0, 4),
+                             JSONScan.utf8SequenceLength(buffer.baseAddress!))
+                        }
+                        if bounded != length { disagreements.append(bytes) }
+                        if length > 0 { wellFormed += 1 }
+                    }
+                }
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(10))")
+        #expect(wellFormed > 0)
+    }
+
+    @Test func nonDigitsFlagsExactlyTheFirstByteThatIsNotADigit() {
+        // Every byte in every lane after a run of digits, with digits and other bytes above it (which a carry may
+        // flag too): the lowest flag is that byte.
+        for lane in 0..<8 {
+            for byte in 0...255 {
+                for above: UInt8 in [UInt8(ascii: "7"), 0xFF, 0x00, UInt8(ascii: "e")] {
+                    var bytes = [UInt8](repeating: above, count: 8)
+                    for k in 0..<lane { bytes[k] = UInt8(ascii: "0") &+ UInt8(k % 10) }
+                    bytes[lane] = UInt8(byte)
+                    let word = bytes.withUnsafeBufferPointer { JSONWord.load($0.baseAddress!) }
+                    let flags = JSONWord.nonDigits(word)
+                    let isDigit = byte >= 0x30 && byte <= 0x39
+                    if isDigit {
+                        #expect(flags == 0 || flags.trailingZeroBitCount >> 3 > lane, "byte \(byte) in lane \(lane)")
+                    } else {
+                        #expect(flags != 0 && flags.trailingZeroBitCount >> 3 == lane, "byte \(byte) in lane \(lane)")
+                    }
+                }
+            }
+        }
+        let digits = Array("01234567".utf8).withUnsafeBufferPointer { JSONWord.load($0.baseAddress!) }
+        #expect(JSONWord.nonDigits(digits) == 0)
+    }
+
     @Test func decodesEscapesAndSurrogatePairs() throws {
         let value = try JSONValue.parse(#"["\u00e9\/\b\f\n\r\t\"\\","\ud83d\ude00","\u4e16"]"#)
         #expect(value == .array([.string("é/\u{08}\u{0C}\n\r\t\"\\"), .string("😀"), .string("世")]))

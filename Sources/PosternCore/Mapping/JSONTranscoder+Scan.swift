@@ -47,8 +47,8 @@ struct TranscodePass {
     let keyBytes: UnsafeMutablePointer<UInt8>
     /// See `fieldCount`.
     let itemBytes: Int
-    /// Items are tried with `streamItem` first (`TranscoderPlan.streams`, until the second item of the answer that
-    /// is not in its shape).
+    /// Items are tried with `streamItems` (a list) or `streamItem` (an item answer) first (`TranscoderPlan.streams`,
+    /// until the second item of the answer that is not in its shape).
     var streams: Bool
     /// An item of the answer has left the stream: the next one that leaves it turns the stream off.
     var leftStream = false
@@ -167,7 +167,8 @@ struct TranscodePass {
     /// `],"total":1}`.
     static let itemTail: [UInt8] = Array("],\"total\":1}".utf8)
 
-    /// The `data` array of a list answer: each element must be an object; returns how many.
+    /// The `data` array of a list answer: each element must be an object; returns how many. A flat resource whose
+    /// items can be streamed has them written by `streamItems`, in one loop.
     private mutating func items() throws(GatewayError) -> Int {
         if try openIsEmpty(closing: UInt8(ascii: "]")) { return 0 }
         var n = 0
@@ -175,6 +176,10 @@ struct TranscodePass {
             skipSpace()
             guard pos < end else { throw fail("unexpected end of input") }
             guard p[pos] == UInt8(ascii: "{") else { throw .upstreamError("item is not an object") }
+            if isFlat, streams {
+                n = try streamItems()
+                break
+            }
             if n > 0 { out.append(UInt8(ascii: ",")) }
             try dataItem()
             n += 1
@@ -222,7 +227,7 @@ struct TranscodePass {
     /// The cursor lives in a local (a register) and is stored to `pos` only around the calls that
     /// read it (the rare paths and errors): the common member (a predicted key, a plain ASCII string
     /// or a small integer) never touches `self.pos`.
-    private mutating func transcodeItem() throws(GatewayError) {
+    mutating func transcodeItem() throws(GatewayError) {
         try enter()
         let slots = self.slots
         for k in 0..<fieldCount { slots[k].start = -1 }
@@ -352,9 +357,23 @@ struct TranscodePass {
     /// The offset past the positive integer whose first digit (1 to 9) is at `i`, when it has at most 18 digits
     /// and a byte other than a digit, `.`, `e` or `E` follows it before `end`: a plain integer, its text its
     /// rendering. Nil otherwise (the number scanner then reads it).
+    ///
+    /// With eight bytes of input at `i`, an integer shorter than eight digits (an id, a count) ends at the first
+    /// byte of the word that is not a digit (`JSONWord.nonDigits`); longer ones and the input's last bytes are read
+    /// byte by byte.
     @inline(__always)
     static func plainIntegerEnd(_ p: UnsafePointer<UInt8>, _ i: Int, _ end: Int) -> Int? {
         var j = i &+ 1
+        if i &+ 8 <= end {
+            let nonDigits = JSONWord.nonDigits(JSONWord.load(p + i))
+            if nonDigits != 0 {
+                j = i &+ (nonDigits.trailingZeroBitCount &>> 3)
+                let c = p[j]
+                guard c != UInt8(ascii: "."), c != UInt8(ascii: "e"), c != UInt8(ascii: "E") else { return nil }
+                return j
+            }
+            j = i &+ 8
+        }
         while j < end, p[j] &- 0x30 < 10 { j &+= 1 }
         guard j &- i <= 18, j < end else { return nil }
         let c = p[j]
@@ -574,8 +593,22 @@ struct TranscodePass {
     /// eight (`JSONWord.special`) in the last
     /// sixteen bytes of the input; escapes and UTF-8 sequences are checked byte by byte, and the last
     /// bytes of the input (fewer than eight) one at a time, so that no read passes `end`.
+    ///
+    /// A plain string that closes within its first sixteen bytes (a key: `data`, `meta`, `filter_count`, a member's
+    /// name read afresh) ends here, after one block test, without the call to the shared scanner.
     mutating func scanString() throws(GatewayError) -> UInt8 {
-        try scanStringRest(pos &+ 1, flags: 0)
+        let from = pos &+ 1
+        if from &+ 16 <= end {
+            let specials = JSONWord.specials16(p + from)
+            if specials != 0 {
+                let k = from &+ JSONWord.firstFlagged16(specials)
+                if p[k] == UInt8(ascii: "\"") {
+                    pos = k &+ 1
+                    return 0
+                }
+            }
+        }
+        return try scanStringRest(from, flags: 0)
     }
 
     /// The rest of a string whose content before `from` was scanned already with `flags` (`scanJSONStringRest`).

@@ -142,7 +142,7 @@ final class TranscoderPlan: @unchecked Sendable {
     /// For every name, the one field it feeds, or -1 when it feeds several (see `fieldIndices`).
     let onlyField: UnsafeMutablePointer<Int>
     /// True when every Directus name feeds exactly one field of a flat resource (name `k` is then field `k`): items
-    /// whose members come in config order are written while they are scanned (`TranscodePass.streamItem`).
+    /// whose members come in config order are written while they are scanned (`TranscodePass.streamMembers`).
     let streams: Bool
     /// True when every Directus name is ASCII, so that an ASCII key matches by its bytes alone.
     let namesAreASCII: Bool

@@ -41,6 +41,29 @@ public enum JSONScan {
         return i
     }
 
+    /// The length (2 to 4) of the well-formed UTF-8 sequence (Unicode table 3-7) whose lead byte, above 0x7F, is at
+    /// `s`; 0 when it is not well formed. The caller keeps four bytes readable at `s` (inside a block it tests
+    /// sixteen bytes at a time), so no byte is compared with the end of the input: a sequence cut by the end of
+    /// the input is left to `utf8SequenceEnd`.
+    @inlinable @inline(__always)
+    package static func utf8SequenceLength(_ s: UnsafePointer<UInt8>) -> Int {
+        @inline(__always) func isContinuation(_ c: UInt8) -> Bool { c & 0xC0 == 0x80 }
+        let b = s[0]
+        let c = s[1]
+        if b &- 0xC2 <= 0xDF - 0xC2 { return isContinuation(c) ? 2 : 0 }
+        if b &- 0xE0 <= 0xEF - 0xE0 {
+            let low: UInt8 = b == 0xE0 ? 0xA0 : 0x80
+            let high: UInt8 = b == 0xED ? 0x9F : 0xBF
+            return c >= low && c <= high && isContinuation(s[2]) ? 3 : 0
+        }
+        if b &- 0xF0 <= 0xF4 - 0xF0 {
+            let low: UInt8 = b == 0xF0 ? 0x90 : 0x80
+            let high: UInt8 = b == 0xF4 ? 0x8F : 0xBF
+            return c >= low && c <= high && isContinuation(s[2]) && isContinuation(s[3]) ? 4 : 0
+        }
+        return 0
+    }
+
     /// One escape at `at` (its backslash): the offset past it; a high surrogate must be followed by a low one.
     static func escape(_ p: UnsafePointer<UInt8>, _ at: Int, _ end: Int) throws(JSONParseError) -> Int {
         guard at + 1 < end else { throw fail("unterminated string", at) }

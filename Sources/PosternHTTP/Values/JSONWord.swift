@@ -30,6 +30,17 @@ public enum JSONWord {
         return ((quote &- ones) | (backslash &- ones) | (w &- ones &* 0x20) | w) & high
     }
 
+    /// Non-zero when `w` holds a byte that is not an ASCII digit; the lowest set bit is in the first such byte.
+    ///
+    /// `x ^ 0x30` is 0 to 9 exactly for a digit; adding 0x76 sets the high bit from 10 up, and the byte's own high
+    /// bit covers 0x80 and above. A carry out of a byte only leaves one that is flagged already, so the first
+    /// flagged byte is exact.
+    @inlinable @inline(__always)
+    package static func nonDigits(_ w: UInt64) -> UInt64 {
+        let offset = w ^ (ones &* 0x30)
+        return ((offset &+ ones &* 0x76) | offset) & high
+    }
+
     /// Which of the sixteen bytes at `at` end a plain ASCII run inside a string (as `special`): 0
     /// when none does, else a mask for `firstFlagged16`. The caller keeps `at + 16` within the input.
     /// One vector compare per test and a movemask (SSE2 or NEON, in `CJSONScan`).

@@ -94,6 +94,70 @@ import PosternHTTP
         }
     }
 
+    @Test func copiesStringsThatMixCharactersAndEscapesAcrossBlocks() {
+        // The streamed copy steps over each well-formed character and each escape the reference writes alike and
+        // goes back to the sixteen-byte blocks after it: several of them, `gap` ASCII bytes apart, starting at
+        // every offset of the first blocks, so that characters and escapes straddle block boundaries. Then what
+        // ends the run: the closing quote, ASCII, a bad or cut sequence or a control byte right after a valid
+        // character, an escape the reference writes otherwise, or the end of the input. Each in the item's
+        // fields and as a title that ends in the input's last sixteen bytes.
+        let specials: [[UInt8]] = [Array("é".utf8), Array(#"\""#.utf8), Array("日".utf8), Array(#"\\"#.utf8),
+                                   Array("🚀".utf8), Array(#"\t"#.utf8), Array("ß".utf8), Array("—".utf8)]
+        let accepted: [[UInt8]] = [[], Array("abc".utf8), Array(#"\u00e9"#.utf8), Array(#"\/"#.utf8)]
+        let refused: [[UInt8]] = [[0x80], [0xC3], [0xE6, 0x97], [0xF0, 0x9F, 0x9A], [0xED, 0xA0, 0x80],
+                                  [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80], [0xC0, 0xAF], [0x01], Array(#"\x"#.utf8)]
+        for offset in 0...33 {
+            for gap in [0, 1, 3, 14, 15, 16, 17] {
+                var text = [UInt8](repeating: UInt8(ascii: "a"), count: offset)
+                for special in specials {
+                    text += special + [UInt8](repeating: UInt8(ascii: "b"), count: gap)
+                }
+                for tail in accepted + refused {
+                    let raw = text + tail
+                    let body = Array(#"{"data":[{"id":1,"title":""#.utf8) + raw + Array(#"","content":""#.utf8)
+                        + raw + Array(#"","user_created":""#.utf8) + raw + Array(#""},{"id":2,"title":""#.utf8)
+                        + raw + Array(#""}],"meta":{"filter_count":2}}"#.utf8)
+                    let outcome = agree(body)
+                    #expect((outcome == .refused) == refused.contains(tail),
+                            "offset \(offset), gap \(gap), tail \(tail)")
+                    agree(Array(#"{"data":[{"id":1,"title":""#.utf8) + raw + Array(#""}]}"#.utf8))
+                    agree(Array(#"{"data":[{"id":1,"title":""#.utf8) + raw)
+                }
+            }
+        }
+    }
+
+    @Test func readsIntegersOfEveryLengthWhereverTheInputEnds() {
+        // Ids and required values of 1 to 20 digits, then what may follow a number (`.`, `e`, `E`, a separator,
+        // whitespace, a letter) or the end of the input, with 0 to 9 bytes of input after them: the word-wise end of
+        // a short integer and the byte-wise one agree with the reference wherever the input's last eight bytes fall.
+        for length in 1...20 {
+            let digits = String(String(repeating: "9876543210", count: 2).prefix(length))
+            for next in [",", "}", " ", ".5", "e3", "E3", "x", ""] {
+                for padding in 0...9 {
+                    let tail = String(repeating: " ", count: padding)
+                    agree(Array((#"{"data":[{"id":"# + digits + next + tail).utf8))
+                    agree(Array((#"{"data":[{"id":"# + digits + next + #","title":"# + digits + next + "}]}" + tail).utf8))
+                    agree(Array((#"{"data":[{"id":1,"title":"# + digits + next + tail).utf8))
+                }
+            }
+        }
+    }
+
+    @Test(arguments: [",", " , ", "\n,\t", ",]", ",,", ", 1", #","x""#, ",[]", "", " ", "}", ",{}", ", {\"id\":true}",
+                      " ]", "] ", "]x"])
+    func readsWhatStandsBetweenStreamedItemsAsTheReference(_ between: String) {
+        // The list's items are streamed in one loop, which reads the separators itself: what may stand between two
+        // items (or after the last one, at the end of the input) is accepted or refused as the reference does.
+        let item = #"{"id":1,"title":"t","content":"c","user_created":"u"}"#
+        for count in 1...3 {
+            let items = Array(repeating: item, count: count).joined(separator: between)
+            agree(Array((#"{"data":["# + items + between + #"{"id":9,"title":"last"}]}"#).utf8))
+            agree(Array((#"{"data":["# + items + between).utf8))
+            agree(Array((#"{"data":["# + items + between + "]}").utf8))
+        }
+    }
+
     @Test func writesCommonFieldsAfterRareOnesWhileTheOutputGrows() {
         // The item's room is reserved once; a rare field (written through the general path, which
         // may grow the buffer) comes first, long common ones after it, in items far larger than the
