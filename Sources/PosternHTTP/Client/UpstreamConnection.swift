@@ -114,7 +114,7 @@ final class UpstreamConnection: @unchecked Sendable {
     /// Called when the last call in flight got its outcome (loop thread): the pool takes the connection back.
     var onDrained: ((UpstreamConnection) -> Void)?
     /// Called with a completion's outcome (loop thread): the pool hands it over at the end of the turn.
-    var onDelivery: ((UpstreamDelivery) -> Void)?
+    var onDelivery: ((consuming UpstreamDelivery) -> Void)?
 
     /// A call in flight: who waits for the answer, until when, and where its request starts in the bytes
     /// queued on the connection (`queuedBytes`).

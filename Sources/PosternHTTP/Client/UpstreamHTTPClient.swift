@@ -192,7 +192,7 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
     }
 
     /// Hands a completion's outcome over at the end of the turn (`deliver`).
-    private func delivered(_ delivery: UpstreamDelivery) {
+    private func delivered(_ delivery: consuming UpstreamDelivery) {
         if deliveries.isEmpty { loop.atEndOfTurn(deliverAtEndOfTurn) }
         deliveries.append(delivery)
     }
@@ -201,7 +201,9 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
     /// connection when a reused one closed under it (as `send` retries it, within the same deadline).
     private func deliver() {
         swap(&deliveries, &delivering)
-        for delivery in delivering {
+        // Taken off the end of the reversed list: each moved out, not copied (a copy retains every part of an answer).
+        delivering.reverse()
+        while let delivery = delivering.popLast() {
             guard let request = delivery.retry, case .failure(.closed) = delivery.outcome else {
                 delivery.completion(delivery.outcome)
                 continue
@@ -213,7 +215,6 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
             }
             enqueue(request, on: freshConnection(now: now), .completion(delivery.completion), deadline: delivery.deadline)
         }
-        delivering.removeAll(keepingCapacity: true)
     }
 
     /// `start`'s call when the pool is busy: waits for a connection, then goes on as `send` does.
@@ -303,7 +304,7 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
         let connection = UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext, keptHeaders: keptHeaders,
                                             maxResponseBytes: maxResponseBytes)
         connection.onDrained = { [weak self] drained in self?.drained(drained) }
-        connection.onDelivery = { [weak self] delivery in self?.delivered(delivery) }
+        connection.onDelivery = { [weak self] (delivery: consuming UpstreamDelivery) in self?.delivered(delivery) }
         connection.onIdleClose = { [weak self] closed in
             guard let self, let index = self.idle.firstIndex(where: { $0 === closed }) else { return }
             self.idle.remove(at: index)
