@@ -167,31 +167,36 @@ package struct DirectusClient: Sendable {
     /// True when `startRead` can send from here: on one of the event loops, through their transport.
     var canStart: Bool { upstream.loops?.onALoop ?? false }
 
-    /// `read` without a task, for a caller on one of the event loops (`canStart`): `completion` gets the body of a
-    /// 2xx answer, or the error `read` throws, exactly once, on the loop thread (before this returns when the
-    /// circuit breaker refuses the call). The same breaker, metrics and trace as `read`.
+    /// `read`'s call without a task, for a caller on one of the event loops (`canStart`): nil, with the call sent and
+    /// its outcome for `completion` on the loop thread, at the end of a turn (`readOutcome` makes of it what `read`
+    /// returns or throws); or, when the circuit breaker refuses the call, the error `read` throws, with nothing sent
+    /// and `completion` never called. The caller's closure is the only one made for the call.
     func startRead(_ target: UpstreamTarget, token: String?, context: CallFields,
-                   completion: @escaping (Result<Data, DirectusError>) -> Void) {
-        let request = UpstreamRequest(method: .get, target: target.text, fields: CallHead(context, bearer: token, jsonBody: false),
-                                      body: Data())
+                   completion: @escaping UpstreamCompletion) -> DirectusError? {
         do throws(UpstreamFailure) {
             try admit()
         } catch {
-            return completion(.failure(.transport(error)))
+            return .transport(error)
         }
-        guard let loops = upstream.loops else { return completion(.failure(.transport(.unreachable("no event loops")))) }
-        let start = MonotonicInstant.now
-        let trace = context.accessTrace
-        loops.start(request, timeout: timeout) { [self] outcome in
-            switch outcome {
-            case .success(let response):
-                succeeded(.get, since: start, trace: trace)
-                guard (200..<300).contains(response.status) else { return completion(.failure(DirectusError.from(response))) }
-                completion(.success(response.body))
-            case .failure(let error):
-                failed(error, since: start, trace: trace)
-                completion(.failure(.transport(error)))
-            }
+        guard let loops = upstream.loops else { return .transport(.unreachable("no event loops")) }
+        let request = UpstreamRequest(method: .get, target: target.text, fields: CallHead(context, bearer: token, jsonBody: false),
+                                      body: Data())
+        loops.start(request, timeout: timeout, completion: completion)
+        return nil
+    }
+
+    /// What `read` returns or throws, from the outcome of a call `startRead` sent at `start`, recorded in the breaker,
+    /// the metrics and `trace` as `read` records it.
+    func readOutcome(_ outcome: consuming Result<UpstreamResponse, UpstreamFailure>, since start: MonotonicInstant,
+                     trace: RequestTrace?) -> Result<Data, DirectusError> {
+        switch consume outcome {
+        case .success(let response):
+            succeeded(.get, since: start, trace: trace)
+            guard (200..<300).contains(response.status) else { return .failure(DirectusError.from(response)) }
+            return .success(response.body)
+        case .failure(let error):
+            failed(error, since: start, trace: trace)
+            return .failure(.transport(error))
         }
     }
 

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PosternHTTP
+import PosternIO
 
 /// Item calls to Directus on behalf of a caller: with the caller's Directus token (kept fresh by `sessions`: the
 /// session manager, `DirectusItems<SessionManager>`), or anonymously on public routes; Directus errors translated
@@ -67,13 +69,20 @@ struct DirectusItems<Tokens: DirectusTokenSource>: Sendable {
         return .some(token)
     }
 
-    /// `read`'s upstream call without a task, with the token `startToken` gave: `completion` gets the body of a 2xx
-    /// answer or Directus's error, untranslated, exactly once, on the loop thread (`DirectusClient.startRead`). The
-    /// caller finishes as `read` would: `translated`, or `retriedWithFreshToken` when the error calls the token
-    /// stale (`DirectusError.isStaleToken`) and there is a session.
+    /// `read`'s upstream call without a task, with the token `startToken` gave (`DirectusClient.startRead`: nil and
+    /// the outcome for `completion`, which `readOutcome` reads; or the breaker's refusal). The caller finishes as
+    /// `read` would: `translated`, or `retriedWithFreshToken` when the error calls the token stale
+    /// (`DirectusError.isStaleToken`) and there is a session.
     func startRead(_ target: UpstreamTarget, token: String?, call: CallFields,
-                   completion: @escaping (Result<Data, DirectusError>) -> Void) {
+                   completion: @escaping UpstreamCompletion) -> DirectusError? {
         directus.startRead(target, token: token, context: call, completion: completion)
+    }
+
+    /// The body of a 2xx answer to a call `startRead` sent at `start`, or Directus's error, untranslated
+    /// (`DirectusClient.readOutcome`).
+    func readOutcome(_ outcome: consuming Result<UpstreamResponse, UpstreamFailure>, since start: MonotonicInstant,
+                     call: CallFields) -> Result<Data, DirectusError> {
+        directus.readOutcome(outcome, since: start, trace: call.accessTrace)
     }
 
     /// A Directus error of a read as `read` throws it: a 403 is `forbidden`, validation errors name the resource's

@@ -76,37 +76,55 @@ final class ResourceHandlers: Sendable {
     /// thread.
     func startList(_ context: RequestContext, _ call: UpstreamRead,
                    _ completion: @escaping (Result<HTTPResponse, GatewayError>) -> Void) -> Bool {
-        guard call.key == nil, let token = items.startToken(context.session) else { return false }
-        let target = call.target
-        items.startRead(target, token: token, call: context.call) { [self] outcome in
-            switch outcome {
-            case .success(let body):
-                completion(Result { () throws(GatewayError) in try listAnswer(.success(body), context) })
-            case .failure(let error):
-                failed(error, target, forbidden: listForbidden, context) { [self] body in
-                    completion(Result { () throws(GatewayError) in try listAnswer(body, context) })
-                }
-            }
-        }
-        return true
+        startFetch(.list, context, call, completion)
     }
 
     /// `read` without a task, as `startList`.
     func startRead(_ context: RequestContext, _ call: UpstreamRead,
                    _ completion: @escaping (Result<HTTPResponse, GatewayError>) -> Void) -> Bool {
+        startFetch(.read, context, call, completion)
+    }
+
+    /// Which of the two reads a fetch without a task answers.
+    private enum FetchKind {
+        case list, read
+    }
+
+    /// `startList` and `startRead`: one closure for the whole call (the upstream outcome comes straight to it).
+    private func startFetch(_ kind: FetchKind, _ context: RequestContext, _ call: UpstreamRead,
+                            _ completion: @escaping (Result<HTTPResponse, GatewayError>) -> Void) -> Bool {
         guard call.key == nil, let token = items.startToken(context.session) else { return false }
         let target = call.target
-        items.startRead(target, token: token, call: context.call) { [self] outcome in
-            switch outcome {
-            case .success(let body):
-                completion(Result { () throws(GatewayError) in try readAnswer(.success(body)) })
-            case .failure(let error):
-                failed(error, target, forbidden: notFound, context) { [self] body in
-                    completion(Result { () throws(GatewayError) in try readAnswer(body) })
-                }
+        let start = MonotonicInstant.now
+        let refused = items.startRead(target, token: token, call: context.call) { [self] outcome in
+            fetched(kind, items.readOutcome(outcome, since: start, call: context.call), target, context, completion)
+        }
+        if let refused { fetched(kind, .failure(refused), target, context, completion) }
+        return true
+    }
+
+    /// A fetch's Directus body or error, made into the client's answer as `list` or `read` makes it.
+    private func fetched(_ kind: FetchKind, _ body: Result<Data, DirectusError>, _ target: UpstreamTarget,
+                         _ context: RequestContext, _ completion: @escaping (Result<HTTPResponse, GatewayError>) -> Void) {
+        switch body {
+        case .success(let data):
+            completion(answer(kind, .success(data), context))
+        case .failure(let error):
+            failed(error, target, forbidden: kind == .list ? listForbidden : notFound, context) { [self] body in
+                completion(answer(kind, body, context))
             }
         }
-        return true
+    }
+
+    /// The client's answer (or error) to a fetch's body (or error).
+    private func answer(_ kind: FetchKind, _ body: Result<Data, GatewayError>,
+                        _ context: RequestContext) -> Result<HTTPResponse, GatewayError> {
+        Result { () throws(GatewayError) in
+            switch kind {
+            case .list: try listAnswer(body, context)
+            case .read: try readAnswer(body)
+            }
+        }
     }
 
     /// A read started without a task failed with Directus's `error`: translated as `DirectusItems.read` translates it,
