@@ -22,17 +22,16 @@ struct DirectusItems<Tokens: DirectusTokenSource>: Sendable {
                 do {
                     return try await call(token)
                 } catch let error where error.isStaleToken {
-                    return try await sessions.retryWithFreshDirectusToken(session, context: context, translate: { error in
-                        error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
-                    }) { (token) async throws(DirectusError) -> T in
+                    return try await retriedWithFreshToken(session, mapper: mapper, call: context, forbidden: forbidden) {
+                        (token) async throws(DirectusError) -> T in
                         try await call(token)
                     }
                 } catch {
-                    throw error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
+                    throw translated(error, mapper: mapper, forbidden: forbidden)
                 }
             }
             return try await sessions.withDirectusToken(session, context: context, translate: { error in
-                error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
+                translated(error, mapper: mapper, forbidden: forbidden)
             }) { (token) async throws(DirectusError) -> T in
                 try await call(token)
             }
@@ -40,7 +39,7 @@ struct DirectusItems<Tokens: DirectusTokenSource>: Sendable {
         do {
             return try await call(nil)
         } catch {
-            throw error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
+            throw translated(error, mapper: mapper, forbidden: forbidden)
         }
     }
 
@@ -91,13 +90,15 @@ struct DirectusItems<Tokens: DirectusTokenSource>: Sendable {
         error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
     }
 
-    /// `read` once more after Directus called `session`'s token stale: refreshed first, as `read` does.
-    func retriedWithFreshToken(_ target: UpstreamTarget, mapper: ResourceMapper, session: Tokens.Caller, call: CallFields,
-                               forbidden: GatewayError) async throws(GatewayError) -> Data {
-        try await sessions.retryWithFreshDirectusToken(session, context: call, translate: { error in
-            error.forItemCall(forbidden: forbidden, fieldName: { mapper.resourceFieldName(forDirectus: $0) })
-        }) { (token) async throws(DirectusError) -> Data in
-            try await directus.read(target, token: token, context: call)
+    /// `call` once more after Directus called `session`'s token stale: the token refreshed first, errors translated
+    /// (`withToken`'s retry, and that of a read started without a task).
+    func retriedWithFreshToken<T: Sendable>(_ session: Tokens.Caller, mapper: ResourceMapper, call context: CallFields,
+                                            forbidden: GatewayError,
+                                            _ call: (String) async throws(DirectusError) -> T) async throws(GatewayError) -> T {
+        try await sessions.retryWithFreshDirectusToken(session, context: context, translate: { error in
+            translated(error, mapper: mapper, forbidden: forbidden)
+        }) { (token) async throws(DirectusError) -> T in
+            try await call(token)
         }
     }
 }

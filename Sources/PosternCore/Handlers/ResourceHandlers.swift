@@ -138,8 +138,11 @@ final class ResourceHandlers: Sendable {
         let done = UncheckedSendable(finish)
         Task(executorPreference: EventLoop.current) { [self] in
             do throws(GatewayError) {
-                done.value(.success(try await items.retriedWithFreshToken(target, mapper: mapper, session: session,
-                                                                           call: context.call, forbidden: forbidden)))
+                let body = try await items.retriedWithFreshToken(session, mapper: mapper, call: context.call,
+                                                                 forbidden: forbidden) { (token) async throws(DirectusError) -> Data in
+                    try await items.directus.read(target, token: token, context: context.call)
+                }
+                done.value(.success(body))
             } catch {
                 done.value(.failure(error))
             }

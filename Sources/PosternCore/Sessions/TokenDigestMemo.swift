@@ -36,21 +36,22 @@ final class TokenDigestMemo {
     /// Six words of token bytes.
     private typealias Words = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
 
+    /// A slot never filled (and one wiped).
+    private static let empty = Slot(words: (0, 0, 0, 0, 0, 0), count: -1, key: TokenKey(w0: 0, w1: 0, w2: 0, w3: 0))
+
     private let slots: UnsafeMutablePointer<Slot>
     /// The seed of the slot choice (odd, so that the multiplication mixes every bit upwards).
     private let seed: UInt64
 
     init() {
         slots = .allocate(capacity: TokenDigestMemo.slotCount)
-        slots.initialize(repeating: Slot(words: (0, 0, 0, 0, 0, 0), count: -1, key: TokenKey(w0: 0, w1: 0, w2: 0, w3: 0)),
-                         count: TokenDigestMemo.slotCount)
+        slots.initialize(repeating: TokenDigestMemo.empty, count: TokenDigestMemo.slotCount)
         seed = KernelRandom.threeWords().0 | 1
     }
 
     deinit {
         // The slots hold bearer tokens: wiped before the memory goes back to the allocator.
-        slots.update(repeating: Slot(words: (0, 0, 0, 0, 0, 0), count: -1, key: TokenKey(w0: 0, w1: 0, w2: 0, w3: 0)),
-                     count: TokenDigestMemo.slotCount)
+        slots.update(repeating: TokenDigestMemo.empty, count: TokenDigestMemo.slotCount)
         slots.deallocate()
     }
 

@@ -82,23 +82,25 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
     package func send(_ request: UpstreamRequest, timeout: Double) async throws(UpstreamFailure) -> UpstreamResponse {
         let now = Self.now()
         let deadline = now &+ UInt64(max(0, timeout) * 1_000_000_000)
-        // A GET that meets a closed connection is retried; any other method first checks that the peer has not
-        // already closed the idle connection it would reuse (its FIN may be queued before libevent saw it).
-        let outcome: Result<UpstreamResponse, UpstreamFailure>
-        let retryable: Bool
-        if request.method == .get, let batch, batch.canPipeline(depth: pipelineDepth) {
-            // Behind this turn's GETs on one connection: written with them at the end of the turn.
-            retryable = true
-            outcome = await exchange(request, on: batch, deadline: deadline)
-        } else if let connection = try takeConnection(now: now, probeIdle: request.method != .get) {
-            // The usual case: a pooled connection (or room for a new one) without suspending, and no time spent
-            // waiting, so the whole timeout is left for the exchange.
-            retryable = connection.completed > 0
-            outcome = await exchange(request, on: connection, deadline: deadline)
-        } else {
+        guard let (connection, retryable) = try connectionAtOnce(for: request, now: now) else {
             return try await sendAfterWaiting(request, deadline: deadline).get()
         }
+        let outcome = await exchange(request, on: connection, deadline: deadline)
         return try await retryingClosed(outcome, request, retryable: retryable, deadline: deadline).get()
+    }
+
+    /// The connection `request` goes out on without waiting, and whether a GET that meets its close may be sent once
+    /// more (it was used before); nil when the call must wait for one (every pooled connection busy, no room for a
+    /// new one). A GET goes behind this turn's GETs on one connection while it can (written with them at the end
+    /// of the turn); any other method first checks that the peer has not already closed the idle connection it
+    /// would reuse (its FIN may be queued before libevent saw it). Fails when too many calls wait already.
+    private func connectionAtOnce(for request: UpstreamRequest, now: UInt64) throws(UpstreamFailure)
+        -> (UpstreamConnection, Bool)? {
+        if request.method == .get, let batch, batch.canPipeline(depth: pipelineDepth) { return (batch, true) }
+        // The usual case: a pooled connection (or room for a new one) without suspending, and no time spent waiting,
+        // so the whole timeout is left for the exchange.
+        guard let connection = try takeConnection(now: now, probeIdle: request.method != .get) else { return nil }
+        return (connection, connection.completed > 0)
     }
 
     /// `outcome`; or, when a GET sent on a reused connection met its close (`retryable`), the outcome of the GET
@@ -162,30 +164,21 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
     package func start(_ request: UpstreamRequest, timeout: Double, completion: @escaping UpstreamCompletion) {
         let now = Self.now()
         let deadline = now &+ UInt64(max(0, timeout) * 1_000_000_000)
-        let connection: UpstreamConnection
-        let retryable: Bool
-        if request.method == .get, let batch, batch.canPipeline(depth: pipelineDepth) {
-            connection = batch
-            retryable = true
-        } else {
-            let taken: UpstreamConnection?
-            do throws(UpstreamFailure) {
-                taken = try takeConnection(now: now, probeIdle: request.method != .get)
-            } catch {
-                delivered(UpstreamDelivery(completion: completion, outcome: .failure(error), connection: nil, retry: nil,
-                                           deadline: deadline))
-                return
+        let picked: (UpstreamConnection, Bool)?
+        do throws(UpstreamFailure) {
+            picked = try connectionAtOnce(for: request, now: now)
+        } catch {
+            delivered(UpstreamDelivery(completion: completion, outcome: .failure(error), connection: nil, retry: nil,
+                                       deadline: deadline))
+            return
+        }
+        guard let (connection, retryable) = picked else {
+            // The task runs on this loop (its executor preference): the completion is called on the loop thread.
+            let done = UncheckedSendable(completion)
+            Task(executorPreference: loop) {
+                done.value(await self.sendAfterWaiting(request, deadline: deadline))
             }
-            guard let taken else {
-                // The task runs on this loop (its executor preference): the completion is called on the loop thread.
-                let done = UncheckedSendable(completion)
-                Task(executorPreference: loop) {
-                    done.value(await self.sendAfterWaiting(request, deadline: deadline))
-                }
-                return
-            }
-            connection = taken
-            retryable = taken.completed > 0
+            return
         }
         enqueue(request, on: connection, .completion(completion), deadline: deadline,
                 retryable: retryable && request.method == .get)
