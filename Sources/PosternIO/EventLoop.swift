@@ -4,6 +4,12 @@ import Glibc
 import Dispatch
 import Synchronization
 
+/// An object with work to do at the end of a loop turn (`EventLoop.atEndOfTurn(_:_:)`).
+package protocol EndOfTurnWork: AnyObject {
+    /// Does the work registered as `task` (an owner with several hooks tells them apart by it). On the loop thread.
+    func endOfTurn(_ task: Int)
+}
+
 /// One libevent loop on one thread, with one thread-safe way in: a job queue plus a wake event.
 ///
 /// It is also a `TaskExecutor` and `SerialExecutor`, so `Task(executorPreference: loop) { … }` runs async
@@ -239,7 +245,12 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
             if endOfTurn.isEmpty { break }
             // Swapped with the spare list, not copied: emptying a list still shared with a copy allocated a new one.
             swap(&endOfTurn, &runningHooks)
-            for hook in runningHooks { hook.run() }
+            for hook in runningHooks {
+                switch hook {
+                case .closure(let body): body()
+                case .work(let owner, let task): owner.endOfTurn(task)
+                }
+            }
             runningHooks.removeAll(keepingCapacity: true)
         }
         draining = false
@@ -266,10 +277,12 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
     /// The hooks `drain` is running (loop thread only; kept to reuse its storage).
     private var runningHooks: [Hook] = []
 
-    /// An end-of-turn hook. A closure stored in an array of closures is kept in the array's generic form, through a
-    /// thunk allocated on every append; inside a struct it is stored as it is.
-    private struct Hook {
-        let run: () -> Void
+    /// An end-of-turn hook: a closure, or an object's work (held until it runs). A closure stored in an array of
+    /// closures is kept in the array's generic form, through a thunk allocated on every append; as an enum's payload
+    /// it is stored as it is.
+    private enum Hook {
+        case closure(() -> Void)
+        case work(any EndOfTurnWork, Int)
     }
     /// True while `drain` runs (loop thread only).
     private var draining = false
@@ -299,8 +312,17 @@ package final class EventLoop: TaskExecutor, SerialExecutor, @unchecked Sendable
     /// Runs `body` on the loop thread once the jobs queued for this turn have run, e.g. to flush what they
     /// batched with one write. Call on the loop thread only.
     package func atEndOfTurn(_ body: @escaping () -> Void) {
-        endOfTurn.append(Hook(run: body))
+        endOfTurn.append(.closure(body))
         // Outside a drain (a libevent callback), make sure a drain runs the hook before the loop sleeps.
+        requestDrain()
+    }
+
+    /// Runs `owner.endOfTurn(task)` on the loop thread once the jobs queued for this turn have run; the loop holds
+    /// `owner` until then. Call on the loop thread only. For the hooks of the request path: no closure is made, and
+    /// the owner needs no weak reference to itself (a weak reference gives its object a side table, and every retain
+    /// of it then takes the runtime's slow path).
+    package func atEndOfTurn(_ owner: some EndOfTurnWork, _ task: Int = 0) {
+        endOfTurn.append(.work(owner, task))
         requestDrain()
     }
 

@@ -220,4 +220,32 @@ import PosternTesting
         #expect(peer.requests.count == 2, "the call that timed out waiting was never sent")
     }
 
+    /// A call started without a task keeps its pool alive until its completion has run: nothing else need hold the
+    /// pool (a reload's old transport, dropped while its reads are in flight), the answer still arrives, and the
+    /// pool goes away afterwards.
+    @Test func aStartedCallIsAnsweredWhenNothingElseHoldsThePool() async throws {
+        let peer = try ScriptedUpstream { _ in [.wait(0.2), .send(Self.pong)] }
+        defer { peer.stop() }
+        let group = EventLoopGroup(count: 1)
+        defer { group.shutdown() }
+        let loop = group.loops[0]
+        let result = Mutex<Result<UpstreamResponse, UpstreamFailure>?>(nil)
+        let pool = Mutex<Weak?>(nil)
+        loop.execute {
+            let client = UpstreamHTTPClient(loop: loop, endpoint: UpstreamEndpoint(url: peer.url)!, maxConnections: 1)
+            pool.withLock { $0 = Weak(client) }
+            client.start(Self.post, timeout: 5) { outcome in result.withLock { $0 = outcome } }
+        }
+        for _ in 0..<100 where result.withLock({ $0 == nil }) { try await Task.sleep(for: .milliseconds(50)) }
+        #expect((try? result.withLock { $0 }?.get().status) == 200)
+        // The pool is released once the completion has run (on the loop, at the end of that turn).
+        for _ in 0..<40 where pool.withLock({ $0?.object != nil }) { try await Task.sleep(for: .milliseconds(25)) }
+        #expect(pool.withLock { $0?.object } == nil, "the pool is not kept alive after its last call")
+    }
+
+    /// A weak reference to an object, for a test to see it go.
+    final class Weak: @unchecked Sendable {
+        weak var object: AnyObject?
+        init(_ object: AnyObject) { self.object = object }
+    }
 }

@@ -97,15 +97,16 @@ package final class Application: @unchecked Sendable {
         let reloader = ConfigReloader(source: source ?? .fixed(config), gateway: gateway, log: log, transport: upstream,
                                       makeTransport: makeTransport, counters: backend.counters, clock: clock)
         // Weakly: the application owns the reloader, which holds the gateway (no cycle through the gateway's route).
-        gateway.attachReload { [weak reloader, weak gateway] in
-            guard let reloader else { return .reloaded(generation: gateway?.generation.number ?? 0, changed: false) }
+        let newestGeneration = gateway.newestGeneration
+        gateway.attachReload { [weak reloader] in
+            guard let reloader else { return .reloaded(generation: newestGeneration()?.number ?? 0, changed: false) }
             return await reloader.reload(trigger: "admin")
         }
         app.reloader = reloader
         // Counted by `/metrics` just before it renders (the store may answer asynchronously).
         metrics.gauge("postern_active_sessions", help: "Sessions in the session store.") { Double(sessions.lastKnownActiveSessions) }
-        metrics.gauge("postern_circuit_state", help: "Upstream circuit: 0 closed, 1 open, 2 half-open.") { [weak gateway] in
-            Double((gateway?.generation.breaker ?? breaker).state.rawValue)
+        metrics.gauge("postern_circuit_state", help: "Upstream circuit: 0 closed, 1 open, 2 half-open.") {
+            Double((newestGeneration()?.breaker ?? breaker).state.rawValue)
         }
         metrics.gauge("postern_requests_in_flight", help: "Requests being handled.") { [weak app] in Double(app?.server?.inFlight ?? 0) }
         metrics.gauge("postern_open_connections", help: "Client connections open on the public listener.") { [weak app] in

@@ -45,8 +45,9 @@ final class ConfigReloader: @unchecked Sendable {
         let results = self.results
         gateway.metrics.counter("postern_config_reloads_total", help: "Config reloads, by result.", label: "result",
                                 values: ConfigReloader.resultNames) { name in Double(results.withLock { $0[name] ?? 0 }) }
+        let newestGeneration = gateway.newestGeneration
         gateway.metrics.gauge("postern_config_generation", help: "The config generation serving (1 at start, +1 per reload that changed it).") {
-            [weak gateway] in Double(gateway?.generation.number ?? 0)
+            Double(newestGeneration()?.number ?? 0)
         }
     }
 

@@ -25,6 +25,10 @@ final class Gateway: HTTPRequestHandler {
     var statsSampler: StatsSampler { shared.sampler }
     /// The generation serving now (the newest published).
     var generation: GatewayGeneration { slots.newest }
+    /// Reads the newest generation without keeping anything alive, for the metrics' gauges and the reload hook (nil
+    /// once the gateway is gone). Weakly the slots, not the gateway: a weak reference gives its object a side table,
+    /// and every retain of the gateway on the request path would then take the runtime's slow path.
+    var newestGeneration: @Sendable () -> GatewayGeneration? { { [weak slots] in slots?.newest } }
 
     /// Builds the pipeline. `metrics`, `rateLimits` and the cache are process-wide (shared by every loop);
     /// `invalidations` carries cache invalidations (in-process unless given).

@@ -13,7 +13,7 @@ import PosternIO
 /// and are handed to their calls in order. The socket's read event stays armed for the connection's life, and
 /// each answer is parsed where it was read (`UpstreamResponseParser`). The connection connects lazily, on its
 /// first request, and again when a request finds it closed before anything was sent. While it idles in the
-/// pool, a close or stray bytes from the peer close it and call `onIdleClose`.
+/// pool, a close or stray bytes from the peer close it and tell the pool (`UpstreamHTTPClient.idleClosed`).
 ///
 /// A host name's connection tries the addresses of its `AddressPlan` in order (round robin over the name's
 /// addresses that work, `ResolverCache`): a connect that fails (refused, unreachable, a failed TLS handshake, or
@@ -109,12 +109,15 @@ final class UpstreamConnection: @unchecked Sendable {
     private(set) var closedByPeer = false
     /// True while the connection sits in the pool's idle list (set by the pool).
     var pooled = false
-    /// Called when the peer closes the connection while it is pooled (loop thread).
-    var onIdleClose: ((UpstreamConnection) -> Void)?
-    /// Called when the last call in flight got its outcome (loop thread): the pool takes the connection back.
-    var onDrained: ((UpstreamConnection) -> Void)?
-    /// Called with a completion's outcome (loop thread): the pool hands it over at the end of the turn.
-    var onDelivery: ((consuming UpstreamDelivery) -> Void)?
+    /// The pool the connection belongs to, told when the peer closes the connection while it is pooled
+    /// (`idleClosed`), when the last call in flight got its outcome (`drained`: it takes the connection back) and of
+    /// a completion's outcome (`delivered`: it hands it over at the end of the turn), on the loop thread.
+    ///
+    /// Unowned, and never called once the pool is gone: the pool holds its idle connections (freed with it), a task
+    /// waiting for an answer is in a method of the pool, and a completion's call holds the pool (`Call.pool`). Not
+    /// weak: a weak reference gives its object a side table, and every retain of the pool on the request path then
+    /// takes the runtime's slow path.
+    private unowned let pool: UpstreamHTTPClient
 
     /// A call in flight: who waits for the answer, until when, and where its request starts in the bytes
     /// queued on the connection (`queuedBytes`).
@@ -126,6 +129,9 @@ final class UpstreamConnection: @unchecked Sendable {
         /// connection in its frame, a completion does not, so the call does, until the completion has run (a
         /// cycle broken when the call leaves the queue; released at the end of the turn, off libevent's callbacks).
         let owner: UpstreamConnection?
+        /// The pool, for a call whose waiter is a completion, for the same reason as `owner` (a task waiting for its
+        /// answer is in a method of the pool).
+        let pool: UpstreamHTTPClient?
         /// For a completion's GET on a reused connection: the request, retried once on `.closed` (`UpstreamDelivery`).
         let retry: UpstreamRequest?
     }
@@ -155,8 +161,9 @@ final class UpstreamConnection: @unchecked Sendable {
 
     /// A connection to `endpoint` (not connected yet) whose answers keep `keptHeaders` (all when nil) and whose
     /// answer bodies above `maxResponseBytes` fail.
-    init(loop: EventLoop, endpoint: UpstreamEndpoint, tls: TLSClientContext?, keptHeaders: [StaticString]?,
-         maxResponseBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes) {
+    init(pool: UpstreamHTTPClient, loop: EventLoop, endpoint: UpstreamEndpoint, tls: TLSClientContext?,
+         keptHeaders: [StaticString]?, maxResponseBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes) {
+        self.pool = pool
         self.loop = loop
         self.endpoint = endpoint
         self.tls = tls
@@ -226,9 +233,10 @@ final class UpstreamConnection: @unchecked Sendable {
         let idle = inFlight == 0
         let start = queuedBytes
         serialize(request, versionAndHost: versionAndHost)
-        let owner: UpstreamConnection?
-        if case .completion = waiter { owner = self } else { owner = nil }
-        calls.append(Call(waiter: waiter, deadline: deadline, start: start, owner: owner, retry: retryable ? request : nil))
+        let completes: Bool
+        if case .completion = waiter { completes = true } else { completes = false }
+        calls.append(Call(waiter: waiter, deadline: deadline, start: start, owner: completes ? self : nil,
+                          pool: completes ? pool : nil, retry: retryable ? request : nil))
         if idle { parser.reset() }
         if deadline < earliestDeadline {
             earliestDeadline = deadline
@@ -651,7 +659,7 @@ final class UpstreamConnection: @unchecked Sendable {
     private func closedIdle() {
         closedByPeer = true
         closeSocket()
-        if pooled { onIdleClose?(self) }
+        if pooled { pool.idleClosed(self) }
     }
 
     /// Gives `call`, just taken off the front of the queue, its outcome; when it was the last one, the pool takes
@@ -666,7 +674,7 @@ final class UpstreamConnection: @unchecked Sendable {
             first = 0
             earliestDeadline = .max
             give(call, result)
-            onDrained?(self)
+            pool.drained(self)
             return
         }
         if call.deadline == earliestDeadline && !closedByPeer {
@@ -681,8 +689,8 @@ final class UpstreamConnection: @unchecked Sendable {
         case .task(let continuation):
             continuation.resume(returning: result)
         case .completion(let completion):
-            onDelivery?(UpstreamDelivery(completion: completion, outcome: result, connection: call.owner, retry: call.retry,
-                                         deadline: call.deadline))
+            pool.delivered(UpstreamDelivery(completion: completion, outcome: result, connection: call.owner,
+                                            retry: call.retry, deadline: call.deadline))
         }
     }
 

@@ -19,7 +19,7 @@ import PosternIO
 /// requests are written at its end, one `send` per connection. A request that is not a GET always has a
 /// connection of its own. A pipelined GET that loses its connection before its answer came (the peer closed
 /// it, or the answer before it failed) is retried once on a fresh connection, like a GET on a reused one.
-package final class UpstreamHTTPClient: @unchecked Sendable {
+package final class UpstreamHTTPClient: EndOfTurnWork, @unchecked Sendable {
     package let loop: EventLoop
     package let endpoint: UpstreamEndpoint
     private let maxConnections: Int
@@ -38,13 +38,9 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
     private var batch: UpstreamConnection?
     /// The connections this turn queued requests on, flushed at its end.
     private var unflushed: [UpstreamConnection] = []
-    /// The end-of-turn flush (made once: registering it allocates nothing).
-    private lazy var flushAtEndOfTurn: () -> Void = { [unowned self] in self.flush() }
     /// Completions' outcomes to hand over at the end of the turn, and the list being handed over (kept for its storage).
     private var deliveries: [UpstreamDelivery] = []
     private var delivering: [UpstreamDelivery] = []
-    /// The end-of-turn hook of `delivered` (made once).
-    private lazy var deliverAtEndOfTurn: () -> Void = { [unowned self] in self.deliver() }
     private let tlsContext: TLSClientContext?
     /// `" HTTP/1.1\r\nHost: <host>\r\n"`, built once: what follows the target in every request.
     private let versionAndHost: [UInt8]
@@ -152,7 +148,7 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
                          deadline: UInt64, retryable: Bool = false) {
         connection.queue(request, versionAndHost: versionAndHost, waiter, deadline: deadline, retryable: retryable)
         if pipelineDepth > 1 && request.method == .get && !connection.closedByPeer { batch = connection }
-        if unflushed.isEmpty { loop.atEndOfTurn(flushAtEndOfTurn) }
+        if unflushed.isEmpty { loop.atEndOfTurn(self, Self.flushTask) }
         if unflushed.last !== connection { unflushed.append(connection) }
     }
 
@@ -185,8 +181,8 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
     }
 
     /// Hands a completion's outcome over at the end of the turn (`deliver`).
-    private func delivered(_ delivery: consuming UpstreamDelivery) {
-        if deliveries.isEmpty { loop.atEndOfTurn(deliverAtEndOfTurn) }
+    func delivered(_ delivery: consuming UpstreamDelivery) {
+        if deliveries.isEmpty { loop.atEndOfTurn(self, Self.deliverTask) }
         deliveries.append(delivery)
     }
 
@@ -223,6 +219,14 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
         return await retryingClosed(outcome, request, retryable: retryable, deadline: deadline)
     }
 
+    /// The end-of-turn hooks (`EventLoop.atEndOfTurn(_:_:)`, which holds the client until they run): `flush` and
+    /// `deliver`.
+    private static let flushTask = 0, deliverTask = 1
+
+    package func endOfTurn(_ task: Int) {
+        if task == Self.flushTask { flush() } else { deliver() }
+    }
+
     /// The end of the turn: writes what the turn's calls queued, one `send` per connection; the next turn's GETs
     /// start a new batch.
     private func flush() {
@@ -232,7 +236,7 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
     }
 
     /// A connection's last call got its outcome: back to the pool (or closed, when it failed).
-    private func drained(_ connection: UpstreamConnection) {
+    func drained(_ connection: UpstreamConnection) {
         if batch === connection { batch = nil }
         checkin(connection, healthy: !connection.closedByPeer)
     }
@@ -294,17 +298,16 @@ package final class UpstreamHTTPClient: @unchecked Sendable {
     /// A new connection (not connected until its first request) that leaves the pool when the peer closes it
     /// while idle.
     private func makeConnection() -> UpstreamConnection {
-        let connection = UpstreamConnection(loop: loop, endpoint: endpoint, tls: tlsContext, keptHeaders: keptHeaders,
-                                            maxResponseBytes: maxResponseBytes)
-        connection.onDrained = { [weak self] drained in self?.drained(drained) }
-        connection.onDelivery = { [weak self] (delivery: consuming UpstreamDelivery) in self?.delivered(delivery) }
-        connection.onIdleClose = { [weak self] closed in
-            guard let self, let index = self.idle.firstIndex(where: { $0 === closed }) else { return }
-            self.idle.remove(at: index)
-            closed.pooled = false
-            self.open -= 1
-        }
-        return connection
+        UpstreamConnection(pool: self, loop: loop, endpoint: endpoint, tls: tlsContext, keptHeaders: keptHeaders,
+                           maxResponseBytes: maxResponseBytes)
+    }
+
+    /// The peer closed `connection` while it was pooled: it leaves the pool.
+    func idleClosed(_ connection: UpstreamConnection) {
+        guard let index = idle.firstIndex(where: { $0 === connection }) else { return }
+        idle.remove(at: index)
+        connection.pooled = false
+        open -= 1
     }
 
     /// Closes the idle connections that have idled longer than `keepaliveIdle` (the oldest are first).

@@ -8,7 +8,7 @@ import PosternIO
 /// Handlers run in long-lived tasks, one request after another: a task's allocator keeps the slabs its
 /// async frames needed, so a reused task allocates nothing for them, where a new task per request
 /// mallocs a dozen slabs and the task itself (docs/architecture.md, One request's path).
-final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
+final class RunnerPool<Handler: HTTPRequestHandler>: EndOfTurnWork, @unchecked Sendable {
     private let handler: Handler
     /// The worker whose requests these runners answer (held: a runner may outlive `free`).
     private let worker: ServerWorker
@@ -57,7 +57,7 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
         }
         // With requests waiting already, every runner is busy (`dispatchPending` stops only at the cap) and the
         // next to answer takes the oldest: no hook needed.
-        if pendingHead == pending.count { worker.loop.atEndOfTurn(dispatchPendingAtEndOfTurn) }
+        if pendingHead == pending.count { worker.loop.atEndOfTurn(self) }
         pending.append(RunnerJob(request: request, conn: conn, rest: rest))
     }
 
@@ -78,11 +78,13 @@ final class RunnerPool<Handler: HTTPRequestHandler>: @unchecked Sendable {
         return job
     }
 
-    /// The end-of-turn hook of `accept`, made once (a closure made per turn allocated its context).
-    private lazy var dispatchPendingAtEndOfTurn: () -> Void = { [weak self] in self?.dispatchPending() }
+    /// The end-of-turn hook of `accept` (the loop holds the pool until it runs): `dispatchPending`.
+    func endOfTurn(_ task: Int) {
+        dispatchPending()
+    }
 
-    /// The end-of-turn hook of `accept`: the requests no finishing runner took go to idle runners, or new ones,
-    /// while fewer than `limits.maxHandling` are being handled.
+    /// The requests no finishing runner took go to idle runners, or new ones, while fewer than `limits.maxHandling`
+    /// are being handled.
     private func dispatchPending() {
         // Nothing is pending once the worker is freed: `stop()` drops what no runner took.
         while handling < worker.limits.maxHandling, let job = takePending() {
