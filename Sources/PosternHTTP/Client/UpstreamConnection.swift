@@ -13,7 +13,7 @@ import PosternIO
 /// and are handed to their calls in order. The socket's read event stays armed for the connection's life, and
 /// each answer is parsed where it was read (`UpstreamResponseParser`). The connection connects lazily, on its
 /// first request, and again when a request finds it closed before anything was sent. While it idles in the
-/// pool, a close or stray bytes from the peer close it and tell the pool (`UpstreamHTTPClient.idleClosed`).
+/// pool, a close or stray bytes from the peer close it and leave the pool (`IdlePool`).
 ///
 /// A host name's connection tries the addresses of its `AddressPlan` in order (round robin over the name's
 /// addresses that work, `ResolverCache`): a connect that fails (refused, unreachable, a failed TLS handshake, or
@@ -109,15 +109,18 @@ final class UpstreamConnection: @unchecked Sendable {
     private(set) var closedByPeer = false
     /// True while the connection sits in the pool's idle list (set by the pool).
     var pooled = false
-    /// The pool the connection belongs to, told when the peer closes the connection while it is pooled
-    /// (`idleClosed`), when the last call in flight got its outcome (`drained`: it takes the connection back) and of
-    /// a completion's outcome (`delivered`: it hands it over at the end of the turn), on the loop thread.
+    /// The pool the connection belongs to, told when the last call in flight got its outcome (`drained`: it takes
+    /// the connection back) and of a completion's outcome (`delivered`: it hands it over at the end of the turn), on
+    /// the loop thread.
     ///
-    /// Unowned, and never called once the pool is gone: the pool holds its idle connections (freed with it), a task
-    /// waiting for an answer is in a method of the pool, and a completion's call holds the pool (`Call.pool`). Not
-    /// weak: a weak reference gives its object a side table, and every retain of the pool on the request path then
-    /// takes the runtime's slow path.
+    /// Unowned, and called only while a call is in flight, which keeps the pool alive: a task waiting for an answer
+    /// is in a method of the pool, and a completion's call holds the pool (`Call.pool`). Not weak: a weak reference
+    /// gives its object a side table, and every retain of the pool on the request path then takes the runtime's
+    /// slow path.
     private unowned let pool: UpstreamHTTPClient
+    /// The pool's idle connections, which this one leaves when the peer closes it while it is pooled. Weak: the pool
+    /// may be going away, on another thread, at that moment.
+    private weak var idlePool: IdlePool?
 
     /// A call in flight: who waits for the answer, until when, and where its request starts in the bytes
     /// queued on the connection (`queuedBytes`).
@@ -161,9 +164,11 @@ final class UpstreamConnection: @unchecked Sendable {
 
     /// A connection to `endpoint` (not connected yet) whose answers keep `keptHeaders` (all when nil) and whose
     /// answer bodies above `maxResponseBytes` fail.
-    init(pool: UpstreamHTTPClient, loop: EventLoop, endpoint: UpstreamEndpoint, tls: TLSClientContext?,
-         keptHeaders: [StaticString]?, maxResponseBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes) {
+    init(pool: UpstreamHTTPClient, idlePool: IdlePool, loop: EventLoop, endpoint: UpstreamEndpoint,
+         tls: TLSClientContext?, keptHeaders: [StaticString]?,
+         maxResponseBytes: Int = UpstreamHTTPClient.defaultMaxResponseBytes) {
         self.pool = pool
+        self.idlePool = idlePool
         self.loop = loop
         self.endpoint = endpoint
         self.tls = tls
@@ -659,7 +664,7 @@ final class UpstreamConnection: @unchecked Sendable {
     private func closedIdle() {
         closedByPeer = true
         closeSocket()
-        if pooled { pool.idleClosed(self) }
+        if pooled { idlePool?.closed(self) }
     }
 
     /// Gives `call`, just taken off the front of the queue, its outcome; when it was the last one, the pool takes

@@ -29,9 +29,8 @@ package final class UpstreamHTTPClient: EndOfTurnWork, @unchecked Sendable {
     private let pipelineDepth: Int
     /// Answer bodies above this many bytes fail (`directus.max_response_bytes`).
     private let maxResponseBytes: Int
-    /// Idle connections, oldest first.
-    private var idle: [UpstreamConnection] = []
-    private var open = 0
+    /// The idle connections and the count of open ones.
+    private let idlePool = IdlePool()
     /// Calls waiting for a connection, first come first served.
     private var waiters: [PoolWaiter] = []
     /// The connection this turn's GETs are pipelined on (nil between turns).
@@ -255,17 +254,17 @@ package final class UpstreamHTTPClient: EndOfTurnWork, @unchecked Sendable {
     private func takeConnection(now: UInt64, fresh: Bool = false, probeIdle: Bool = false) throws(UpstreamFailure)
         -> UpstreamConnection? {
         closeStaleIdleConnections(now: now)
-        while !fresh, let connection = idle.first,
-              now &- connection.idleSince >= Self.reuseQuiet || open >= maxConnections {
-            idle.removeFirst()
+        while !fresh, let connection = idlePool.list.first,
+              now &- connection.idleSince >= Self.reuseQuiet || idlePool.open >= maxConnections {
+            idlePool.list.removeFirst()
             connection.pooled = false
             guard probeIdle, connection.peerHasClosedOrWritten() else { return connection }
             // Closed by the peer while idle: drop it (outside any libevent callback) and try the next one.
-            open -= 1
+            idlePool.open -= 1
             loop.execute { [connection] in connection.free() }
         }
-        if open < maxConnections || fresh {
-            open += 1
+        if idlePool.open < maxConnections || fresh {
+            idlePool.open += 1
             return makeConnection()
         }
         guard waiters.count < maxWaiting else { throw .unreachable(UpstreamFailure.poolQueueFull) }
@@ -275,7 +274,7 @@ package final class UpstreamHTTPClient: EndOfTurnWork, @unchecked Sendable {
     /// A new connection beyond the pool's size if need be (a retry's: `takeConnection(fresh: true)`), never waiting.
     private func freshConnection(now: UInt64) -> UpstreamConnection {
         closeStaleIdleConnections(now: now)
-        open += 1
+        idlePool.open += 1
         return makeConnection()
     }
 
@@ -298,24 +297,16 @@ package final class UpstreamHTTPClient: EndOfTurnWork, @unchecked Sendable {
     /// A new connection (not connected until its first request) that leaves the pool when the peer closes it
     /// while idle.
     private func makeConnection() -> UpstreamConnection {
-        UpstreamConnection(pool: self, loop: loop, endpoint: endpoint, tls: tlsContext, keptHeaders: keptHeaders,
-                           maxResponseBytes: maxResponseBytes)
-    }
-
-    /// The peer closed `connection` while it was pooled: it leaves the pool.
-    func idleClosed(_ connection: UpstreamConnection) {
-        guard let index = idle.firstIndex(where: { $0 === connection }) else { return }
-        idle.remove(at: index)
-        connection.pooled = false
-        open -= 1
+        UpstreamConnection(pool: self, idlePool: idlePool, loop: loop, endpoint: endpoint, tls: tlsContext,
+                           keptHeaders: keptHeaders, maxResponseBytes: maxResponseBytes)
     }
 
     /// Closes the idle connections that have idled longer than `keepaliveIdle` (the oldest are first).
     private func closeStaleIdleConnections(now: UInt64) {
-        guard let oldest = idle.first, now &- oldest.idleSince > keepaliveIdleNanos else { return }
-        let stale = idle.prefix { now &- $0.idleSince > keepaliveIdleNanos }
-        idle.removeFirst(stale.count)
-        open -= stale.count
+        guard let oldest = idlePool.list.first, now &- oldest.idleSince > keepaliveIdleNanos else { return }
+        let stale = idlePool.list.prefix { now &- $0.idleSince > keepaliveIdleNanos }
+        idlePool.list.removeFirst(stale.count)
+        idlePool.open -= stale.count
         for connection in stale {
             connection.pooled = false
             connection.free()
@@ -334,8 +325,8 @@ package final class UpstreamHTTPClient: EndOfTurnWork, @unchecked Sendable {
 
     private func checkin(_ connection: UpstreamConnection, healthy: Bool) {
         // A retry's fresh connection may have taken the pool above its size: shrink back when it returns.
-        if healthy && waiters.isEmpty && open > maxConnections {
-            open -= 1
+        if healthy && waiters.isEmpty && idlePool.open > maxConnections {
+            idlePool.open -= 1
             loop.execute { [connection] in connection.free() }
             return
         }
@@ -343,19 +334,19 @@ package final class UpstreamHTTPClient: EndOfTurnWork, @unchecked Sendable {
             if !handToWaiter(connection) {
                 connection.idleSince = Self.now()
                 connection.pooled = true
-                idle.append(connection)
+                idlePool.list.append(connection)
             }
             return
         }
         // Free outside libevent's callback stack: the connection may still be on it.
         loop.execute { [connection] in connection.free() }
         if !handToWaiter(makeConnection()) {
-            open -= 1
+            idlePool.open -= 1
         }
     }
 
     /// Connections currently open (idle or busy).
-    package var openConnections: Int { open }
+    package var openConnections: Int { idlePool.open }
 }
 
 /// A call waiting for a pooled connection: resumed once, by a checkin or by its deadline timer, possibly
@@ -385,5 +376,24 @@ private final class PoolWaiter: @unchecked Sendable {
             return continuation
         }
         waiting?.resume(returning: connection)
+    }
+}
+
+/// A pool's idle connections and its count of open ones (idle or busy), apart from the pool: a connection the peer
+/// closes while it idles leaves them through a weak reference to this (`UpstreamConnection`), safe even while the
+/// pool goes away on another thread. The pool itself is never referenced weakly (a weak reference gives its object a
+/// side table, and every retain of the pool on the request path then takes the runtime's slow path). Loop thread only.
+final class IdlePool {
+    /// Idle connections, oldest first.
+    var list: [UpstreamConnection] = []
+    /// Open connections, idle or busy.
+    var open = 0
+
+    /// The peer closed `connection` while it was pooled: it leaves the pool.
+    func closed(_ connection: UpstreamConnection) {
+        guard let index = list.firstIndex(where: { $0 === connection }) else { return }
+        list.remove(at: index)
+        connection.pooled = false
+        open -= 1
     }
 }
