@@ -41,7 +41,7 @@ let package = Package(
         .executableTarget(name: "postern", dependencies: ["PosternCore", "PosternIO", "PosternHTTP", "DirectusStandIn"],
                           linkerSettings: [.linkedLibrary("jemalloc")]),
         .executableTarget(name: "postern-bench-sessions", dependencies: ["PosternCore", "PosternHTTP"]),
-        .executableTarget(name: "postern-bench-json", dependencies: ["PosternCore"]),
+        .executableTarget(name: "postern-bench-json", dependencies: ["PosternCore", "PosternHTTP"]),
         // The tests mirror the targets: one test target per library target, plus the end-to-end tests that run the
         // built `postern` binary. Each test target depends only on its own target and a testing library of its level
         // (libraries, since a test target cannot depend on another), so that the tests of a layer build only that

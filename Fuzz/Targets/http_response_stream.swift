@@ -122,7 +122,7 @@ private enum ResponseStream {
         switch result {
         case .complete(let leftover):
             return Outcome(end: .complete, status: parser.status, headers: parser.headers.map { ($0.0, $0.1) },
-                           body: parser.body, keepAlive: parser.keepAlive, stray: stray || leftover > 0, leftover: leftover)
+                           body: parser.body.data, keepAlive: parser.keepAlive, stray: stray || leftover > 0, leftover: leftover)
         case .invalid:
             return Outcome(end: .badResponse)
         case .truncated, .needMore:

@@ -11,6 +11,7 @@
 // line only (the Makefile passes `BENCH_JSON_MAX_US`): only the config module reads the environment.
 import Foundation
 import PosternCore
+import PosternHTTP
 
 var limitMicroseconds = 10.0
 var only = false
@@ -159,6 +160,8 @@ func measure(batches: Int = 15, _ body: () -> Int) -> (median: Double, best: Dou
 }
 
 let transcoder = JSONTranscoder(resource)
+// As the gateway hands it the answer (its own body type: no `Data` made for the output).
+let answerBody = HTTPBody.data(answer)
 let decoder = JSONDecoder()
 let encoder = JSONEncoder()
 
@@ -183,7 +186,7 @@ for (i, (name, _)) in outputs.enumerated() where decoded[i] == nil || decoded[i]
 
 if let iterations {
     var sink = 0
-    for _ in 0..<iterations { sink &+= (try? transcoder.renderList(directusBody: answer))?.count ?? 0 }
+    for _ in 0..<iterations { sink &+= (try? transcoder.renderList(directusBody: answerBody))?.count ?? 0 }
     print("bench-json: \(iterations) translations, \(sink) bytes")
     exit(0)
 }
@@ -191,9 +194,9 @@ if let iterations {
 print("bench-json: \(answerPath) (\(answer.count) bytes) → \(resourceName) (\(outputs[0].1.count) bytes), "
       + "median of 15 batches, µs of CPU per translation")
 let results: [(String, (median: Double, best: Double, wall: Double))] = only ? [
-    ("JSONTranscoder", measure { (try? transcoder.renderList(directusBody: answer))?.count ?? 0 }),
+    ("JSONTranscoder", measure { (try? transcoder.renderList(directusBody: answerBody))?.count ?? 0 }),
 ] : [
-    ("JSONTranscoder", measure { (try? transcoder.renderList(directusBody: answer))?.count ?? 0 }),
+    ("JSONTranscoder", measure { (try? transcoder.renderList(directusBody: answerBody))?.count ?? 0 }),
     ("JSONDecoder+JSONEncoder", measure {
         (try? foundationTranslate(answer, decoder: decoder, encoder: encoder))?.count ?? 0
     }),

@@ -43,7 +43,7 @@ struct AnswerReplay: Equatable, CustomStringConvertible {
                 step.keepAlive = parser.keepAlive
                 let (headers, body) = parser.takeHeadersAndBody()
                 step.headers = headers.map { "\($0.0): \($0.1)" }
-                step.body = body
+                step.body = body.data
             }
             replay.steps.append(step)
         }

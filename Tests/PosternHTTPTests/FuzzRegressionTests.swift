@@ -92,7 +92,7 @@ import PosternTesting
             outcome = read.withUnsafeBytes { parser.feed($0) }
         }
         if outcome == .needMore { outcome = parser.feedEndOfStream() }
-        return (outcome, parser.status, parser.body)
+        return (outcome, parser.status, parser.body.data)
     }
 
     /// `http_request_stream-nul-value`: a NUL as the first byte of a header value (http-parser checks every

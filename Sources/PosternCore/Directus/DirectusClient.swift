@@ -87,13 +87,13 @@ package struct DirectusClient: Sendable {
 
     /// `GET <target>` for a list whose target (`/items/<c>?…`, as `QueryString.target` builds it) is already
     /// built → the raw answer body.
-    func listItems(target: String, token: String?, context: CallFields) async throws(DirectusError) -> Data {
-        try await call(.get, target, body: nil, token: token, context: context).body
+    func listItems(target: String, token: String?, context: CallFields) async throws(DirectusError) -> HTTPBody {
+        try await call(.get, target, body: nil, token: token, context: context).content
     }
 
     /// `GET <target>`, a list or an item read built once (`UpstreamTarget`) → the raw answer body.
-    func read(_ target: UpstreamTarget, token: String?, context: CallFields) async throws(DirectusError) -> Data {
-        try await call(.get, target.text, body: nil, token: token, context: context).body
+    func read(_ target: UpstreamTarget, token: String?, context: CallFields) async throws(DirectusError) -> HTTPBody {
+        try await call(.get, target.text, body: nil, token: token, context: context).content
     }
 
     /// `POST /items/<c>` → the raw answer body, or nil when Directus answered 204 (no read-back).
@@ -188,12 +188,12 @@ package struct DirectusClient: Sendable {
     /// What `read` returns or throws, from the outcome of a call `startRead` sent at `start`, recorded in the breaker,
     /// the metrics and `trace` as `read` records it.
     func readOutcome(_ outcome: consuming Result<UpstreamResponse, UpstreamFailure>, since start: MonotonicInstant,
-                     trace: RequestTrace?) -> Result<Data, DirectusError> {
+                     trace: RequestTrace?) -> Result<HTTPBody, DirectusError> {
         switch consume outcome {
         case .success(let response):
             succeeded(.get, since: start, trace: trace)
             guard (200..<300).contains(response.status) else { return .failure(DirectusError.from(response)) }
-            return .success(response.body)
+            return .success(response.content)
         case .failure(let error):
             failed(error, since: start, trace: trace)
             return .failure(.transport(error))

@@ -45,16 +45,16 @@ struct DirectusItems<Tokens: DirectusTokenSource>: Sendable {
 
     /// Reads one item with its detail fields (`ResourceMapper.readQuery`); a Directus 403 (which hides "missing")
     /// is 404 here.
-    func readItem(id: String, mapper: ResourceMapper, session: Tokens.Caller?, call: CallFields) async throws(GatewayError) -> Data {
+    func readItem(id: String, mapper: ResourceMapper, session: Tokens.Caller?, call: CallFields) async throws(GatewayError) -> HTTPBody {
         try await read(UpstreamTarget(item: id, of: mapper), mapper: mapper, session: session, call: call,
                        forbidden: .notFound("no such \(mapper.resource.name) item"))
     }
 
     /// Reads `target` (a list or an item) with the caller's token; a Directus 403 is `forbidden`.
     func read(_ target: UpstreamTarget, mapper: ResourceMapper, session: Tokens.Caller?, call: CallFields,
-              forbidden: GatewayError) async throws(GatewayError) -> Data {
+              forbidden: GatewayError) async throws(GatewayError) -> HTTPBody {
         try await withToken(session, mapper: mapper, call: call, forbidden: forbidden) {
-            (token) async throws(DirectusError) -> Data in
+            (token) async throws(DirectusError) -> HTTPBody in
             try await directus.read(target, token: token, context: call)
         }
     }
@@ -80,7 +80,7 @@ struct DirectusItems<Tokens: DirectusTokenSource>: Sendable {
     /// The body of a 2xx answer to a call `startRead` sent at `start`, or Directus's error, untranslated
     /// (`DirectusClient.readOutcome`).
     func readOutcome(_ outcome: consuming Result<UpstreamResponse, UpstreamFailure>, since start: MonotonicInstant,
-                     call: CallFields) -> Result<Data, DirectusError> {
+                     call: CallFields) -> Result<HTTPBody, DirectusError> {
         directus.readOutcome(outcome, since: start, trace: call.accessTrace)
     }
 

@@ -48,7 +48,7 @@ extension ResourceHandlers {
     func lookUpRead(_ request: HTTPRequest, _ context: RequestContext) throws(GatewayError) -> RequestStep.Next {
         if case .ownerVerified(let item) = context.authorization {
             // The policy stage read it upstream with the caller's token: use it.
-            return .answered(.apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: item.directusBody)))
+            return .answered(.apiJSON(200, content: try mapper.detailRenderer.renderItem(directusBody: item.directusBody)))
         }
         let read = itemRead(id: try itemID(context), context)
         if let hit = cache.stored(read.key) { return .answered(hit) }

@@ -46,7 +46,7 @@ final class ResourceHandlers: Sendable {
     /// `list`'s answer from Directus.
     @inline(__always)
     private func listFromDirectus(_ context: RequestContext, _ call: UpstreamRead) async throws(GatewayError) -> HTTPResponse {
-        let body: Result<Data, GatewayError>
+        let body: Result<HTTPBody, GatewayError>
         do throws(GatewayError) {
             body = .success(try await items.read(call.target, mapper: mapper, session: context.session, call: context.call,
                                                  forbidden: listForbidden))
@@ -58,12 +58,12 @@ final class ResourceHandlers: Sendable {
 
     /// The client's answer to a list from Directus's (its body, or the error reading it), and what it says of the
     /// collection (`schema`).
-    private func listAnswer(_ body: Result<Data, GatewayError>, _ context: RequestContext) throws(GatewayError) -> HTTPResponse {
+    private func listAnswer(_ body: Result<HTTPBody, GatewayError>, _ context: RequestContext) throws(GatewayError) -> HTTPResponse {
         let collection = mapper.resource.collection
         switch body {
         case .success(let data):
             schema?.succeeded(collection: collection)
-            return .apiJSON(200, try mapper.renderer.renderList(directusBody: data))
+            return .apiJSON(200, content: try mapper.renderer.renderList(directusBody: data))
         case .failure(let error):
             // A signed-in caller refused a whole collection: it is missing (or the app role cannot read it).
             if error.status == 403, context.session != nil { schema?.listForbidden(collection: collection) }
@@ -104,7 +104,7 @@ final class ResourceHandlers: Sendable {
     }
 
     /// A fetch's Directus body or error, made into the client's answer as `list` or `read` makes it.
-    private func fetched(_ kind: FetchKind, _ body: Result<Data, DirectusError>, _ target: UpstreamTarget,
+    private func fetched(_ kind: FetchKind, _ body: Result<HTTPBody, DirectusError>, _ target: UpstreamTarget,
                          _ context: RequestContext, _ completion: @escaping (Result<HTTPResponse, GatewayError>) -> Void) {
         switch body {
         case .success(let data):
@@ -117,7 +117,7 @@ final class ResourceHandlers: Sendable {
     }
 
     /// The client's answer (or error) to a fetch's body (or error).
-    private func answer(_ kind: FetchKind, _ body: Result<Data, GatewayError>,
+    private func answer(_ kind: FetchKind, _ body: Result<HTTPBody, GatewayError>,
                         _ context: RequestContext) -> Result<HTTPResponse, GatewayError> {
         Result { () throws(GatewayError) in
             switch kind {
@@ -131,7 +131,7 @@ final class ResourceHandlers: Sendable {
     /// or, when Directus called the caller's token stale, read once more with a fresh one in a task of the loop
     /// (rare: the refresh needs `await`s). `finish` gets the outcome on the loop thread.
     private func failed(_ error: DirectusError, _ target: UpstreamTarget, forbidden: GatewayError, _ context: RequestContext,
-                        _ finish: @escaping (Result<Data, GatewayError>) -> Void) {
+                        _ finish: @escaping (Result<HTTPBody, GatewayError>) -> Void) {
         guard error.isStaleToken, let session = context.session else {
             return finish(.failure(items.translated(error, mapper: mapper, forbidden: forbidden)))
         }
@@ -139,7 +139,7 @@ final class ResourceHandlers: Sendable {
         Task(executorPreference: EventLoop.current) { [self] in
             do throws(GatewayError) {
                 let body = try await items.retriedWithFreshToken(session, mapper: mapper, call: context.call,
-                                                                 forbidden: forbidden) { (token) async throws(DirectusError) -> Data in
+                                                                 forbidden: forbidden) { (token) async throws(DirectusError) -> HTTPBody in
                     try await items.directus.read(target, token: token, context: context.call)
                 }
                 done.value(.success(body))
@@ -167,8 +167,8 @@ final class ResourceHandlers: Sendable {
     }
 
     /// The client's answer to a read from Directus's (its body, or the error reading it).
-    private func readAnswer(_ body: Result<Data, GatewayError>) throws(GatewayError) -> HTTPResponse {
-        .apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: try body.get()))
+    private func readAnswer(_ body: Result<HTTPBody, GatewayError>) throws(GatewayError) -> HTTPResponse {
+        .apiJSON(200, content: try mapper.detailRenderer.renderItem(directusBody: try body.get()))
     }
 
     /// `POST /api/v1/R` without an `id`.
@@ -204,7 +204,7 @@ final class ResourceHandlers: Sendable {
         // 204: updated without read-back. Read it back; failing that, the answer is unusable.
         do {
             let readBack = try await items.readItem(id: id, mapper: mapper, session: context.session, call: context.call)
-            return .apiJSON(200, try mapper.detailRenderer.renderItem(directusBody: readBack))
+            return .apiJSON(200, content: try mapper.detailRenderer.renderItem(directusBody: readBack))
         } catch {
             throw .upstreamError("updated item could not be read back: \(error)")
         }

@@ -1,9 +1,10 @@
 import FoundationEssentials
 import Glibc
+import PosternHTTP
 
-/// A growing byte buffer on `malloc`ed memory that becomes a `Data` without a copy.
+/// A growing byte buffer on `malloc`ed memory that becomes an answer's body without a copy.
 struct TranscoderOutput {
-    /// The buffer (`malloc`/`realloc`; freed by `Data` or by `discard()`).
+    /// The buffer (`malloc`/`realloc`; freed by `HeapBytes` or by `discard()`).
     private(set) var base: UnsafeMutablePointer<UInt8>
     /// Bytes written.
     private(set) var count = 0
@@ -170,9 +171,9 @@ struct TranscoderOutput {
         count += length
     }
 
-    /// The bytes as `Data`, which takes the buffer over.
-    func finish() -> Data {
-        Data(bytesNoCopy: base, count: count, deallocator: .free)
+    /// The bytes as `HeapBytes`, which take the buffer over.
+    func finish() -> HTTPBody {
+        .heap(HeapBytes(taking: base, count: count))
     }
 
     /// Frees the buffer (after a failed pass).

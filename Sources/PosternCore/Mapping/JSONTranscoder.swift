@@ -18,7 +18,7 @@ import PosternHTTP
 /// first compared with those at the same member of the previous item (`KeyPrediction`), and strings
 /// (including those whose escapes the reference writes alike: `\"`, `\\`, `\n`, `\r`, `\t`) and
 /// plain numbers are copied to the output sixteen bytes at a time, into room reserved once per item.
-/// Per render it allocates the output buffer and `Data`'s own storage object only.
+/// Per render it allocates the output buffer and the `HeapBytes` that hold it only.
 package struct JSONTranscoder: Sendable {
     /// The resource's field tables, flattened for the byte scanner.
     let plan: TranscoderPlan
@@ -34,21 +34,31 @@ package struct JSONTranscoder: Sendable {
     }
 
     /// `{"<name>":[…],"total":N}` from `{"data":[…],"meta":{"filter_count":N}}`.
-    package func renderList(directusBody: Data) throws(GatewayError) -> Data {
+    package func renderList(directusBody: HTTPBody) throws(GatewayError) -> HTTPBody {
         try transcode(directusBody, list: true)
     }
 
     /// `{"<name>":[item],"total":1}` from `{"data":{…}}`.
-    func renderItem(directusBody: Data) throws(GatewayError) -> Data {
+    func renderItem(directusBody: HTTPBody) throws(GatewayError) -> HTTPBody {
         try transcode(directusBody, list: false)
     }
 
-    /// Runs one pass over `body`; the output buffer becomes the returned `Data` without a copy.
-    private func transcode(_ body: Data, list: Bool) throws(GatewayError) -> Data {
+    /// `renderList(directusBody:)` from and to `Data` (tests, tools).
+    package func renderList(directusBody: Data) throws(GatewayError) -> Data {
+        try transcode(.data(directusBody), list: true).data
+    }
+
+    /// `renderItem(directusBody:)` from and to `Data` (tests).
+    func renderItem(directusBody: Data) throws(GatewayError) -> Data {
+        try transcode(.data(directusBody), list: false).data
+    }
+
+    /// Runs one pass over `body`; the output buffer becomes the returned body without a copy.
+    private func transcode(_ body: HTTPBody, list: Bool) throws(GatewayError) -> HTTPBody {
         let plan = self.plan
         // The closures return a `Result` rather than setting a captured variable, which would cost
         // a dynamic exclusivity check per render.
-        let result = body.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<Data, GatewayError> in
+        let result = body.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<HTTPBody, GatewayError> in
             guard let base = raw.baseAddress, raw.count > 0 else {
                 return .failure(.upstreamError("answer is not JSON: empty body"))
             }
@@ -59,7 +69,7 @@ package struct JSONTranscoder: Sendable {
 
     /// One pass over `count` bytes at `bytes`, its slots and key predictions on the stack.
     private static func run(_ bytes: UnsafePointer<UInt8>, _ count: Int, _ plan: TranscoderPlan,
-                            list: Bool) -> Result<Data, GatewayError> {
+                            list: Bool) -> Result<HTTPBody, GatewayError> {
         withUnsafeTemporaryAllocation(of: TranscoderSlot.self,
                                       capacity: max(plan.fieldCount, plan.relations?.slotCount ?? 0, 1)) { slots in
             withUnsafeTemporaryAllocation(of: KeyPrediction.self, capacity: KeyPrediction.capacity) { guesses in

@@ -116,8 +116,8 @@ struct ResourceMapper: Sendable {
 
     /// The owner value (a string, or integer rendered as string) of a Directus item answer `{"data":{…}}`,
     /// nil when null/absent or when the resource has no owner field. A non-JSON or wrongly shaped answer is 502.
-    func owner(ofDirectusItem body: Data) throws(GatewayError) -> String? {
-        let document = try JSONValue.parseAnswer(body)
+    func owner(ofDirectusItem body: HTTPBody) throws(GatewayError) -> String? {
+        let document = try JSONValue.parseAnswer(body.data)
         guard let item = document["data"], item.objectValue != nil else {
             throw .upstreamError("item answer has no \"data\" object")
         }

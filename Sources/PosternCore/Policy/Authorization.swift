@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosternHTTP
 
 /// What the policy stage decided for one request; handlers act on it and never evaluate rules.
 package enum Authorization: Sendable {
@@ -14,7 +15,7 @@ package enum Authorization: Sendable {
 /// An item the policy stage read and found owned by the caller.
 package struct OwnedItem: Sendable {
     /// The Directus answer `{"data":{…}}`, as received (the read handler renders it without a second call).
-    let directusBody: Data
+    let directusBody: HTTPBody
     /// The owner's user id, parsed once from that answer.
     let owner: String
 }

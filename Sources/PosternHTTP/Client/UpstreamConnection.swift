@@ -609,7 +609,7 @@ final class UpstreamConnection: @unchecked Sendable {
         resent = false
         let keepAlive = parser.keepAlive
         let (headers, body) = parser.takeHeadersAndBody()
-        let response = UpstreamResponse(status: parser.status, headers: headers, body: body)
+        let response = UpstreamResponse(status: parser.status, headers: headers, content: body)
         parser.reset()
         let call = calls[first]
         first += 1

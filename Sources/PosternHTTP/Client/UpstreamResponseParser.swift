@@ -64,7 +64,7 @@ final class UpstreamResponseParser {
     /// The kept headers of the answer being parsed.
     private(set) var headers = HTTPHeaders()
     /// The body of the answer, once it is complete (empty before).
-    private(set) var body = Data()
+    private(set) var body = HTTPBody.empty
     /// The body's bytes as they arrive (handed to `body` when the answer is complete).
     private var arriving = BodyBuffer()
     /// Whether the connection may carry another request after this answer (llhttp's verdict: HTTP/1.1
@@ -122,7 +122,7 @@ final class UpstreamResponseParser {
         }
         status = 0
         headers = HTTPHeaders()
-        body = Data()
+        body = .empty
         arriving.discard()
         keepAlive = false
         messageComplete = false
@@ -141,8 +141,8 @@ final class UpstreamResponseParser {
 
     /// The complete answer's kept headers and body, moved out (no copy, no reference counted twice); `reset()`
     /// follows before the next answer.
-    func takeHeadersAndBody() -> (HTTPHeaders, Data) {
-        var taken = (HTTPHeaders(), Data())
+    func takeHeadersAndBody() -> (HTTPHeaders, HTTPBody) {
+        var taken = (HTTPHeaders(), HTTPBody.empty)
         swap(&taken.0, &headers)
         swap(&taken.1, &body)
         return taken
@@ -426,17 +426,17 @@ private struct BodyBuffer {
         count += length
     }
 
-    /// The bytes as a `Data` that takes the memory over; the buffer is empty afterwards.
-    mutating func take() -> Data {
+    /// The bytes as `HeapBytes` that take the memory over; the buffer is empty afterwards.
+    mutating func take() -> HTTPBody {
         guard let base, count > 0 else {
             discard()
-            return Data()
+            return .empty
         }
-        let data = Data(bytesNoCopy: base, count: count, deallocator: .free)
+        let bytes = HeapBytes(taking: base, count: count)
         self.base = nil
         capacity = 0
         count = 0
-        return data
+        return .heap(bytes)
     }
 
     /// Frees the bytes; the buffer is empty afterwards.

@@ -80,7 +80,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// The head being written, from the worker's pool (`ServerWorker.takeHeadBuffer`) while an answer is out, given
     /// back once it is written: an idle connection holds none.
     private var head: HeadBuffer?
-    private var outBody = Data()
+    private var outBody = HTTPBody.empty
     private var sent = 0
     private var writeBlocked = false
 
@@ -136,7 +136,7 @@ final class HTTPConnection: @unchecked Sendable {
         writeEvent = nil
         deadlineEvent = nil
         Glibc.close(fd)
-        outBody = Data()
+        outBody = .empty
         worker.connectionClosed(self)
     }
 
@@ -393,7 +393,7 @@ final class HTTPConnection: @unchecked Sendable {
             if answeringHead, let ownLength {
                 head.append(ownLength)
             } else {
-                head.appendDecimal(response.body.count)
+                head.appendDecimal(response.content.count)
             }
             head.append(HeadBytes.crlf)
         }
@@ -406,7 +406,7 @@ final class HTTPConnection: @unchecked Sendable {
             head.append(HeadBytes.connectionKeepAlive)
         }
         head.append(HeadBytes.crlf)
-        outBody = answeringHead || bodiless ? Data() : response.body
+        outBody = answeringHead || bodiless ? .empty : response.content
         sent = 0
         // Written at the end of the loop turn, with the other answers of the turn (see `flushWritten`).
         worker.flushAtEndOfTurn(self)
@@ -482,7 +482,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// The answer is out: close, or take the next request (already buffered, or the next read).
     private func written() {
         writeBlocked = false
-        outBody = Data()
+        outBody = .empty
         if let head = head.take() { worker.giveBack(head) }
         if closeAfterAnswer {
             linger()

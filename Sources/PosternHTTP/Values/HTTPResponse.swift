@@ -7,14 +7,26 @@ package struct HTTPResponse: Sendable {
     package var status: Int
     /// Response headers (the server adds none but `Content-Length`/`Date`).
     package var headers: HTTPHeaders
-    /// The body (empty for 204).
-    package var body: Data
+    /// The body's bytes (empty for 204).
+    package var content: HTTPBody
+    /// The body as a `Data` (a copy when `content` is `HeapBytes`); setting it sets `content`.
+    package var body: Data {
+        get { content.data }
+        set { content = .data(newValue) }
+    }
 
     /// Builds a response.
     package init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
         self.status = status
         self.headers = headers
-        self.body = body
+        content = .data(body)
+    }
+
+    /// Builds a response whose body is `content`.
+    package init(status: Int, headers: HTTPHeaders = HTTPHeaders(), content: HTTPBody) {
+        self.status = status
+        self.headers = headers
+        self.content = content
     }
 
     /// A JSON response with `Content-Type: application/json; charset=utf-8`.
@@ -31,6 +43,11 @@ package struct HTTPResponse: Sendable {
     /// `json(_:_:headers:)` decorated, without three lookups and settings per answer.
     package static func apiJSON(_ status: Int, _ body: Data) -> HTTPResponse {
         HTTPResponse(status: status, headers: .apiJSON, body: body)
+    }
+
+    /// `apiJSON(_:_:)` with a body of any kind.
+    package static func apiJSON(_ status: Int, content: HTTPBody) -> HTTPResponse {
+        HTTPResponse(status: status, headers: .apiJSON, content: content)
     }
 
     /// A JSON response from a `JSONValue`.

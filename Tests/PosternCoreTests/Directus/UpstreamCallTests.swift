@@ -95,7 +95,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         let directus = DirectusClient(transport: transport, timeout: 10)
         let body = try await directus.listItems(target: "/items/posts?limit=1", token: "eyJ.tls.token",
                                                 context: CallFields(requestID: "req-tls", clientIP: "10.4.4.4"))
-        #expect(String(decoding: body, as: UTF8.self) == "GET /items/posts?limit=1 HTTP/1.1\nHost: localhost:\(port)\n"
+        #expect(String(decoding: body.data, as: UTF8.self) == "GET /items/posts?limit=1 HTTP/1.1\nHost: localhost:\(port)\n"
                     + "Accept: application/json\nX-Request-Id: req-tls\nX-Forwarded-For: 10.4.4.4\nAuthorization: Bearer eyJ.tls.token\n")
     }
 

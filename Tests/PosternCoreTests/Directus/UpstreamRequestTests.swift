@@ -82,7 +82,7 @@ import PosternCoreTesting
         let body = try await Self.call(peer) { directus throws(DirectusError) in
             try await directus.listItems(target: target, token: "tok.en", context: context)
         }
-        #expect(String(decoding: body, as: UTF8.self) == #"{"data":[]}"#)
+        #expect(String(decoding: body.data, as: UTF8.self) == #"{"data":[]}"#)
         #expect(peer.requests == [
             "GET /items/posts?fields=id%2Ctitle&limit=20 HTTP/1.1\r\nHost: 127.0.0.1:\(peer.port)\r\n"
                 + "Accept: application/json\r\nX-Request-Id: req-1\r\nX-Forwarded-For: 10.1.2.3\r\n"

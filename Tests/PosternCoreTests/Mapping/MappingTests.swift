@@ -215,20 +215,20 @@ import PosternHTTP
         (#"{"data":{"user_created":{"id":null}}}"#, nil),
     ] as [(String, String?)])
     func readsOwner(body: String, owner: String?) throws {
-        #expect(try shippedMapper("books").owner(ofDirectusItem: Data(body.utf8)) == owner)
+        #expect(try shippedMapper("books").owner(ofDirectusItem: .data(Data(body.utf8))) == owner)
     }
 
     @Test(arguments: ["x", "", #"{"data":[]}"#, #"{"data":null}"#, #"{"data":{"user_created":true}}"#,
                       #"{"data":{"user_created":[1]}}"#])
     func rejectsOwnerGarbage(body: String) {
-        let error = gatewayError { _ = try shippedMapper("posts").owner(ofDirectusItem: Data(body.utf8)) }
+        let error = gatewayError { _ = try shippedMapper("posts").owner(ofDirectusItem: .data(Data(body.utf8))) }
         #expect(error?.status == 502)
     }
 
     @Test func noOwnerFieldMeansNoOwner() throws {
         var config = ResourceConfig.shipped[0]
         config.owner = nil
-        #expect(try ResourceMapper(config).owner(ofDirectusItem: Data(#"{"data":{"user_created":"u"}}"#.utf8)) == nil)
+        #expect(try ResourceMapper(config).owner(ofDirectusItem: .data(Data(#"{"data":{"user_created":"u"}}"#.utf8))) == nil)
     }
 
     @Test(arguments: [
@@ -274,7 +274,7 @@ import PosternHTTP
         #expect(list.body != (try shippedMapper("books").renderer.renderList(directusBody: listBody)))
         let context = RequestContext(requestID: "r", clientIP: "10.0.0.1")
         context.itemID = "1"
-        context.authorization = .ownerVerified(OwnedItem(directusBody: itemBody, owner: "u"))
+        context.authorization = .ownerVerified(OwnedItem(directusBody: .data(itemBody), owner: "u"))
         let item = try await Endpoint(operation: .read(handlers.readOperation))
             .respond(to: HTTPRequest(method: .get, target: "/api/v1/books/1", remoteAddress: "10.0.0.1"), context: context)
         #expect(item.body == (try replacement.renderItem(directusBody: itemBody)))

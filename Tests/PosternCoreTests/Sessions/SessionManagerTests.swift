@@ -157,7 +157,7 @@ extension SessionManagerTests {
         standIn.expireAllAccessTokens()
         let session = try await manager.authenticate(token: issued.accessToken)
         let call = Task {
-            try await manager.withDirectusToken(session, context: ctx) { (token) async throws(DirectusError) -> Data in
+            try await manager.withDirectusToken(session, context: ctx) { (token) async throws(DirectusError) -> HTTPBody in
                 try await directus.listItems(target: "/items/posts?limit=1", token: token, context: ctx)
             }
         }
