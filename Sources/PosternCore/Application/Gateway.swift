@@ -102,7 +102,7 @@ final class Gateway: HTTPRequestHandler {
         guard case .answered(var response) = step.next else {
             let edge = generation.routes.edge
             if case .fetch(let read) = step.next, read.key == nil, step.endpoint.startFetch != nil {
-                rest = .callback { answer in Gateway.startFetch(request, step, edge, answer) }
+                rest = .later(LaterFetch(request, step, edge))
             } else {
                 rest = .task { await edge.respond(to: request, step) }
             }
@@ -110,20 +110,6 @@ final class Gateway: HTTPRequestHandler {
         }
         generation.routes.edge.finish(&response, request, step.context)
         return response
-    }
-
-    /// The rest of an uncached list or read (`step`, at its upstream read), without a task: the upstream read
-    /// starts now and its completion transcodes, renders and records the answer (`EdgeStages.finished`) and hands
-    /// it to `answer`, on the loop thread. When the read cannot start here (`Endpoint.Read.start`), the rest runs
-    /// in a task of the loop, as `handle` runs it.
-    private static func startFetch(_ request: HTTPRequest, _ step: RequestStep, _ edge: EdgeStages,
-                                   _ answer: LaterAnswer) {
-        let context = step.context
-        if case .fetch(let read) = step.next, let start = step.endpoint.startFetch,
-           start(context, read, { outcome in answer(edge.finished(outcome, request, context)) }) {
-            return
-        }
-        Task(executorPreference: EventLoop.current) { answer(await edge.respond(to: request, step)) }
     }
 
     /// The public listener's first step of `request`: its route, context and endpoint (the 404 one when no route

@@ -72,17 +72,15 @@ final class ResourceHandlers: Sendable {
     }
 
     /// `list` without a task, for a resource that is not cached: false, with nothing done, when it cannot start here
-    /// (`DirectusItems.startToken`: `list` then); else `completion` gets `list`'s answer or error, once, on the loop
-    /// thread.
-    func startList(_ context: RequestContext, _ call: UpstreamRead,
-                   _ completion: @escaping (Result<HTTPResponse, GatewayError>) -> Void) -> Bool {
-        startFetch(.list, context, call, completion)
+    /// (`DirectusItems.startToken`: `list` then); else `later` gets `list`'s answer or error (`LaterFetch.finished`),
+    /// once, on the loop thread.
+    func startList(_ context: RequestContext, _ call: UpstreamRead, _ later: LaterFetch) -> Bool {
+        startFetch(.list, context, call, later)
     }
 
     /// `read` without a task, as `startList`.
-    func startRead(_ context: RequestContext, _ call: UpstreamRead,
-                   _ completion: @escaping (Result<HTTPResponse, GatewayError>) -> Void) -> Bool {
-        startFetch(.read, context, call, completion)
+    func startRead(_ context: RequestContext, _ call: UpstreamRead, _ later: LaterFetch) -> Bool {
+        startFetch(.read, context, call, later)
     }
 
     /// Which of the two reads a fetch without a task answers.
@@ -92,26 +90,26 @@ final class ResourceHandlers: Sendable {
 
     /// `startList` and `startRead`: one closure for the whole call (the upstream outcome comes straight to it).
     private func startFetch(_ kind: FetchKind, _ context: RequestContext, _ call: UpstreamRead,
-                            _ completion: @escaping (Result<HTTPResponse, GatewayError>) -> Void) -> Bool {
+                            _ later: LaterFetch) -> Bool {
         guard call.key == nil, let token = items.startToken(context.session) else { return false }
         let target = call.target
         let start = MonotonicInstant.now
         let refused = items.startRead(target, token: token, call: context.call) { [self] outcome in
-            fetched(kind, items.readOutcome(outcome, since: start, call: context.call), target, context, completion)
+            fetched(kind, items.readOutcome(outcome, since: start, call: context.call), target, context, later)
         }
-        if let refused { fetched(kind, .failure(refused), target, context, completion) }
+        if let refused { fetched(kind, .failure(refused), target, context, later) }
         return true
     }
 
-    /// A fetch's Directus body or error, made into the client's answer as `list` or `read` makes it.
+    /// A fetch's Directus body or error, made into the client's answer as `list` or `read` makes it, for `later`.
     private func fetched(_ kind: FetchKind, _ body: Result<HTTPBody, DirectusError>, _ target: UpstreamTarget,
-                         _ context: RequestContext, _ completion: @escaping (Result<HTTPResponse, GatewayError>) -> Void) {
+                         _ context: RequestContext, _ later: LaterFetch) {
         switch body {
         case .success(let data):
-            completion(answer(kind, .success(data), context))
+            later.finished(answer(kind, .success(data), context))
         case .failure(let error):
             failed(error, target, forbidden: kind == .list ? listForbidden : notFound, context) { [self] body in
-                completion(answer(kind, body, context))
+                later.finished(answer(kind, body, context))
             }
         }
     }

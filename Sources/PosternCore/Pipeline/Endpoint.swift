@@ -23,13 +23,12 @@ final class Endpoint: Sendable {
         /// The rest: the upstream read `lookUp` prepared.
         let fetch: @Sendable (RequestContext, UpstreamRead) async throws(GatewayError) -> HTTPResponse
         /// `fetch` without a task, on an event loop's thread: false, with nothing done, when it cannot start there
-        /// (`fetch` then); else true, and the completion gets `fetch`'s answer or error, once, on the loop thread.
+        /// (`fetch` then); else true, and the `LaterFetch` gets `fetch`'s answer or error (`finished`), once, on the
+        /// loop thread.
         let start: Start
 
-        /// What `start` calls back with.
-        typealias Completion = (Result<HTTPResponse, GatewayError>) -> Void
         /// See `start`.
-        typealias Start = @Sendable (RequestContext, UpstreamRead, @escaping Completion) -> Bool
+        typealias Start = @Sendable (RequestContext, UpstreamRead, LaterFetch) -> Bool
     }
 
     /// What the endpoint does once every stage passed.

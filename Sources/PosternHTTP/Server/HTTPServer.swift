@@ -11,8 +11,8 @@ package typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 ///
 /// A handler may answer a request at once, on the loop thread (`handleImmediately`); when it cannot, it may leave
 /// the rest of the answer, going on from what it did so far, as a `PreparedAnswer`: a closure over the handler's own
-/// typed values, which the server calls in a runner task instead of `handle`, or starts at once and is called back
-/// with the answer — typed at both ends, never looked into, never cast.
+/// typed values, which the server calls in a runner task instead of `handle`, or an object of the handler's that the
+/// server starts at once and that calls back with the answer — typed at both ends, never looked into, never cast.
 package protocol HTTPRequestHandler: Sendable {
     /// The answer to `request`.
     func handle(_ request: HTTPRequest) async -> HTTPResponse
@@ -27,22 +27,30 @@ extension HTTPRequestHandler {
 }
 
 /// The rest of a request's answer as a handler's immediate step prepared it (`HTTPRequestHandler`): what that step
-/// did travels captured in the closure, with its types.
+/// did travels captured in the closure, or held by the handler's object, with its types.
 ///
-/// A closure rather than an associated type carried through the server's queue: the server's generic code is not
-/// specialised for the gateway's types across the module boundary, and unspecialised, a generic prepared value
-/// cost every request its metadata look-ups (`make instructions` A: about 10,000 instructions per request more).
+/// A closure or an object rather than an associated type carried through the server's queue: the server's generic
+/// code is not specialised for the gateway's types across the module boundary, and unspecialised, a generic prepared
+/// value cost every request its metadata look-ups (`make instructions` A: about 10,000 instructions per request more).
 package enum PreparedAnswer: Sendable {
     /// The rest, run in a runner task.
     case task(@Sendable () async -> HTTPResponse)
     /// The rest, started at once on the loop thread, without a task (while fewer than `ServerLimits.maxHandling`
-    /// requests are being handled; else in a runner task when one is free): it hands the answer to the closure it
-    /// is given exactly once, on the loop thread (before it returns, when it has the answer at once). A task's
-    /// switches, continuations and frames were a tenth of an uncached read's instructions.
-    case callback(@Sendable (_ answer: LaterAnswer) -> Void)
+    /// requests are being handled; else in a runner task when one is free). A task's switches, continuations and
+    /// frames were a tenth of an uncached read's instructions.
+    case later(any LaterWork)
 }
 
-/// Where the answer of a request started without a task goes (`PreparedAnswer.callback`): call it once, on the loop
+/// The rest of a request's answer that goes on without a task (`PreparedAnswer.later`): an object the handler has
+/// for the request anyway (the gateway's request context), so that preparing it allocates nothing (a closure over
+/// the same values allocated its context).
+package protocol LaterWork: AnyObject, Sendable {
+    /// Starts the rest, on the loop thread: it hands the answer to `answer` exactly once, on the loop thread (before
+    /// it returns, when it has the answer at once).
+    func start(_ answer: LaterAnswer)
+}
+
+/// Where the answer of a request started without a task goes (`PreparedAnswer.later`): call it once, on the loop
 /// thread. A value, not a closure: the server's usual one names the connection, so starting a request this way
 /// allocates nothing for it.
 package struct LaterAnswer: @unchecked Sendable {  // loop thread only: the connection never leaves it

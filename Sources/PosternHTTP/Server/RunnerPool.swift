@@ -50,9 +50,9 @@ final class RunnerPool<Handler: HTTPRequestHandler>: EndOfTurnWork, @unchecked S
             return
         }
         worker.began()
-        if case .callback(let start)? = rest, handling < worker.limits.maxHandling {
+        if case .later(let work)? = rest, handling < worker.limits.maxHandling {
             handling += 1
-            start(LaterAnswer(worker, conn))
+            work.start(LaterAnswer(worker, conn))
             return
         }
         // With requests waiting already, every runner is busy (`dispatchPending` stops only at the cap) and the
@@ -102,7 +102,7 @@ final class RunnerPool<Handler: HTTPRequestHandler>: EndOfTurnWork, @unchecked S
         }
     }
 
-    /// Writes the answer of a request started without a task (`PreparedAnswer.callback`, through `LaterAnswer` and
+    /// Writes the answer of a request started without a task (`PreparedAnswer.later`, through `LaterAnswer` and
     /// the worker), on the loop thread; its place goes to the oldest waiting request, if any.
     func answered(_ conn: HTTPConnection, _ response: HTTPResponse) {
         worker.finish(conn, response)
@@ -119,9 +119,9 @@ final class RunnerPool<Handler: HTTPRequestHandler>: EndOfTurnWork, @unchecked S
             switch current.rest {
             case .task(let rest)?:
                 response = await rest()
-            case .callback(let start)?:
+            case .later(let work)?:
                 // Waited for a runner (too many requests at once): started here, answered through the continuation.
-                response = await withUnsafeContinuation { continuation in start(LaterAnswer(continuation)) }
+                response = await withUnsafeContinuation { continuation in work.start(LaterAnswer(continuation)) }
             case nil:
                 response = await handler.handle(current.request)
             }

@@ -166,11 +166,11 @@ import PosternCoreTesting
                 loop.execute {
                     var rest: PreparedAnswer?
                     #expect(gateway.handleImmediately(request, rest: &rest) == nil)
-                    guard case .callback(let start)? = rest else {
+                    guard case .later(let work)? = rest else {
                         Issue.record("an uncached read goes on without a task")
                         return done.resume(returning: HTTPResponse(status: 599))
                     }
-                    start(LaterAnswer { response in
+                    work.start(LaterAnswer { response in
                         #expect(loop.inLoop, "answered on the loop thread")
                         done.resume(returning: response)
                     })
