@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Glibc
 import PosternIO
 
 /// Head fields a caller keeps as values and writes into the request head itself (the gateway's Directus calls:
@@ -37,9 +36,9 @@ package struct HeadWriter {
         output.append(13, 10)
     }
 
-    /// True when `text` holds no CR, LF or NUL (`strcspn` stops at the first of them, the terminator included).
+    /// True when `text` holds no CR, LF or NUL (`PlainBytes.holdsLineBreakOrNUL`, over its bytes in place).
     static func safe(_ text: String) -> Bool {
         let length = text.utf8.count
-        return text.withCString { strcspn($0, "\r\n") } == length
+        return text.withCString { !PlainBytes.holdsLineBreakOrNUL(UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), length) }
     }
 }
