@@ -21,10 +21,12 @@ let package = Package(
         .target(name: "CLLHTTP", path: "Sources/CLLHTTP", cSettings: [.unsafeFlags(["-gdwarf-4"])]),
         // Header only: the transcoder's SSE2/NEON string scanner as `static inline` C (no library to link).
         .systemLibrary(name: "CJSONScan", path: "Sources/CJSONScan"),
+        // Header only: the byte-class tests of the plain HTTP head readers (PlainBytes), SSE2/NEON as `static inline` C.
+        .systemLibrary(name: "CHeadScan", path: "Sources/CHeadScan"),
         // The layers, lowest first; each knows only the ones below it. docs/architecture.md describes what each
         // target and folder holds and which may use which.
         .target(name: "PosternIO", dependencies: ["CEvent", "COpenSSL"]),
-        .target(name: "PosternHTTP", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CLLHTTP", "CJSONScan"]),
+        .target(name: "PosternHTTP", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CLLHTTP", "CJSONScan", "CHeadScan"]),
         .target(name: "PosternRedis", dependencies: ["PosternIO", "CEvent", "COpenSSL", "CHiredis"]),
         .target(name: "DirectusPlan", dependencies: ["PosternIO", "PosternHTTP"]),
         // The console's CSS and JavaScript are files of their own (Console/Resources), compiled in as strings by the

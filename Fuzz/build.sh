@@ -16,7 +16,7 @@ mkdir -p "$OUT"
 
 FLAGS=(-swift-version 6 -O -sanitize=fuzzer,address -g -package-name Postern
        -I Sources/CEvent -I Sources/COpenSSL -I Sources/CSQLite -I Sources/CHiredis -I Sources/CLLHTTP/include
-       -I Sources/CJSONScan)
+       -I Sources/CJSONScan -I Sources/CHeadScan)
 LIBS=(-use-ld=lld -levent -levent_pthreads -lssl -lcrypto -lsqlite3 -lhiredis)
 
 # llhttp (the HTTP/1.1 parser) is C compiled from Debian's node-llhttp sources, as SwiftPM's CLLHTTP target does:

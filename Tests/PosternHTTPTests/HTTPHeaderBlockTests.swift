@@ -63,6 +63,34 @@ import PosternTesting
         #expect(Array(received.map(\.value)) == HTTPHeaderBlockTests.sample.map(\.1))
     }
 
+    /// `sameName` (eight bytes a step from eight bytes on) says what a byte-by-byte look says: for names of every
+    /// length around the steps, each byte at each place set to every value, against the name with that byte as is,
+    /// in the other case, or with another bit changed.
+    @Test func sameNameComparesAsAByteByByteLookDoes() {
+        func byteByByte(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+            zip(a, b).allSatisfy { x, y in
+                x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+            }
+        }
+        var failures: [String] = []
+        let name = Array("Proxy-Authorization-Extra".utf8)
+        for count in 1...name.count {
+            for at in 0..<count {
+                for byte in 0...255 {
+                    var a = Array(name[..<count])
+                    a[at] = UInt8(byte)
+                    for flip: UInt8 in [0, 0x20, 0x01, 0x80, 0xA0, 0x40] {
+                        var b = a
+                        b[at] ^= flip
+                        let same = a.withUnsafeBufferPointer { x in b.withUnsafeBufferPointer { y in HeaderBlock.sameName(x, y) } }
+                        if same != byteByByte(a, b), failures.count < 10 { failures.append("\(a) \(b)") }
+                    }
+                }
+            }
+        }
+        #expect(failures.isEmpty, "\(failures)")
+    }
+
     @Test func changesTurnTheBytesIntoStringsFirst() {
         let block = HTTPHeaderBlockTests.block(HTTPHeaderBlockTests.sample)
         let original = HTTPHeaders(block: block)

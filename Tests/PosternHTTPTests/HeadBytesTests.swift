@@ -51,6 +51,22 @@ import PosternTesting
         #expect(buffer.count == 0 && buffer.capacity == 1024, "back to small after a large head")
     }
 
+    /// `appendDecimal` writes as many digits as `String` does at every power of ten and just below it, into a
+    /// buffer that must grow for them.
+    @Test func decimalsInTheHeadBufferHaveEveryDigit() {
+        var power = 1
+        for _ in 0...12 {
+            for value in [power - 1, power, power + 1] {
+                var buffer = HeadBuffer(capacity: 1)
+                defer { buffer.deallocate() }
+                buffer.append([0x2A])
+                buffer.appendDecimal(value)
+                #expect(Array(buffer.bytes) == [0x2A] + Array(String(value).utf8), "\(value)")
+            }
+            power *= 10
+        }
+    }
+
     @Test func textIsCopiedWhetherNativeOrBridged() {
         let bridged = NSString(string: "x-trace: äbc") as String
         for text in ["", "Host", "a-much-longer-header-value-that-is-not-a-small-string", "äöü", bridged] {

@@ -177,9 +177,10 @@ import Testing
         #expect(fields == ["Host: 127.0.0.1:18080", "Authorization: Bearer 0123456789abcdef0123456789abcdef0123456789abcdef"])
     }
 
-    /// The word-at-a-time scans stop exactly where a byte-by-byte look stops: every byte value at every place in two
-    /// words and a tail, after runs of every class, and seeded runs of mixed bytes.
+    /// The block-at-a-time scans stop exactly where a byte-by-byte look stops: every byte value at every place in two
+    /// sixteen-byte blocks, a word and a tail, after runs of every class, and seeded runs of mixed bytes.
     @Test func theScansStopWhereAByteByByteLookStops() {
+        var failures: [String] = []
         func check(_ bytes: [UInt8]) {
             bytes.withUnsafeBufferPointer { buffer in
                 let p = buffer.baseAddress!, n = buffer.count
@@ -191,17 +192,19 @@ import Testing
                     }
                     let word = bytes[from...].firstIndex { !isWord($0, dot: false) } ?? n
                     let host = bytes[from...].firstIndex { !isWord($0, dot: true) } ?? n
-                    #expect(PlainBytes.plainEnd(p, from: from, to: n) == plain, "\(bytes) from \(from)")
-                    #expect(PlainBytes.visibleEnd(p, from: from, to: n) == visible, "\(bytes) from \(from)")
-                    #expect(PlainBytes.wordEnd(p, from: from, to: n, dot: false) == word, "\(bytes) from \(from)")
-                    #expect(PlainBytes.wordEnd(p, from: from, to: n, dot: true) == host, "\(bytes) from \(from)")
+                    if PlainBytes.plainEnd(p, from: from, to: n) != plain || PlainBytes.visibleEnd(p, from: from, to: n) != visible
+                        || PlainBytes.wordEnd(p, from: from, to: n, dot: false) != word
+                        || PlainBytes.wordEnd(p, from: from, to: n, dot: true) != host, failures.count < 10 {
+                        failures.append("\(bytes) from \(from)")
+                    }
                 }
             }
         }
+        // 43 bytes: from each of the first three, two blocks, a word and one to three bytes one by one.
         for filler in Array("aZ0-. ~".utf8) {
             for byte in 0...255 {
-                for at in 0..<19 {
-                    var bytes = [UInt8](repeating: filler, count: 19)
+                for at in 0..<43 {
+                    var bytes = [UInt8](repeating: filler, count: 43)
                     bytes[at] = UInt8(byte)
                     check(bytes)
                 }
@@ -210,7 +213,41 @@ import Testing
         var random = SplitMix(seed: 9112)
         let classes: [UInt8] = Array("aZz09-._:/ \t\r\n\u{7F}".utf8) + [0, 0x80, 0xFF, 0x40, 0x5B, 0x60, 0x7B, 0x2F, 0x3A, 0x1F]
         for _ in 0..<5_000 {
-            check((0..<random.next(30)).map { _ in random.next(2) == 0 ? classes[random.next(classes.count)] : UInt8(random.next(256)) })
+            check((0..<random.next(70)).map { _ in random.next(2) == 0 ? classes[random.next(classes.count)] : UInt8(random.next(256)) })
+        }
+        #expect(failures.isEmpty, "\(failures)")
+    }
+
+    /// `holdsLineBreakOrNUL` says what a byte-by-byte look says, for every length up to 17 and the lengths around the
+    /// ends of one to three 32-byte steps (the byte loop, two words, blocks of sixteen and of thirty-two and the last
+    /// block that overlaps), reading none of the bytes after: every byte value at every place, after runs of bytes just
+    /// above CR, below it and of other classes; and `HeadWriter.safe` says the opposite, for short and long strings.
+    @Test func theLineBreakTestFindsEveryCRLFAndNUL() {
+        var failures: [String] = []
+        for filler: UInt8 in [0x61, 0x0E, 0x0C, 0xFF] {
+            for count in Array(0...17) + [31, 32, 33, 47, 48, 49, 63, 64, 65, 80] {
+                for at in 0..<max(count, 1) {
+                    for byte in 0...255 {
+                        // A CR after the bytes: found only if the test read past them.
+                        var bytes = [UInt8](repeating: filler, count: count) + [0x0D]
+                        if count > 0 { bytes[at] = UInt8(byte) }
+                        let expected = bytes[..<count].contains { $0 == 0 || $0 == 0x0A || $0 == 0x0D }
+                        let found = bytes.withUnsafeBufferPointer { buffer in
+                            // Not nil: the buffer holds at least the CR.
+                            PlainBytes.holdsLineBreakOrNUL(buffer.baseAddress!, count)
+                        }
+                        if found != expected, failures.count < 10 { failures.append("\(bytes)") }
+                        if count == 0 { break }
+                    }
+                }
+            }
+        }
+        #expect(failures.isEmpty, "\(failures)")
+        for text in ["", "x", "10.0.0.1", String(repeating: "ab", count: 40)] {
+            #expect(HeadWriter.safe(text))
+            for bad in ["\r", "\n", "\u{0}"] {
+                #expect(!HeadWriter.safe(bad + text) && !HeadWriter.safe(text + bad), "\(text.utf8.count) bytes")
+            }
         }
     }
 

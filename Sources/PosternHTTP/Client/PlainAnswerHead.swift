@@ -56,16 +56,22 @@ struct PlainAnswerHead {
             }
             let nameStart = i
             i = PlainBytes.wordEnd(p, from: i, to: n, dot: false)
-            while i < n && PlainBytes.isToken(p[i]) { i &+= 1 }
-            guard i < n, p[i] == colon, i > nameStart else { return nil }
-            let name = UnsafeBufferPointer(start: p + nameStart, count: i - nameStart)
+            // The common name ends at its colon; any other goes on byte by byte through the token characters.
+            guard i < n else { return nil }
+            if p[i] != colon {
+                while i < n && PlainBytes.isToken(p[i]) { i &+= 1 }
+                guard i < n, p[i] == colon else { return nil }
+            }
+            guard i > nameStart else { return nil }
+            let name = UnsafeBufferPointer(start: p + nameStart, count: i &- nameStart)
             i &+= 1
-            while i < n && (p[i] == space || p[i] == tab) { i &+= 1 }
+            // The common value starts after one space: a byte above the space ends the loop with one test.
+            while i < n && p[i] <= space && (p[i] == space || p[i] == tab) { i &+= 1 }
             let valueStart = i
             i = PlainBytes.plainEnd(p, from: i, to: n)
             while i < n && p[i] == tab { i = PlainBytes.plainEnd(p, from: i &+ 1, to: n) }
             guard i + 1 < n, p[i] == cr, p[i + 1] == lf else { return nil }
-            let sent = UnsafeBufferPointer(start: p + valueStart, count: i - valueStart)
+            let sent = UnsafeBufferPointer(start: p + valueStart, count: i &- valueStart)
             i &+= 2
             switch name.count {
             case 7 where spells(name, "upgrade"), 16 where spells(name, "proxy-connection"),

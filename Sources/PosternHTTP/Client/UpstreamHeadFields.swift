@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Glibc
 import PosternIO
 
 /// Head fields a caller keeps as values and writes into the request head itself (the gateway's Directus calls:
@@ -31,15 +30,20 @@ package struct HeadWriter {
     /// Appends a field whose `prefix` is its name, `": "` and any fixed start of its value, then `value` and CRLF;
     /// nothing when `value` holds CR, LF or NUL (it would split the request).
     package func field(_ prefix: StaticString, _ value: String) {
-        guard HeadWriter.safe(value) else { return }
-        output.append(prefix)
-        output.append(value)
-        output.append(13, 10)
+        let length = value.utf8.count
+        // The value's bytes in place (a native string's own storage): checked, then copied.
+        value.withCString { text in
+            let bytes = UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self)
+            guard !PlainBytes.holdsLineBreakOrNUL(bytes, length) else { return }
+            output.append(prefix)
+            output.append(bytes, length)
+            output.append(13, 10)
+        }
     }
 
-    /// True when `text` holds no CR, LF or NUL (`strcspn` stops at the first of them, the terminator included).
+    /// True when `text` holds no CR, LF or NUL (`PlainBytes.holdsLineBreakOrNUL`, over its bytes in place).
     static func safe(_ text: String) -> Bool {
         let length = text.utf8.count
-        return text.withCString { strcspn($0, "\r\n") } == length
+        return text.withCString { !PlainBytes.holdsLineBreakOrNUL(UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), length) }
     }
 }

@@ -395,7 +395,7 @@ final class HTTPConnection: @unchecked Sendable {
             } else {
                 head.appendDecimal(response.content.count)
             }
-            head.append(HeadBytes.crlf)
+            head.append(13, 10)
         }
         if !hasDate {
             worker.appendDate(to: &head)
@@ -405,7 +405,7 @@ final class HTTPConnection: @unchecked Sendable {
         } else if keepAlive10 {
             head.append(HeadBytes.connectionKeepAlive)
         }
-        head.append(HeadBytes.crlf)
+        head.append(13, 10)
         outBody = answeringHead || bodiless ? .empty : response.content
         sent = 0
         // Written at the end of the loop turn, with the other answers of the turn (see `flushWritten`).

@@ -51,6 +51,8 @@ final class HTTPRequestAssembler {
     // The request being parsed.
     /// The target of the request llhttp reads (empty between requests).
     private var url: [UInt8] = []
+    /// The path of the last request (`pathAndQuery`), reused while the requests name it.
+    private var lastPath = ""
     /// Its header lines (names and values, each field's place in it); reused for the next request when no
     /// request refers to it any more.
     private var block = HeaderBlock.make()
@@ -573,7 +575,7 @@ final class HTTPRequestAssembler {
     private func wholeRequest(target whole: UnsafeBufferPointer<UInt8>, keepAlive: Bool, http10: Bool) -> Step {
         startOver()
         atRequestStart = true
-        let (path, query) = HTTPRequestAssembler.pathAndQuery(whole)
+        let (path, query) = HTTPRequestAssembler.pathAndQuery(whole, lastPath: &lastPath)
         let request = HTTPRequest(method: currentMethod, path: path, query: query, headers: HTTPHeaders(block: block),
                                   body: body, remoteAddress: peer)
         handedOut = true
@@ -582,17 +584,30 @@ final class HTTPRequestAssembler {
     }
 
     /// The path and query of a request target, straight from its bytes (split at the first `?`); the absolute form
-    /// (`http://host/path`, RFC 9112 §3.2.2) is taken from its path on.
-    private static func pathAndQuery(_ whole: UnsafeBufferPointer<UInt8>) -> (path: String, query: String) {
+    /// (`http://host/path`, RFC 9112 §3.2.2) is taken from its path on. `lastPath`: the path made last (see `path`).
+    private static func pathAndQuery(_ whole: UnsafeBufferPointer<UInt8>, lastPath: inout String) -> (path: String, query: String) {
         let start = HTTPRequestAssembler.pathStart(whole)
         let target = UnsafeBufferPointer(rebasing: whole[start...])
         // An absolute form without a path means `/` (RFC 9112 §3.2.2 → RFC 9110 §4.2.3).
         let empty = start > 0 ? "/" : ""
-        guard let q = target.firstIndex(of: UInt8(ascii: "?")) else {
-            return (target.isEmpty ? empty : String(decoding: target, as: UTF8.self), "")
+        // The `?` found by memchr (a generic byte loop costs more on the usual short path).
+        guard let base = target.baseAddress, let mark = memchr(base, 0x3F, target.count) else {
+            return (target.isEmpty ? empty : path(target, lastPath: &lastPath), "")
         }
-        return (q == 0 ? empty : String(decoding: UnsafeBufferPointer(rebasing: target[..<q]), as: UTF8.self),
+        let q = UnsafeRawPointer(mark) - UnsafeRawPointer(base)
+        return (q == 0 ? empty : path(UnsafeBufferPointer(rebasing: target[..<q]), lastPath: &lastPath),
                 String(decoding: UnsafeBufferPointer(rebasing: target[(q + 1)...]), as: UTF8.self))
+    }
+
+    /// The text of a path's bytes: `lastPath` when they are its bytes (a connection's requests often name the same
+    /// path: no new `String`, no UTF-8 check), else a new `String`, which becomes `lastPath`.
+    private static func path(_ bytes: UnsafeBufferPointer<UInt8>, lastPath: inout String) -> String {
+        let same = lastPath.utf8.withContiguousStorageIfAvailable { last in
+            // Not nil: both hold `bytes.count` > 0 bytes (an empty path is never made here).
+            last.count == bytes.count && memcmp(last.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+        }
+        if same != true { lastPath = String(decoding: bytes, as: UTF8.self) }
+        return lastPath
     }
 
     /// Where the path starts in a request target: 0 in the origin form (`/path`); after the scheme and the authority

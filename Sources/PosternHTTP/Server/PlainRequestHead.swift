@@ -75,18 +75,25 @@ struct PlainRequestHead {
             }
             let nameStart = i
             i = PlainBytes.wordEnd(p, from: i, to: n, dot: false)
-            while i < n && PlainBytes.isToken(p[i]) { i &+= 1 }
-            guard i < n, p[i] == PlainBytes.colon, i > nameStart else { return nil }
+            // The common name ends at its colon; any other goes on byte by byte through the token characters.
+            guard i < n else { return nil }
+            if p[i] != PlainBytes.colon {
+                while i < n && PlainBytes.isToken(p[i]) { i &+= 1 }
+                guard i < n, p[i] == PlainBytes.colon else { return nil }
+            }
+            guard i > nameStart else { return nil }
             let nameEnd = i
             i &+= 1
-            while i < n && (p[i] == PlainBytes.space || p[i] == PlainBytes.tab) { i &+= 1 }
+            // The common value starts after one space: a byte above the space ends the loop with one test.
+            while i < n && p[i] <= PlainBytes.space && (p[i] == PlainBytes.space || p[i] == PlainBytes.tab) { i &+= 1 }
             let valueStart = i
             i = PlainBytes.plainEnd(p, from: i, to: n)
             while i < n && p[i] == PlainBytes.tab { i = PlainBytes.plainEnd(p, from: i &+ 1, to: n) }
             guard i + 1 < n, p[i] == PlainBytes.cr, p[i + 1] == PlainBytes.lf else { return nil }
             let lineEnd = i
             var valueEnd = i
-            while valueEnd > valueStart && (p[valueEnd - 1] == PlainBytes.space || p[valueEnd - 1] == PlainBytes.tab) { valueEnd -= 1 }
+            while valueEnd > valueStart && p[valueEnd - 1] <= PlainBytes.space
+                    && (p[valueEnd - 1] == PlainBytes.space || p[valueEnd - 1] == PlainBytes.tab) { valueEnd -= 1 }
             i &+= 2
             let name = p + nameStart, nameCount = nameEnd &- nameStart
             switch nameCount {

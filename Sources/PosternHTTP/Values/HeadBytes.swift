@@ -7,8 +7,6 @@ enum HeadBytes {
     static let versionAndHost: [UInt8] = Array(" HTTP/1.1\r\nHost: ".utf8)
     /// `"\r\n"`.
     static let crlf: [UInt8] = [13, 10]
-    /// `": "`.
-    static let colonSpace: [UInt8] = [0x3A, 0x20]
     /// `"Content-Length: "`.
     static let contentLength: [UInt8] = Array("Content-Length: ".utf8)
     /// `"Connection: close\r\n"`.
@@ -133,13 +131,22 @@ struct HeadBuffer {
         if copied == nil { append(Array(text.utf8)) }
     }
 
+    /// Appends two bytes (`": "`, CRLF) with two stores.
+    @inline(__always)
+    mutating func append(_ first: UInt8, _ second: UInt8) {
+        if count + 2 > capacity { grow(2) }
+        (base + count).storeBytes(of: first, as: UInt8.self)
+        (base + count + 1).storeBytes(of: second, as: UInt8.self)
+        count += 2
+    }
+
     /// Appends `name: value\r\n`.
     @inline(__always)
     mutating func appendField(_ name: String, _ value: String) {
         append(name)
-        append(HeadBytes.colonSpace)
+        append(0x3A, 0x20)
         append(value)
-        append(HeadBytes.crlf)
+        append(13, 10)
     }
 
     /// Appends `value` in decimal.
@@ -150,18 +157,22 @@ struct HeadBuffer {
             append(digits)
             return
         }
-        // Twelve digits at most: written backwards into a stack tuple.
-        var buffer: (UInt64, UInt64) = (0, 0)
-        var at = 16
-        var rest = value
-        withUnsafeMutableBytes(of: &buffer) { raw in
-            repeat {
-                at -= 1
-                raw[at] = UInt8(0x30 + rest % 10)
-                rest /= 10
-            } while rest > 0
-            append(UnsafeRawBufferPointer(rebasing: raw[at...]))
+        // Twelve digits at most (10^12 does not overflow): counted, then written from the last one back, in place.
+        var digits = 1
+        var power = 10
+        while value >= power {
+            digits += 1
+            power &*= 10
         }
+        if count + digits > capacity { grow(digits) }
+        var at = base + count + digits
+        var rest = UInt(value)
+        repeat {
+            at -= 1
+            at.storeBytes(of: UInt8(truncatingIfNeeded: 0x30 &+ rest % 10), as: UInt8.self)
+            rest /= 10
+        } while rest > 0
+        count += digits
     }
 
     /// The bytes written.

@@ -142,16 +142,49 @@ package final class HeaderBlock: ManagedBuffer<HeaderBlock.Counts, UInt8> {
         return matches(String(decoding: Array(name.utf8), as: UTF8.self), at: start)
     }
 
-    /// ASCII case-insensitive comparison of two names of the same length.
+    /// ASCII case-insensitive comparison of two names of the same length: bytes that differ may only be the same
+    /// letter in the other case. Eight bytes a step from eight bytes on, the last step ending at the last byte (it
+    /// overlaps the one before when the length is not a multiple of eight).
     @inline(__always)
     static func sameName(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        for k in 0..<a.count {
-            let x = a[k], y = b[k]
-            if x == y { continue }
-            let lower = x | 0x20
-            if lower != y | 0x20 || lower < UInt8(ascii: "a") || lower > UInt8(ascii: "z") { return false }
+        let count = a.count
+        guard count >= 8, let x = a.baseAddress, let y = b.baseAddress else {
+            for k in 0..<count {
+                let x = a[k], y = b[k]
+                if x == y { continue }
+                let lower = x | 0x20
+                if lower != y | 0x20 || lower < UInt8(ascii: "a") || lower > UInt8(ascii: "z") { return false }
+            }
+            return true
         }
-        return true
+        var k = 0
+        while count &- k > 8 {
+            guard sameWord(load(x + k), load(y + k)) else { return false }
+            k &+= 8
+        }
+        return sameWord(load(x + (count &- 8)), load(y + (count &- 8)))
+    }
+
+    /// Whether two words of name bytes are the same, ignoring the case of letters: they may differ only in bit 5
+    /// (0x20) of a lane, and only where the lane is a letter.
+    @inline(__always)
+    private static func sameWord(_ x: UInt64, _ y: UInt64) -> Bool {
+        let difference = x ^ y
+        if difference == 0 { return true }
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        guard difference & ~(ones &* 0x20) == 0 else { return false }
+        // The high bit of each lane of `x` that is a letter: with bit 5 set (and the high bit cleared, so that no
+        // lane carries), 0x61–0x7A; a byte of 0x80 or above is none.
+        let folded = x & ~highs | ones &* 0x20
+        let letter = (folded &+ ones &* (0x80 - 0x61)) & ~(folded &+ ones &* (0x7F - 0x7A)) & ~x & highs
+        // Bit 5 of each differing lane, moved to the lane's high bit.
+        return (difference &<< 2) & ~letter == 0
+    }
+
+    /// The eight bytes at `p` as a little-endian word.
+    @inline(__always)
+    private static func load(_ p: UnsafePointer<UInt8>) -> UInt64 {
+        UInt64(littleEndian: UnsafeRawPointer(p).loadUnaligned(as: UInt64.self))
     }
 
     /// The name of field `i`.

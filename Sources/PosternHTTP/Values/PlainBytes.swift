@@ -1,8 +1,11 @@
+import CHeadScan
+
 /// Byte classes and scans for reading an HTTP/1.1 head in its common shape without llhttp (`PlainRequestHead`).
 ///
-/// The scans go eight bytes a step and stop exactly at the first byte outside their class: in each word, a byte
-/// outside it flags the high bit of its lane, and a borrow or carry out of a lane only ever flags a lane above one
-/// already flagged, so the lowest flagged lane is the first such byte.
+/// The scans go sixteen bytes a step while sixteen are left (vector compares, `CHeadScan`), then eight, and stop
+/// exactly at the first byte outside their class: in each word, a byte outside it flags the high bit of its lane,
+/// and a borrow or carry out of a lane only ever flags a lane above one already flagged, so the lowest flagged lane
+/// is the first such byte.
 enum PlainBytes {
     static let cr: UInt8 = 0x0D, lf: UInt8 = 0x0A, space: UInt8 = 0x20, tab: UInt8 = 0x09, colon: UInt8 = 0x3A
 
@@ -27,7 +30,12 @@ enum PlainBytes {
     @inline(__always)
     private static func rangeEnd(_ p: UnsafePointer<UInt8>, from start: Int, to n: Int, lowest: UInt8) -> Int {
         var i = start
-        while n &- i >= 8 {
+        while n &- i >= 16 {
+            let outside = postern_head_outside16(p + i, lowest)
+            if outside != 0 { return i &+ Int(truncatingIfNeeded: postern_head_first_flagged(outside)) }
+            i &+= 16
+        }
+        if n &- i >= 8 {
             let word = load(p + i)
             // Under `lowest`: the lane borrows and had its high bit clear. Over 0x7E: adding one sets the high bit.
             let under = (word &- ones &* UInt64(lowest)) & ~word
@@ -45,7 +53,12 @@ enum PlainBytes {
     @inline(__always)
     static func wordEnd(_ p: UnsafePointer<UInt8>, from start: Int, to n: Int, dot: Bool) -> Int {
         var i = start
-        while n &- i >= 8 {
+        while n &- i >= 16 {
+            let outside = postern_head_nonword16(p + i, dot ? 1 : 0)
+            if outside != 0 { return i &+ Int(truncatingIfNeeded: postern_head_first_flagged(outside)) }
+            i &+= 16
+        }
+        if n &- i >= 8 {
             let word = load(p + i)
             // With the high bits cleared no lane carries into the next below; bytes with it set are outside.
             let low = word & ~highs
@@ -81,6 +94,43 @@ enum PlainBytes {
         // Bit b of the first mask: byte b (0–63) is a token character; of the second: byte 64 + b.
         let low: UInt64 = 0x03FF_6CFA_0000_0000, high: UInt64 = 0x57FF_FFFF_C7FF_FFFE
         return byte < 64 ? low >> UInt64(byte) & 1 != 0 : byte < 128 && high >> UInt64(byte &- 64) & 1 != 0
+    }
+
+    /// Whether one of the `count` bytes at `p` is CR, LF or NUL (a value holding one would end or split a head's
+    /// line). Thirty-two bytes a step with one test for a byte of 0x0D or below (the two halves of a block that has
+    /// one are checked for the three); the rest sixteen bytes a step, the last step ending at the last byte (it
+    /// overlaps the one before); under sixteen bytes, two words that overlap, or one byte a step under eight.
+    @inline(__always)
+    static func holdsLineBreakOrNUL(_ p: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        guard count >= 16 else {
+            guard count >= 8 else {
+                for index in 0..<count where p[index] == 0 || p[index] == lf || p[index] == cr { return true }
+                return false
+            }
+            return breaksLine(load(p)) || breaksLine(load(p + (count &- 8)))
+        }
+        var i = 0
+        while count &- i >= 32 {
+            if postern_head_low32(p + i) != 0 && (postern_head_breaks16(p + i) | postern_head_breaks16(p + i + 16)) != 0 {
+                return true
+            }
+            i &+= 32
+        }
+        if count &- i > 16 && postern_head_breaks16(p + i) != 0 { return true }
+        return i < count && postern_head_breaks16(p + (count &- 16)) != 0
+    }
+
+    /// Whether one of the eight bytes of `word` is CR, LF or NUL (`x - 1` sets the high bit of a lane whose `x` is 0,
+    /// and a borrow only ever leaves a lane above one that is 0).
+    @inline(__always)
+    private static func breaksLine(_ word: UInt64) -> Bool {
+        (zero(word) | zero(word ^ ones &* UInt64(lf)) | zero(word ^ ones &* UInt64(cr))) & highs != 0
+    }
+
+    /// The high bit of each lane of `word` that is 0, and perhaps of lanes above one (never when none is 0).
+    @inline(__always)
+    private static func zero(_ word: UInt64) -> UInt64 {
+        (word &- ones) & ~word
     }
 
     /// Whether the `count` bytes at `p` spell `lowercase` (ASCII case-insensitive; the bytes are token or value
