@@ -43,6 +43,7 @@ for t in "${targets[@]}"; do
     fi
     echo "fuzz: $t for ${seconds}s"
     SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+    LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=Fuzz/lsan.supp:print_suppressions=0} \
     ".build/fuzz/$t" "$work" "Fuzz/corpus/$t" \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
         -dict="$(dict_for "$t")" -print_final_stats=1 \

@@ -17,7 +17,7 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             let count = checkShape(out, name: name, mapper: mapper)
             Fuzz.check(count == 1, "item answer rendered \(count) items")
         }
-        if let owner = try? mapper.owner(ofDirectusItem: body) {
+        if let owner = try? mapper.owner(ofDirectusItem: .data(body)) {
             Fuzz.check(!owner.isEmpty, "empty owner")
         }
     }

@@ -7,8 +7,13 @@ import Foundation
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let body = Fuzz.data(bytes, size)
     for mapper in Fuzz.mappers {
-        let writable = Set(mapper.resource.fields.filter { mapper.resource.writable.contains($0.0) && $0.0 != "id" }.map(\.1))
-        let required = Set(mapper.resource.fields.filter { mapper.resource.required.contains($0.0) && writable.contains($0.1) }.map(\.1))
+        // The Directus names of the writable fields (plain paths: a relation's fields are read-only).
+        let paths = mapper.resource.fields.compactMap { field -> (String, String)? in
+            guard case .path(let path) = field.1 else { return nil }
+            return (field.0, path)
+        }
+        let writable = Set(paths.filter { mapper.resource.writable.contains($0.0) && $0.0 != "id" }.map(\.1))
+        let required = Set(paths.filter { mapper.resource.required.contains($0.0) && writable.contains($0.1) }.map(\.1))
         for mode in [ResourceMapper.WriteMode.create, .update, .createOrUpdate] {
             guard let result = try? mapper.writePayload(body, mode: mode) else { continue }
             guard let members = result.payload.objectValue else {
