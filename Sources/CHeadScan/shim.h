@@ -7,8 +7,8 @@
    scanning loops (no call per block).
 
    Each test returns a mask of the sixteen bytes at `p` that are outside its class, 0 when none is; the first one's
-   index is `postern_head_first_flagged(mask)`. The caller keeps `p + 16` within its buffer (the load is
-   unaligned). */
+   index is `JSONWord.firstFlagged16(mask)` (`postern_json_first_flagged` in CJSONScan: the masks have the same
+   layout). The caller keeps `p + 16` within its buffer (the load is unaligned). */
 #include <stdint.h>
 
 #if defined(__SSE2__)
@@ -112,15 +112,6 @@ static inline int postern_head_low32(const uint8_t *p) {
         if (p[i] <= 0x0D) return 1;
     }
     return 0;
-#endif
-}
-
-/* The index (0 to 15) of the first flagged byte of a non-zero mask. */
-static inline unsigned postern_head_first_flagged(uint64_t mask) {
-#if defined(__ARM_NEON) && !defined(__SSE2__)
-    return (unsigned)(__builtin_ctzll(mask) >> 2);
-#else
-    return (unsigned)__builtin_ctzll(mask);
 #endif
 }
 

@@ -182,7 +182,7 @@ final class ResourceHandlers: Sendable {
         }
         // Directus answers 204 when the caller cannot read the new row: without its id it cannot be read back.
         guard let body else { throw .upstreamError("Directus created the item but did not return it") }
-        return .apiJSON(201, try mapper.renderer.renderItem(directusBody: body))
+        return .apiJSON(201, content: try mapper.renderer.renderItem(directusBody: .data(body)))
     }
 
     /// `PATCH`/`PUT /api/v1/R/{id}`, and `POST /api/v1/R` with an `id` (answered 200).
@@ -198,7 +198,7 @@ final class ResourceHandlers: Sendable {
             try await directus.updateItem(path: path, payload: payload.payload, fields: mapper.directusFieldList,
                                           token: token, context: context.call)
         }
-        if let body { return .apiJSON(200, try mapper.renderer.renderItem(directusBody: body)) }
+        if let body { return .apiJSON(200, content: try mapper.renderer.renderItem(directusBody: .data(body))) }
         // 204: updated without read-back. Read it back; failing that, the answer is unusable.
         do {
             let readBack = try await items.readItem(id: id, mapper: mapper, session: context.session, call: context.call)

@@ -43,12 +43,12 @@ package struct JSONTranscoder: Sendable {
         try transcode(directusBody, list: false)
     }
 
-    /// `renderList(directusBody:)` from and to `Data` (tests, tools).
+    /// `renderList(directusBody:)` from and to `Data` (tests, fuzz targets: the gateway renders to `HeapBytes`).
     package func renderList(directusBody: Data) throws(GatewayError) -> Data {
         try transcode(.data(directusBody), list: true).data
     }
 
-    /// `renderItem(directusBody:)` from and to `Data` (tests).
+    /// `renderItem(directusBody:)` from and to `Data` (tests, fuzz targets).
     func renderItem(directusBody: Data) throws(GatewayError) -> Data {
         try transcode(.data(directusBody), list: false).data
     }

@@ -32,7 +32,7 @@ enum PlainBytes {
         var i = start
         while n &- i >= 16 {
             let outside = postern_head_outside16(p + i, lowest)
-            if outside != 0 { return i &+ Int(truncatingIfNeeded: postern_head_first_flagged(outside)) }
+            if outside != 0 { return i &+ JSONWord.firstFlagged16(outside) }
             i &+= 16
         }
         if n &- i >= 8 {
@@ -55,7 +55,7 @@ enum PlainBytes {
         var i = start
         while n &- i >= 16 {
             let outside = postern_head_nonword16(p + i, dot ? 1 : 0)
-            if outside != 0 { return i &+ Int(truncatingIfNeeded: postern_head_first_flagged(outside)) }
+            if outside != 0 { return i &+ JSONWord.firstFlagged16(outside) }
             i &+= 16
         }
         if n &- i >= 8 {
